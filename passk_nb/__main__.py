@@ -1,0 +1,7 @@
+"""``python -m passk_nb`` is the ``passk`` command."""
+
+import sys
+
+from passk_nb.cli import main
+
+sys.exit(main())

@@ -1,0 +1,162 @@
+"""The action protocol: every model turn is exactly one JSON object.
+
+Either a tool call ``{"tool": NAME, "args": {...}}`` or a final answer
+``{"answer": TEXT}``. The object may stand alone or inside one code fence
+(```` ```json ... ``` ````); surrounding whitespace is fine. Anything else is a
+format error, and the error says exactly what was wrong so the model (and the
+person reading the transcript) can see it.
+
+:func:`parse_action` never raises, whatever string a model produces.
+
+>>> parse_action('{"tool": "get_order", "args": {"order_id": "O1001"}}')
+ToolCall(tool='get_order', args={'order_id': 'O1001'})
+>>> parse_action('```json\\n{"answer": "Done."}\\n```')
+Answer(text='Done.')
+>>> parse_action("Sure! I refunded it.").message
+'not JSON: the reply must be one JSON object, got text starting with "Sure! I refunded it."'
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["ToolCall", "Answer", "FormatError", "Action", "parse_action", "PROTOCOL_EXAMPLE"]
+
+PROTOCOL_EXAMPLE = '{"tool": "get_order", "args": {"order_id": "O1001"}} or {"answer": "..."}'
+
+_FENCE = re.compile(r"\A```[ \t]*([A-Za-z0-9_-]*)[ \t]*\r?\n(.*?)\r?\n?[ \t]*```\Z", re.DOTALL)
+_PREVIEW = 40
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """The model asked to run ``tool`` with keyword arguments ``args``."""
+
+    tool: str
+    args: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The model ended the episode with a final answer to the customer."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class FormatError:
+    """The reply broke the protocol; ``message`` says how."""
+
+    message: str
+
+
+Action = ToolCall | Answer | FormatError
+
+
+def _preview(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _PREVIEW else flat[:_PREVIEW] + "..."
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"non-standard JSON constant {name}")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def _unfence(text: str) -> str | FormatError:
+    """Strip one surrounding code fence, or explain why the fencing is wrong."""
+    if text.startswith("```"):
+        match = _FENCE.match(text)
+        if match is None:
+            if text.count("```") < 2:
+                return FormatError("unclosed code fence: close the ``` block, or send the JSON object alone")
+            return FormatError("text outside the code fence: send one fenced JSON object and nothing else")
+        language, body = match.group(1).lower(), match.group(2)
+        if language not in ("", "json"):
+            return FormatError(f"code fence labelled {language!r}: use ```json or no fence")
+        if "```" in body:
+            return FormatError("more than one code fence: send exactly one JSON object")
+        return body.strip()
+    if "```" in text:
+        return FormatError("text outside the code fence: send one fenced JSON object and nothing else")
+    return text
+
+
+def _check_object(obj: Any) -> Action:
+    if not isinstance(obj, dict):
+        kind = "null" if obj is None else type(obj).__name__
+        return FormatError(f"expected a JSON object, got {kind}")
+    keys = set(obj)
+    if "tool" in keys and "answer" in keys:
+        return FormatError('an action has either "tool" or "answer", not both')
+    if "answer" in keys:
+        extra = sorted(keys - {"answer"})
+        if extra:
+            return FormatError(f'unknown keys {extra} beside "answer": send {{"answer": TEXT}} only')
+        if not isinstance(obj["answer"], str):
+            return FormatError(f'"answer" must be a string, got {type(obj["answer"]).__name__}')
+        return Answer(obj["answer"])
+    if "tool" in keys:
+        extra = sorted(keys - {"tool", "args"})
+        if extra:
+            return FormatError(f'unknown keys {extra}: a tool call has only "tool" and "args"')
+        tool = obj["tool"]
+        if not isinstance(tool, str) or not tool.strip():
+            return FormatError('"tool" must be a non-empty string naming a tool')
+        if "args" not in keys:
+            return FormatError('missing "args": send {"tool": NAME, "args": {...}} (use {} for no arguments)')
+        if not isinstance(obj["args"], dict):
+            kind = "null" if obj["args"] is None else type(obj["args"]).__name__
+            return FormatError(f'"args" must be a JSON object, got {kind}')
+        return ToolCall(tool, obj["args"])
+    return FormatError(f'unknown keys {sorted(keys)}: expected "tool" and "args", or "answer"')
+
+
+def _parse(text: Any) -> Action:
+    if not isinstance(text, str):
+        return FormatError(f"reply is not text (got {type(text).__name__})")
+    stripped = text.strip()
+    if not stripped:
+        return FormatError("empty reply: send one JSON object, e.g. " + PROTOCOL_EXAMPLE)
+    body = _unfence(stripped)
+    if isinstance(body, FormatError):
+        return body
+    try:
+        obj, end = _DECODER.raw_decode(body)
+    except ValueError as exc:
+        if body.startswith("{"):
+            return FormatError(f"invalid JSON: {exc}")
+        return FormatError(
+            f'not JSON: the reply must be one JSON object, got text starting with "{_preview(body)}"'
+        )
+    rest = body[end:].strip()
+    if rest:
+        if rest.startswith("{"):
+            return FormatError("two JSON objects in one reply: send exactly one action per turn")
+        return FormatError(f'text after the JSON object ("{_preview(rest)}"): send the object alone')
+    return _check_object(obj)
+
+
+def parse_action(text: str) -> Action:
+    """Parse one model reply into a :class:`ToolCall`, an :class:`Answer` or a :class:`FormatError`.
+
+    Never raises: any failure, including pathological input (deep nesting,
+    huge strings, non-standard constants such as ``NaN``), is a
+    :class:`FormatError` that names the problem.
+
+    >>> parse_action('{"tool": "refund_order", "args": {"order_id": "O1001", "amount": 79.99}}').args
+    {'order_id': 'O1001', 'amount': 79.99}
+    >>> parse_action('{"answer": "a"} {"answer": "b"}').message
+    'two JSON objects in one reply: send exactly one action per turn'
+    """
+    try:
+        return _parse(text)
+    except RecursionError:
+        return FormatError("invalid JSON: nested too deeply")
+    except Exception as exc:  # the contract is "never raises"
+        return FormatError(f"unparseable reply: {type(exc).__name__}: {exc}")

@@ -1,0 +1,113 @@
+"""The provider contract: one method, ``chat(messages) -> str``.
+
+``messages`` is a list of ``{"role": "system" | "user" | "assistant", "content": str}``.
+Any object with such a ``chat`` method, or a plain function of the messages,
+is a provider. Built-in backends subclass :class:`BaseProvider` so that they
+can also report token counts and retries (by returning a :class:`Reply`),
+take a per-trial seed, and describe themselves in each record.
+
+A provider that raises makes the trial an ``infra_error``: it is not counted
+against the agent.
+
+>>> class Echo(BaseProvider):
+...     name = "echo"
+...     def chat(self, messages):
+...         return Reply('{"answer": "hi"}', input_tokens=3, output_tokens=2)
+>>> Echo(model="m").describe()["provider"]
+'echo'
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+from urllib.parse import urlsplit
+
+__all__ = ["Message", "Reply", "ChatProvider", "BaseProvider", "ProviderError", "url_host"]
+
+Message = dict[str, str]
+
+
+class ProviderError(RuntimeError):
+    """The backend failed (not the agent): retries exhausted, server error, not logged in, ..."""
+
+
+@dataclass
+class Reply:
+    """A model reply with what the backend reported about it."""
+
+    text: str
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    attempts: int = 1
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class ChatProvider(Protocol):
+    """Anything with ``chat(messages) -> str`` (or a :class:`Reply`)."""
+
+    def chat(self, messages: list[Message]) -> str | Reply: ...
+
+
+def url_host(url: str | None) -> str | None:
+    """``host[:port]`` of a URL, with any credentials dropped.
+
+    >>> url_host("http://user:secret@127.0.0.1:8080/v1")
+    '127.0.0.1:8080'
+    """
+    if not url:
+        return None
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    return f"{host}:{parts.port}" if parts.port else host
+
+
+class BaseProvider:
+    """Base class of the built-in providers.
+
+    Subclasses set ``name`` and implement :meth:`chat`. ``temperature`` and
+    ``seed`` are sent to the backend where it supports them; the runner gives
+    each trial its own seed through :meth:`with_seed`.
+    """
+
+    name: str = "base"
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        temperature: float | None = None,
+        seed: int | None = None,
+        base_url: str | None = None,
+        json_mode: bool = False,
+    ):
+        self.model = model or ""
+        self.temperature = temperature
+        self.seed = seed
+        self.base_url = base_url
+        self.json_mode = json_mode
+
+    def chat(self, messages: list[Message]) -> str | Reply:
+        raise NotImplementedError
+
+    def with_seed(self, seed: int | None) -> BaseProvider:
+        """A shallow copy that sends ``seed`` (shared clients stay shared)."""
+        clone = copy.copy(self)
+        clone.seed = seed
+        return clone
+
+    def describe(self) -> dict[str, Any]:
+        """Record fields that identify this backend (never any secret)."""
+        return {
+            "provider": self.name,
+            "model": self.model,
+            "base_url_host": url_host(self.base_url),
+            "json_mode": self.json_mode,
+            "provider_meta": self.meta(),
+        }
+
+    def meta(self) -> dict[str, Any]:
+        """Extra backend details for the ``provider_meta`` column (e.g. a CLI version)."""
+        return {}
