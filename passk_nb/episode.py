@@ -51,9 +51,12 @@ def _entry(kind: str, role: str, content: str, **extra: Any) -> dict[str, Any]:
 
 
 def _action_dict(action: ToolCall | Answer) -> dict[str, Any]:
-    if isinstance(action, ToolCall):
-        return {"tool": action.tool, "args": action.args}
-    return {"answer": action.text}
+    """The parsed action for the transcript, its text capped like everything stored."""
+    if isinstance(action, Answer):
+        return {"answer": cap_text(action.text)}
+    args_text = _json(action.args)
+    args = action.args if len(args_text) <= MAX_STORED_CHARS else {"_truncated": cap_text(args_text)}
+    return {"tool": cap_text(action.tool, 200), "args": args}
 
 
 def _json(value: Any) -> str:

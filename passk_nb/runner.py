@@ -20,9 +20,10 @@ import math
 import os
 import queue
 import time
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ from passk_nb._version import __version__
 from passk_nb.episode import run_episode
 from passk_nb.providers import BaseProvider, make_provider
 from passk_nb.records import frame_from_records
-from passk_nb.store import compact, existing_trials, load, write_part
+from passk_nb.store import compact, existing_trials, load, read_specs, write_part, write_spec
 from passk_nb.suites import get_suite
 from passk_nb.suites.base import Suite
 
@@ -87,7 +88,7 @@ class RunSpec:
 
     @property
     def run_id(self) -> str:
-        text = json.dumps(self.__dict__, sort_keys=True)
+        text = json.dumps(asdict(self), sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -113,9 +114,60 @@ class _Writer:
 
     def flush(self) -> None:
         if self.pending:
-            self.parts.append(write_part(self.pending, self.out, self.run_id))
-            self.pending = []
+            records, self.pending = self.pending, []
+            self.parts.append(write_part(records, self.out, self.run_id))
         self.last = time.monotonic()
+
+    def close(self) -> None:
+        """Write what is left; after a failed write, the records that failed are not retried."""
+        self.flush()
+
+
+def _run_concurrently(
+    fn: Callable[[str, int], dict[str, Any]], jobs: list[tuple[str, int]], concurrency: int
+) -> Iterator[dict[str, Any]]:
+    """Yield ``fn(*job)`` for every job as it completes, at most ``concurrency`` at a time.
+
+    On an early exit (an exception, Ctrl-C, the generator closed) pending jobs
+    are cancelled and running ones are left to finish in the background.
+    """
+    executor = ThreadPoolExecutor(max_workers=min(concurrency, max(len(jobs), 1)))
+    finished: queue.SimpleQueue[Future[dict[str, Any]]] = queue.SimpleQueue()
+    remaining = iter(jobs)
+
+    def submit_next() -> int:
+        job = next(remaining, None)
+        if job is None:
+            return 0
+        executor.submit(fn, *job).add_done_callback(finished.put)
+        return 1
+
+    try:
+        in_flight = sum(submit_next() for _ in range(concurrency))
+        while in_flight:
+            yield finished.get().result()
+            in_flight += submit_next() - 1
+    finally:
+        executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _note_prompt_changes(out: Path, spec: RunSpec) -> None:
+    """Say so when the folder holds runs of the same spec under another prompt text."""
+    mine = asdict(spec)
+    others = sorted(
+        other["prompt_hash"]
+        for other in read_specs(out).values()
+        if other.get("prompt_hash") != spec.prompt_hash
+        and all(other.get(k) == v for k, v in mine.items() if k != "prompt_hash")
+    )
+    if others:
+        warnings.warn(
+            f"{out} holds runs of this provider/model/settings under other prompt texts "
+            f"(prompt hashes {', '.join(others)}); the prompt changed (now {spec.prompt_hash}), so this is "
+            "a new run and does not resume them",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def _trial_record(
@@ -237,39 +289,29 @@ def run(
         "harness_version": __version__,
     }
     out_dir = Path(out)
+    _note_prompt_changes(out_dir, spec)
     done = existing_trials(out_dir, run_id)
     todo = [(t, i) for t in task_ids for i in range(trials) if (t, i) not in done]
     if done:
         log.info("run %s: %d trials already in %s, %d to run", run_id, len(done), out_dir, len(todo))
+    if todo:
+        write_spec(out_dir, run_id, asdict(spec))
     episode_options = {"system_prompt": text, "max_turns": max_turns, "max_format_errors": max_format_errors}
+
+    def one_trial(task_id: str, trial: int) -> dict[str, Any]:
+        return _trial_record(the_suite, backend, base, task_id, trial, seed, episode_options)
 
     writer = _Writer(out_dir, run_id)
     bar = tqdm(total=len(todo), desc=f"{spec.provider}/{spec.model}", unit="trial", disable=not progress)
-    executor = ThreadPoolExecutor(max_workers=min(concurrency, max(len(todo), 1)))
-    finished: queue.SimpleQueue[Future[dict[str, Any]]] = queue.SimpleQueue()
-    jobs = iter(todo)
-
-    def submit_next() -> bool:
-        job = next(jobs, None)
-        if job is None:
-            return False
-        future = executor.submit(_trial_record, the_suite, backend, base, *job, seed, episode_options)
-        future.add_done_callback(finished.put)
-        return True
-
     try:
-        in_flight = sum(submit_next() for _ in range(concurrency))
-        while in_flight:
-            record = finished.get().result()
+        for record in _run_concurrently(one_trial, todo, concurrency):
             writer.add(record)
             if on_record is not None:
                 on_record(record)
             bar.update(1)
-            in_flight += submit_next() - 1
     finally:
-        executor.shutdown(wait=False, cancel_futures=True)
         bar.close()
-        writer.flush()
+        writer.close()
     compact(writer.parts, out_dir, run_id)
 
     frame = load(out_dir / run_id) if (out_dir / run_id).is_dir() else frame_from_records([])

@@ -23,6 +23,7 @@ running the same spec at once), :func:`load` keeps one row per
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import uuid
 import warnings
@@ -36,7 +37,9 @@ import pyarrow.parquet as pq
 
 from passk_nb.records import KEY, SCHEMA, empty_frame, frame_from_table, table_from_records
 
-__all__ = ["write_part", "load", "existing_trials", "compact", "part_files"]
+__all__ = ["write_part", "load", "existing_trials", "compact", "part_files", "write_spec", "read_specs"]
+
+SPEC_FILE = "_spec.json"
 
 
 class StoreError(OSError):
@@ -77,6 +80,32 @@ def write_part(
             "records written before are intact."
         ) from exc
     return final
+
+
+def write_spec(folder: str | os.PathLike[str], run_id: str, spec: Mapping[str, Any]) -> None:
+    """Record the run's spec beside its parts (``<run_id>/_spec.json``, ignored by parquet readers)."""
+    run_dir = Path(folder) / run_id
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        tmp = run_dir / f".{SPEC_FILE}.{uuid.uuid4().hex[:8]}.tmp"
+        tmp.write_text(json.dumps(dict(spec), sort_keys=True, indent=1))
+        os.replace(tmp, run_dir / SPEC_FILE)
+    except OSError as exc:
+        raise StoreError(
+            f"could not write to {run_dir}: {exc.strerror or exc}. "
+            "Check free space and write permission, or pass another out= folder"
+        ) from exc
+
+
+def read_specs(folder: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """``{run_id: spec}`` for every run under ``folder`` that recorded its spec."""
+    specs = {}
+    for path in Path(folder).glob(f"*/{SPEC_FILE}"):
+        try:
+            specs[path.parent.name] = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue  # a spec is a convenience for messages; the records are the truth
+    return specs
 
 
 def _read(path: Path, columns: list[str] | None = None) -> pa.Table:

@@ -25,14 +25,34 @@ def cells(line: str) -> list[str]:
 
 
 def test_run_prints_the_table_and_where_records_went(tmp_path, capsys):
-    assert main(["run", "--provider", "scripted", "--trials", "3", "--k", "2", "--out", str(tmp_path),
-                 "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--provider",
+                "scripted",
+                "--trials",
+                "3",
+                "--k",
+                "2",
+                "--out",
+                str(tmp_path),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     header, _, row = out.splitlines()[:3]
     assert cells(header) == ["provider/model", "prompt", "pass@2", "pass^2", "trials"]
     prompt_hash = passk_nb.prompt_hash(passk_nb.get_suite("orders").prompts["default"])
-    assert cells(row) == ["scripted/known-good", f"default ({prompt_hash})", "1.000 [1.000, 1.000]",
-                          "1.000 [1.000, 1.000]", "15/15 pass"]
+    assert cells(row) == [
+        "scripted/known-good",
+        f"default ({prompt_hash})",
+        "1.000 [1.000, 1.000]",
+        "1.000 [1.000, 1.000]",
+        "15/15 pass",
+    ]
     run_id = passk_nb.load(tmp_path)["run_id"].iloc[0]
     assert f"records: {tmp_path / run_id}" in out
 
@@ -92,8 +112,25 @@ def test_report_k_above_trials(tmp_path, capsys):
 def test_prompt_from_file_is_labelled_by_its_stem(tmp_path, capsys):
     prompt = tmp_path / "terse.txt"
     prompt.write_text(passk_nb.get_suite("orders").prompts["default"] + "\nBe terse.")
-    assert main(["run", "--prompt", str(prompt), "--trials", "1", "--k", "1", "--out", str(tmp_path / "r"),
-                 "--no-progress", "--n-boot", "0"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--prompt",
+                str(prompt),
+                "--trials",
+                "1",
+                "--k",
+                "1",
+                "--out",
+                str(tmp_path / "r"),
+                "--no-progress",
+                "--n-boot",
+                "0",
+            ]
+        )
+        == 0
+    )
     assert "terse (" in capsys.readouterr().out
     assert set(passk_nb.load(tmp_path / "r")["prompt_name"]) == {"terse"}
 
@@ -107,8 +144,9 @@ def test_every_command_has_help(command, capsys):
 
 
 def test_python_dash_m_is_the_same_command(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "passk_nb", "tasks"], capture_output=True, text=True,
-                            check=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "passk_nb", "tasks"], capture_output=True, text=True, check=True
+    )
     assert "cancel-shipped-refusal" in result.stdout
 
 
@@ -129,9 +167,12 @@ def test_readme_first_command_in_a_fresh_virtualenv(tmp_path):
     for path in ["pyproject.toml", "README.md", "passk_nb"]:  # the working tree, not only what is committed
         subprocess.run(["cp", "-r", str(ROOT / path), str(work)], check=True)
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
-    env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if ".venv" not in p and "venv/" not in p)
-    result = subprocess.run(["bash", "-c", readme_commands()[0]], cwd=work, env=env, capture_output=True,
-                            text=True, timeout=900)
+    env["PATH"] = os.pathsep.join(
+        p for p in env["PATH"].split(os.pathsep) if ".venv" not in p and "venv/" not in p
+    )
+    result = subprocess.run(
+        ["bash", "-c", readme_commands()[0]], cwd=work, env=env, capture_output=True, text=True, timeout=900
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "scripted/known-good" in result.stdout and "15/15 pass" in result.stdout
     assert (work / ".venv" / "bin" / "passk").exists()

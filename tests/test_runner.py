@@ -55,7 +55,8 @@ def test_rerun_resumes_and_extends_without_duplicates(tmp_path):
 
 def test_different_prompt_is_a_different_run(tmp_path):
     a = passk_nb.run("scripted", trials=1, out=tmp_path, progress=False)
-    b = passk_nb.run("scripted", trials=1, out=tmp_path, progress=False, prompt="strict")
+    with pytest.warns(UserWarning, match=r"prompt changed \(now [0-9a-f]{12}\), so this is a new run"):
+        b = passk_nb.run("scripted", trials=1, out=tmp_path, progress=False, prompt="strict")
     assert a["run_id"].iloc[0] != b["run_id"].iloc[0]
     assert a["prompt_hash"].iloc[0] != b["prompt_hash"].iloc[0]
     assert set(b["prompt_name"]) == {"strict"}
@@ -176,4 +177,4 @@ def test_sigkill_midway_then_resume_gives_exactly_the_expected_rows(tmp_path):
     )
     assert len(part_files(out)) >= 1
     leftovers = [p for p in Path(out).rglob("*") if p.is_file() and p not in part_files(out)]
-    assert all(p.name.startswith(".") for p in leftovers)
+    assert all(p.name.startswith((".", "_")) for p in leftovers)  # temp files, _spec.json
