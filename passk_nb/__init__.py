@@ -11,6 +11,7 @@ every time?) with honest intervals.
 """
 
 from passk_nb._version import __version__
+from passk_nb.cases import load_cases, run_cases, run_eval
 from passk_nb.episode import run_episode
 from passk_nb.protocol import Answer, FormatError, ToolCall, parse_action
 from passk_nb.providers import BaseProvider, ProviderError, Reply, make_provider
@@ -32,10 +33,13 @@ __all__ = [
     "frame_from_records",
     "get_suite",
     "load",
+    "load_cases",
     "make_provider",
     "parse_action",
     "prompt_hash",
     "register_suite",
     "run",
+    "run_cases",
     "run_episode",
+    "run_eval",
 ]

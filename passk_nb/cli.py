@@ -127,6 +127,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         max_format_errors=args.max_format_errors,
         json_mode=args.json_mode,
         progress=not args.no_progress,
+        trial_timeout=args.trial_timeout,
         **options,
     )
     print(summary_table(df, args.k, n_boot=args.n_boot))
@@ -219,6 +220,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="ask the backend for JSON-constrained output (changes what is measured; recorded)",
     )
+    p.add_argument(
+        "--trial-timeout",
+        type=float,
+        default=None,
+        help="seconds one trial may take; a trial still running then is an infra_error (default: none)",
+    )
     p.add_argument("--n-boot", type=int, default=2000, help="bootstrap draws for intervals, 0 for none")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(func=_cmd_run)
@@ -240,6 +247,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--suite", default="orders", help="task suite (default: orders)")
     p.add_argument("--prompt", help="print this system prompt (e.g. default, strict)")
     p.set_defaults(func=_cmd_tasks)
+
+    from passk_nb.cli_cases import add_cases_parser  # here, not at the top: cli_cases imports cli
+
+    add_cases_parser(sub)
     return parser
 
 

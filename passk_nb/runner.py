@@ -19,10 +19,10 @@ import logging
 import math
 import os
 import queue
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +38,7 @@ from passk_nb.store import compact, existing_trials, load, read_specs, write_par
 from passk_nb.suites import get_suite
 from passk_nb.suites.base import Suite
 
-__all__ = ["run", "RunSpec", "prompt_hash", "resolve_prompt"]
+__all__ = ["run", "RunSpec", "prompt_hash", "resolve_prompt", "execute_trials", "check_positive"]
 
 log = logging.getLogger("passk_nb")
 
@@ -92,7 +92,8 @@ class RunSpec:
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def _check_positive(name: str, value: Any) -> int:
+def check_positive(name: str, value: Any) -> int:
+    """``value`` if it is a whole number ≥ 1, else a ValueError naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a whole number ≥ 1, got {value!r}")
     return value
@@ -124,31 +125,120 @@ class _Writer:
 
 
 def _run_concurrently(
-    fn: Callable[[str, int], dict[str, Any]], jobs: list[tuple[str, int]], concurrency: int
+    fn: Callable[[Any, int], dict[str, Any]],
+    jobs: list[tuple[Any, int]],
+    concurrency: int,
+    timeout: float | None = None,
+    on_timeout: Callable[[Any, int, float], dict[str, Any]] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Yield ``fn(*job)`` for every job as it completes, at most ``concurrency`` at a time.
 
-    On an early exit (an exception, Ctrl-C, the generator closed) pending jobs
-    are cancelled and running ones are left to finish in the background.
+    Jobs run on daemon threads, so a backend that never answers cannot keep
+    the process alive. A job still running after ``timeout`` seconds is
+    abandoned: ``on_timeout(*job, elapsed)`` is yielded in its place, a new
+    worker takes over, and the late result is dropped. On an early exit (an
+    exception, Ctrl-C, the generator closed) no new job starts.
     """
-    executor = ThreadPoolExecutor(max_workers=min(concurrency, max(len(jobs), 1)))
-    finished: queue.SimpleQueue[Future[dict[str, Any]]] = queue.SimpleQueue()
-    remaining = iter(jobs)
+    todo: queue.SimpleQueue[tuple[Any, int]] = queue.SimpleQueue()
+    for job in jobs:
+        todo.put(job)
+    results: queue.SimpleQueue[tuple[tuple[Any, int], dict[str, Any] | None, BaseException | None]]
+    results = queue.SimpleQueue()
+    started: dict[tuple[Any, int], float] = {}
+    abandoned: set[tuple[Any, int]] = set()
+    lock = threading.Lock()
+    stop = threading.Event()
 
-    def submit_next() -> int:
-        job = next(remaining, None)
-        if job is None:
-            return 0
-        executor.submit(fn, *job).add_done_callback(finished.put)
-        return 1
+    def worker() -> None:
+        while not stop.is_set():
+            try:
+                job = todo.get_nowait()
+            except queue.Empty:
+                return
+            with lock:
+                started[job] = time.monotonic()
+            try:
+                outcome: tuple[Any, Any, Any] = (job, fn(*job), None)
+            except BaseException as exc:  # re-raised in the caller's thread
+                outcome = (job, None, exc)
+            results.put(outcome)
+            with lock:
+                if job in abandoned:
+                    return  # a replacement worker took this one's place
 
+    def spawn() -> None:
+        threading.Thread(target=worker, daemon=True, name="passk-trial").start()
+
+    for _ in range(min(concurrency, len(jobs))):
+        spawn()
     try:
-        in_flight = sum(submit_next() for _ in range(concurrency))
-        while in_flight:
-            yield finished.get().result()
-            in_flight += submit_next() - 1
+        for _ in range(len(jobs)):
+            while True:
+                with lock:
+                    oldest = min(started.values(), default=time.monotonic())
+                wait = None if timeout is None else max(0.0, oldest + timeout - time.monotonic())
+                try:
+                    job, record, error = results.get(timeout=wait)
+                except queue.Empty:
+                    with lock:
+                        job = min(started, key=started.__getitem__)
+                        elapsed = time.monotonic() - started.pop(job)
+                        abandoned.add(job)
+                    spawn()
+                    assert on_timeout is not None
+                    yield on_timeout(*job, elapsed)
+                    break
+                with lock:
+                    if job in abandoned:
+                        continue  # finished after it was given up on: already recorded
+                    del started[job]
+                if error is not None:
+                    raise error
+                yield record
+                break
     finally:
-        executor.shutdown(wait=False, cancel_futures=True)
+        stop.set()
+
+
+def execute_trials(
+    one_trial: Callable[[Any, int], dict[str, Any]],
+    jobs: list[tuple[Any, int]],
+    *,
+    concurrency: int,
+    out: Path | None,
+    run_id: str,
+    desc: str = "",
+    progress: bool = True,
+    on_record: Callable[[dict[str, Any]], None] | None = None,
+    timeout: float | None = None,
+    on_timeout: Callable[[Any, int, float], dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
+    """The batch layer: run ``one_trial(*job)`` for every job and keep the records.
+
+    Runs at most ``concurrency`` jobs at once with a progress bar, streams the
+    records to ``out/<run_id>/`` as crash-safe parts (nothing is written when
+    ``out`` is None), merges this call's parts at the end, and returns the new
+    records in completion order. Shared by :func:`run` and
+    :func:`passk_nb.cases.run_cases`.
+    """
+    writer = None if out is None else _Writer(out, run_id)
+    records: list[dict[str, Any]] = []
+    bar = tqdm(total=len(jobs), desc=desc, unit="trial", disable=not progress)
+    try:
+        for record in _run_concurrently(one_trial, jobs, concurrency, timeout, on_timeout):
+            records.append(record)
+            if writer is not None:
+                writer.add(record)
+            if on_record is not None:
+                on_record(record)
+            bar.update(1)
+    finally:
+        bar.close()
+        if writer is not None:
+            writer.close()
+    if writer is not None:
+        compact(writer.parts, writer.out, run_id)
+    return records
 
 
 def _note_prompt_changes(out: Path, spec: RunSpec) -> None:
@@ -170,6 +260,29 @@ def _note_prompt_changes(out: Path, spec: RunSpec) -> None:
         )
 
 
+def _record(base: dict[str, Any], task_id: str, trial: int, seed: int | None, fields: dict[str, Any]):
+    meta = {**base["provider_meta"], **fields.pop("provider_meta", {})}
+    trial_seed = None if seed is None else seed + trial
+    return {
+        **base,
+        **fields,
+        "task": task_id,
+        "trial": trial,
+        "seed": trial_seed,
+        "provider_meta": json.dumps(meta, default=str),
+    }
+
+
+def _infra(started: dt.datetime, error: str, latency_s: float = float("nan")) -> dict[str, Any]:
+    return {
+        "outcome": "infra_error",
+        "passed": False,
+        "started_at": started,
+        "latency_s": latency_s,
+        "error": error,
+    }
+
+
 def _trial_record(
     suite: Suite,
     provider: BaseProvider,
@@ -179,29 +292,14 @@ def _trial_record(
     seed: int | None,
     episode_options: dict[str, Any],
 ) -> dict[str, Any]:
-    trial_seed = None if seed is None else seed + trial
-    bound = provider.with_seed(trial_seed)
+    bound = provider.with_seed(None if seed is None else seed + trial)
     started = dt.datetime.now(dt.UTC)
     try:
         fields = run_episode(suite, suite.task(task_id), bound, **episode_options)
     except Exception as exc:  # a harness bug must not stop the run; it is kept, visibly, as infra
         log.exception("harness error in task %s trial %d", task_id, trial)
-        fields = {
-            "outcome": "infra_error",
-            "passed": False,
-            "started_at": started,
-            "error": f"harness error: {type(exc).__name__}: {exc}",
-            "provider_meta": {},
-        }
-    meta = {**base["provider_meta"], **fields.pop("provider_meta")}
-    return {
-        **base,
-        **fields,
-        "task": task_id,
-        "trial": trial,
-        "seed": trial_seed,
-        "provider_meta": json.dumps(meta, default=str),
-    }
+        fields = _infra(started, f"harness error: {type(exc).__name__}: {exc}")
+    return _record(base, task_id, trial, seed, fields)
 
 
 def run(
@@ -222,6 +320,7 @@ def run(
     json_mode: bool = False,
     progress: bool = True,
     on_record: Callable[[dict[str, Any]], None] | None = None,
+    trial_timeout: float | None = None,
     **provider_options: Any,
 ) -> pd.DataFrame:
     """Run every task ``trials`` times against ``provider`` and return the trial records.
@@ -239,14 +338,21 @@ def run(
     larger ``trials`` extends an earlier run. Trial ``i`` sends seed
     ``seed + i`` to the backend.
 
+    ``trial_timeout`` (seconds) bounds one trial: a trial still running then
+    is recorded as ``infra_error`` and the run goes on (its thread is left to
+    finish in the background). ``on_record`` is called with each new record as
+    it completes.
+
     Returns every record of this spec for the chosen tasks and trials, the
     ones from earlier runs included, sorted by task and trial.
     """
     the_suite = get_suite(suite)
-    trials = _check_positive("trials", trials)
-    concurrency = _check_positive("concurrency", concurrency)
-    max_turns = _check_positive("max_turns", max_turns)
-    max_format_errors = _check_positive("max_format_errors", max_format_errors)
+    trials = check_positive("trials", trials)
+    concurrency = check_positive("concurrency", concurrency)
+    max_turns = check_positive("max_turns", max_turns)
+    max_format_errors = check_positive("max_format_errors", max_format_errors)
+    if trial_timeout is not None and not (isinstance(trial_timeout, int | float) and trial_timeout > 0):
+        raise ValueError(f"trial_timeout must be a positive number of seconds, got {trial_timeout!r}")
     task_ids = list(the_suite.task_ids if tasks is None else tasks)
     if isinstance(tasks, str) or not task_ids:
         raise ValueError(f"tasks must be a non-empty list of task ids from {the_suite.task_ids}")
@@ -301,19 +407,23 @@ def run(
     def one_trial(task_id: str, trial: int) -> dict[str, Any]:
         return _trial_record(the_suite, backend, base, task_id, trial, seed, episode_options)
 
-    writer = _Writer(out_dir, run_id)
-    bar = tqdm(total=len(todo), desc=f"{spec.provider}/{spec.model}", unit="trial", disable=not progress)
-    try:
-        for record in _run_concurrently(one_trial, todo, concurrency):
-            writer.add(record)
-            if on_record is not None:
-                on_record(record)
-            bar.update(1)
-    finally:
-        bar.close()
-        writer.close()
-    compact(writer.parts, out_dir, run_id)
+    def timed_out(task_id: str, trial: int, elapsed: float) -> dict[str, Any]:
+        started = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=elapsed)
+        error = f"trial timed out after {elapsed:.1f} s (trial_timeout={trial_timeout}): no answer in time"
+        return _record(base, task_id, trial, seed, _infra(started, error, elapsed))
 
+    execute_trials(
+        one_trial,
+        todo,
+        concurrency=concurrency,
+        out=out_dir,
+        run_id=run_id,
+        desc=f"{spec.provider}/{spec.model}",
+        progress=progress,
+        on_record=on_record,
+        timeout=trial_timeout,
+        on_timeout=timed_out,
+    )
     frame = load(out_dir / run_id) if (out_dir / run_id).is_dir() else frame_from_records([])
     keep = frame["task"].isin(task_ids) & (frame["trial"] < trials)
     return frame[keep].reset_index(drop=True)

@@ -231,3 +231,50 @@ def test_write_failure_is_clear_and_earlier_trials_stay_readable(tmp_path, monke
 def _small_writer(writer, out, run_id):
     writer.out, writer.run_id, writer.every_s, writer.every_n = out, run_id, 3600.0, 5
     writer.pending, writer.parts, writer.last = [], [], time.monotonic()
+
+
+def test_a_hung_backend_times_out_and_the_run_goes_on(tmp_path):
+    release = __import__("threading").Event()
+
+    def hangs_on_eva(messages):
+        if "Eva Lin" in messages[1]["content"]:
+            release.wait(30)
+        return '{"answer": "no"}'
+
+    start = time.monotonic()
+    try:
+        df = passk_nb.run(
+            hangs_on_eva, trials=3, out=tmp_path, progress=False, concurrency=2, trial_timeout=0.5
+        )
+    finally:
+        release.set()
+    assert time.monotonic() - start < 10
+    assert len(df) == 15
+    hung = df[df["task"] == "cancel-shipped-refusal"]
+    assert set(hung["outcome"]) == {"infra_error"}
+    assert hung["error"].str.contains(r"trial timed out after 0\.\d s \(trial_timeout=0.5\)").all()
+    assert set(df[df["task"] != "cancel-shipped-refusal"]["outcome"]) == {"wrong_state"}
+    assert (hung["latency_s"] >= 0.5).all()
+
+
+def test_a_process_with_a_hung_backend_still_exits(tmp_path):
+    script = tmp_path / "hang.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+        import time, passk_nb
+        def hang(messages):
+            time.sleep(3600)
+        df = passk_nb.run(hang, trials=1, out={str(tmp_path / "runs")!r}, progress=False, trial_timeout=0.3)
+        print(sorted(set(df["outcome"])))
+        """
+        )
+    )
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "['infra_error']"
+
+
+def test_bad_trial_timeout(tmp_path):
+    with pytest.raises(ValueError, match="trial_timeout must be a positive number"):
+        passk_nb.run(out=tmp_path, trial_timeout=0)
