@@ -119,10 +119,6 @@ class _Writer:
             self.parts.append(write_part(records, self.out, self.run_id))
         self.last = time.monotonic()
 
-    def close(self) -> None:
-        """Write what is left; after a failed write, the records that failed are not retried."""
-        self.flush()
-
 
 def _run_concurrently(
     fn: Callable[[Any, int], dict[str, Any]],
@@ -235,7 +231,7 @@ def execute_trials(
     finally:
         bar.close()
         if writer is not None:
-            writer.close()
+            writer.flush()
     if writer is not None:
         compact(writer.parts, writer.out, run_id)
     return records
