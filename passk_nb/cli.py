@@ -66,12 +66,16 @@ def summary_table(df: pd.DataFrame, k: int, n_boot: int = 2000) -> str:
         passed = int(row["successes"])
         total = int(row["n_trials"]) + int(row["n_infra_excluded"])
         infra = f", {int(row['n_infra_excluded'])} infra errors excluded" if row["n_infra_excluded"] else ""
+        if row["n_tasks_covered"] < row["n_tasks"]:
+            infra += f"; k={k} covers {int(row['n_tasks_covered'])}/{int(row['n_tasks'])} tasks"
+        se = row["se_fixed"]
         lines.append(
             {
                 "provider/model": f"{row['provider']}/{row['model']}",
                 "prompt": f"{row['prompt_name']} ({row['prompt_hash']})",
                 f"pass@{k}": _with_ci(row, "pass@k"),
                 f"pass^{k}": _with_ci(row, "pass^k"),
+                "± fixed tasks": "n/a (n < 2k)" if pd.isna(se) else f"± {1.96 * se:.3f}",
                 "trials": f"{passed}/{total} pass{infra}",
             }
         )
@@ -80,10 +84,13 @@ def summary_table(df: pd.DataFrame, k: int, n_boot: int = 2000) -> str:
     rows = [list(frame.columns), *frame.astype(str).values.tolist()]
     out = [" | ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     out.insert(1, "-+-".join("-" * w for w in widths))
-    note = f"pass@{k} / pass^{k}: mean over tasks of unbiased per-task estimates"
+    notes = [f"pass@{k} / pass^{k}: mean over tasks of unbiased per-task estimates."]
     if n_boot:
-        note += "; [95% interval, bootstrap over tasks]"
-    return "\n".join(out) + "\n" + note
+        notes.append(
+            "[95% interval]: bootstrap over tasks, for new tasks like these (coarse with few tasks)."
+        )
+    notes.append(f"± fixed tasks: 95% half-width of pass^{k} for these same tasks re-run (needs n ≥ 2k).")
+    return "\n".join(out + notes)
 
 
 def _with_ci(row: dict, metric: str) -> str:

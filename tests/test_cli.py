@@ -44,13 +44,14 @@ def test_run_prints_the_table_and_where_records_went(tmp_path, capsys):
     )
     out = capsys.readouterr().out
     header, _, row = out.splitlines()[:3]
-    assert cells(header) == ["provider/model", "prompt", "pass@2", "pass^2", "trials"]
+    assert cells(header) == ["provider/model", "prompt", "pass@2", "pass^2", "± fixed tasks", "trials"]
     prompt_hash = passk_nb.prompt_hash(passk_nb.get_suite("orders").prompts["default"])
     assert cells(row) == [
         "scripted/known-good",
         f"default ({prompt_hash})",
         "1.000 [1.000, 1.000]",
         "1.000 [1.000, 1.000]",
+        "n/a (n < 2k)",
         "15/15 pass",
     ]
     run_id = passk_nb.load(tmp_path)["run_id"].iloc[0]
@@ -58,10 +59,22 @@ def test_run_prints_the_table_and_where_records_went(tmp_path, capsys):
 
 
 def test_report_reads_saved_records(tmp_path, capsys):
-    passk_nb.run("scripted", trials=4, out=tmp_path, progress=False)
-    assert main(["report", str(tmp_path), "--k", "4", "--n-boot", "0"]) == 0
+    def refuses_every_other_time(messages):
+        # fails refusal trials 1 and 3 with a format error, refuses otherwise
+        odd = "Eva Lin" in messages[1]["content"] and refuses_every_other_time.calls % 2
+        refuses_every_other_time.calls += "Eva Lin" in messages[1]["content"]
+        return "prose" if odd else '{"answer": "no"}'
+
+    refuses_every_other_time.calls = 0
+    passk_nb.run(
+        refuses_every_other_time, trials=4, out=tmp_path, progress=False, concurrency=1, max_format_errors=1
+    )
+    assert main(["report", str(tmp_path), "--k", "2", "--n-boot", "0"]) == 0
     out = capsys.readouterr().out
-    assert cells(out.splitlines()[2])[2:] == ["1.000", "1.000", "20/20 pass"]
+    # only the refusal task ever passes: 2/4 -> pass@2 = 1 - C(2,2)/C(4,2) = 5/6, pass^2 = 1/6; mean over
+    # 5 tasks. Fixed-task variance of that task: U² - C(2,4)/C(4,4) = 1/36, so SE = (1/6)/5.
+    expected = [f"{5 / 6 / 5:.3f}", f"{1 / 6 / 5:.3f}", f"± {1.96 * (1 / 6) / 5:.3f}", "2/20 pass"]
+    assert cells(out.splitlines()[2])[2:] == expected
     assert "20 trials from" in out
 
 
@@ -74,7 +87,12 @@ def test_report_shows_infra_errors_excluded(tmp_path, capsys):
     passk_nb.run(flaky, trials=2, out=tmp_path, progress=False)
     assert main(["report", str(tmp_path), "--k", "1", "--n-boot", "0"]) == 0
     row = cells(capsys.readouterr().out.splitlines()[2])
-    assert row[2:] == ["0.000", "0.000", "0/10 pass, 2 infra errors excluded"]
+    assert row[2:] == [
+        "0.000",
+        "0.000",
+        "± 0.000",
+        "0/10 pass, 2 infra errors excluded; k=1 covers 4/5 tasks",
+    ]
 
 
 @pytest.mark.parametrize(
