@@ -195,3 +195,11 @@ def test_readme_first_command_in_a_fresh_virtualenv(tmp_path):
     assert "scripted/known-good" in result.stdout and "15/15 pass" in result.stdout
     assert (work / ".venv" / "bin" / "passk").exists()
     assert len(passk_nb.load(work / "runs")) == 15
+
+
+def test_readme_output_is_what_the_first_command_prints(tmp_path, monkeypatch, capsys):
+    text = (ROOT / "README.md").read_text()
+    shown = re.search(r"The first command prints.*?```\n(.*?)```", text, re.DOTALL).group(1)
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--provider", "scripted", "--trials", "3", "--k", "2", "--no-progress"]) == 0
+    assert capsys.readouterr().out == shown
