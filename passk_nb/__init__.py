@@ -8,21 +8,60 @@ every time?) with honest intervals.
 >>> df = passk_nb.run("scripted", trials=2, out=tempfile.mkdtemp(), progress=False)
 >>> df.groupby("task")["passed"].sum().tolist()
 [2, 2, 2, 2, 2]
+>>> float(passk_nb.summarize(df, k=2, by=(), n_boot=0)["pass^k"].iloc[0])
+1.0
+
+The analysis, plotting and widget functions are imported on first use, so the
+``passk`` command starts quickly.
 """
+
+from importlib import import_module
+from typing import Any
 
 from passk_nb import accessor as _accessor  # noqa: F401  (registers the df.passk accessor)
 from passk_nb._version import __version__
-from passk_nb.cases import load_cases, run_cases, run_eval
 from passk_nb.episode import run_episode
-from passk_nb.estimators import pass_at_k, pass_hat_k
 from passk_nb.protocol import Answer, FormatError, ToolCall, parse_action
 from passk_nb.providers import BaseProvider, ProviderError, Reply, make_provider
 from passk_nb.records import COLUMNS, OUTCOMES, frame_from_records
 from passk_nb.runner import prompt_hash, run
-from passk_nb.stats import compare, curve, flips, summarize
 from passk_nb.store import load
 from passk_nb.suites import get_suite, register_suite
-from passk_nb.tau_bench import from_tau_bench
+
+#: Public names imported on first use -> the module that defines them.
+_LAZY = {
+    "load_cases": "passk_nb.cases",
+    "run_cases": "passk_nb.cases",
+    "run_eval": "passk_nb.cases",
+    "pass_at_k": "passk_nb.estimators",
+    "pass_hat_k": "passk_nb.estimators",
+    "claimed_unperformed_action": "passk_nb.flags",
+    "plot_curve": "passk_nb.plots",
+    "plot_flips": "passk_nb.plots",
+    "plot_outcomes": "passk_nb.plots",
+    "plot_tasks": "passk_nb.plots",
+    "compare": "passk_nb.stats",
+    "curve": "passk_nb.stats",
+    "flips": "passk_nb.stats",
+    "summarize": "passk_nb.stats",
+    "from_tau_bench": "passk_nb.tau_bench",
+    "browse_transcripts": "passk_nb.widgets",
+    "explore": "passk_nb.widgets",
+    "show_transcript": "passk_nb.widgets",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'passk_nb' has no attribute {name!r}")
+    value = getattr(import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __all__ = [
     "__version__",
@@ -34,23 +73,14 @@ __all__ = [
     "ProviderError",
     "Reply",
     "ToolCall",
-    "compare",
-    "curve",
-    "flips",
     "frame_from_records",
-    "from_tau_bench",
     "get_suite",
     "load",
-    "load_cases",
     "make_provider",
     "parse_action",
-    "pass_at_k",
-    "pass_hat_k",
     "prompt_hash",
     "register_suite",
     "run",
-    "run_cases",
     "run_episode",
-    "run_eval",
-    "summarize",
+    *_LAZY,
 ]

@@ -16,11 +16,16 @@ the analysis needs and names any that are missing.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable
+from types import ModuleType
 
 import pandas as pd
 
-from passk_nb import stats
+
+def _stats() -> ModuleType:
+    """passk_nb.stats, imported on first use (it pulls in scipy; ``import passk_nb`` stays quick)."""
+    return importlib.import_module("passk_nb.stats")
 
 
 @pd.api.extensions.register_dataframe_accessor("passk")
@@ -37,6 +42,7 @@ class PasskAccessor:
     """  # noqa: E501
 
     def __init__(self, df: pd.DataFrame) -> None:
+        stats = _stats()
         stats.require_columns(df, stats.ANALYSIS_COLUMNS)
         self._df = df
 
@@ -49,7 +55,7 @@ class PasskAccessor:
         >>> float(df.passk.summary(k=2, by=(), n_boot=0).loc[0, "pass^k"])
         0.3333333333333333
         """
-        return stats.summarize(self._df, k=k, **options)
+        return _stats().summarize(self._df, k=k, **options)
 
     def curve(self, ks: Iterable[int] | None = None, **options: object) -> pd.DataFrame:
         """:func:`passk_nb.stats.curve` of this frame.
@@ -60,7 +66,7 @@ class PasskAccessor:
         >>> df.passk.curve(by=(), n_boot=0)["value"].round(4).tolist()
         [0.6667, 1.0, 1.0, 0.6667, 0.3333, 0.0]
         """
-        return stats.curve(self._df, ks, **options)
+        return _stats().curve(self._df, ks, **options)
 
     def compare(self, *, a: object, b: object, k: int, **options: object) -> pd.DataFrame:
         """:func:`passk_nb.stats.compare` of arms ``a`` and ``b`` in this frame (``on=`` picks the column).
@@ -75,7 +81,7 @@ class PasskAccessor:
         0  pass@k  0.25
         1  pass^k  0.25
         """
-        return stats.compare(self._df, a=a, b=b, k=k, **options)
+        return _stats().compare(self._df, a=a, b=b, k=k, **options)
 
     def flips(self, *, a: object, b: object, **options: object) -> pd.DataFrame:
         """:func:`passk_nb.stats.flips` between arms ``a`` and ``b`` in this frame (``on=`` picks the column).
@@ -88,4 +94,4 @@ class PasskAccessor:
           task  successes_a  successes_b  flip
         0    t            4            0  True
         """
-        return stats.flips(self._df, a=a, b=b, **options)
+        return _stats().flips(self._df, a=a, b=b, **options)
