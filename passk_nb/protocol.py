@@ -23,9 +23,29 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ToolCall", "Answer", "FormatError", "Action", "parse_action", "PROTOCOL_EXAMPLE"]
+__all__ = ["ToolCall", "Answer", "FormatError", "Action", "parse_action", "PROTOCOL_EXAMPLE", "ACTION_SCHEMA"]
 
 PROTOCOL_EXAMPLE = '{"tool": "get_order", "args": {"order_id": "O1001"}} or {"answer": "..."}'
+
+#: JSON Schema of one action, for backends that can constrain their output to a
+#: schema (``json_schema=True`` on the ``ollama`` and ``openai`` providers). It
+#: removes format errors from what is measured: use it knowingly.
+ACTION_SCHEMA: dict[str, Any] = {
+    "oneOf": [
+        {
+            "type": "object",
+            "properties": {"tool": {"type": "string"}, "args": {"type": "object"}},
+            "required": ["tool", "args"],
+            "additionalProperties": False,
+        },
+        {
+            "type": "object",
+            "properties": {"answer": {"type": "string"}},
+            "required": ["answer"],
+            "additionalProperties": False,
+        },
+    ]
+}
 
 _FENCE = re.compile(r"\A```[ \t]*([A-Za-z0-9_-]*)[ \t]*\r?\n(.*?)\r?\n?[ \t]*```\Z", re.DOTALL)
 _PREVIEW = 40

