@@ -58,6 +58,14 @@ def summary_table(df: pd.DataFrame, k: int, n_boot: int = 2000) -> str:
 
     if df.empty:
         raise CliError("no trial records to report")
+    infra = df["outcome"] == "infra_error"
+    if infra.all():
+        raise CliError(
+            f"all {len(df)} trials ended in infrastructure errors, so there is nothing to estimate "
+            f"(first: {df.loc[infra, 'error'].iloc[0]}). Check the backend (is it running? --base-url? "
+            "the API key?), then run the same command again: trials that ended in infra errors are "
+            "run again"
+        )
     if k > int(df.groupby(["run_id", "task"]).size().max()):
         raise CliError(f"--k {k} is larger than the number of trials per task; use --k ≤ trials or run more")
     table = summarize(df, k=k, by=("provider", "model", "prompt_name", "prompt_hash"), n_boot=n_boot)
@@ -111,9 +119,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
             "per task; raise --trials or lower --k"
         )
     prompt, prompt_name = _prompt_arg(args.prompt)
-    options = {}
-    if args.base_url:
-        options["base_url"] = args.base_url
+    backend_flags = {
+        "base_url": args.base_url,
+        "json_schema": args.json_schema or None,
+        "max_tokens": args.max_tokens,
+        "timeout": args.timeout,
+        "max_attempts": args.max_attempts,
+        "api_key_env": args.api_key_env,
+    }
+    options = {name: value for name, value in backend_flags.items() if value is not None}
     if args.provider == "callable":
         raise CliError(
             "the callable provider takes a Python function: use passk_nb.run(provider=fn) in Python"
@@ -226,6 +240,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--json-mode",
         action="store_true",
         help="ask the backend for JSON-constrained output (changes what is measured; recorded)",
+    )
+    backend = p.add_argument_group("backend options (network backends; given only when set)")
+    backend.add_argument(
+        "--json-schema",
+        action="store_true",
+        help="with --json-mode: constrain replies to the action protocol's JSON Schema (ollama, openai)",
+    )
+    backend.add_argument("--max-tokens", type=_positive_int, help="longest reply in tokens (default: 1024)")
+    backend.add_argument("--timeout", type=float, help="seconds to wait for one reply (default: 120)")
+    backend.add_argument(
+        "--max-attempts", type=_positive_int, help="requests per reply, retries included (default: 4)"
+    )
+    backend.add_argument(
+        "--api-key-env", help="environment variable holding the API key (default: the backend's own)"
     )
     p.add_argument(
         "--trial-timeout",

@@ -71,9 +71,19 @@ def resolve_prompt(suite: Suite, prompt: str, prompt_name: str | None = None) ->
     return prompt_name or "custom", prompt
 
 
+#: provider_meta keys that say how hard the backend was tried, not what was measured:
+#: changing them resumes the same run.
+_NOT_IDENTITY = frozenset({"timeout_s", "max_attempts"})
+
+
 @dataclass(frozen=True)
 class RunSpec:
-    """Everything that identifies a run: trials of the same spec resume into each other."""
+    """Everything that identifies a run: trials of the same spec resume into each other.
+
+    ``settings`` holds the backend's settings that change what is measured
+    (``max_tokens``, ``json_schema``, a CLI version, ...): the provider's
+    ``provider_meta`` without retry and timeout settings.
+    """
 
     suite: str
     provider: str
@@ -85,6 +95,7 @@ class RunSpec:
     json_mode: bool
     max_turns: int
     max_format_errors: int
+    settings: dict[str, Any]
 
     @property
     def run_id(self) -> str:
@@ -377,6 +388,7 @@ def run(
         json_mode=json_mode,
         max_turns=max_turns,
         max_format_errors=max_format_errors,
+        settings={k: v for k, v in described["provider_meta"].items() if k not in _NOT_IDENTITY},
     )
     run_id = spec.run_id
     base = {

@@ -135,7 +135,10 @@ def _read_all(files: list[Path], strict: bool, columns: list[str] | None = None)
 def load(path: str | os.PathLike[str], *, strict: bool = True) -> pd.DataFrame:
     """Read every trial record under ``path`` (a folder or one file) as one DataFrame.
 
-    Rows are unique by ``(run_id, task, trial)`` and sorted by it. With
+    Rows are unique by ``(run_id, task, trial)`` and sorted by it; where a
+    trial was stored twice (a resumed run retried an ``infra_error``, or two
+    processes ran the same spec at once), a real outcome is kept over an infra
+    error, else the first row read. With
     ``strict=True`` (the default) an unreadable file raises an error naming
     it; with ``strict=False`` it is skipped with a warning and every other
     file still loads.
@@ -155,17 +158,28 @@ def load(path: str | os.PathLike[str], *, strict: bool = True) -> pd.DataFrame:
     if not tables:
         return empty_frame()
     frame = frame_from_table(pa.concat_tables(tables))
-    frame = frame.drop_duplicates(subset=list(KEY), keep="first")
-    return frame.sort_values(list(KEY), kind="stable").reset_index(drop=True)
+    # One row per trial: a real outcome beats an infra error that a resumed run retried.
+    frame = frame.assign(_infra=frame["outcome"] == "infra_error")
+    frame = frame.sort_values([*KEY, "_infra"], kind="stable").drop_duplicates(subset=list(KEY), keep="first")
+    return frame.drop(columns="_infra").reset_index(drop=True)
 
 
 def existing_trials(folder: str | os.PathLike[str], run_id: str) -> set[tuple[str, int]]:
-    """``(task, trial)`` pairs already stored for ``run_id`` under ``folder``."""
+    """``(task, trial)`` pairs stored for ``run_id`` under ``folder`` with a real outcome.
+
+    Trials that ended in ``infra_error`` are not counted: resuming runs them
+    again, and :func:`load` then prefers the new row.
+    """
     run_dir = Path(folder) / run_id
     if not run_dir.is_dir():
         return set()
-    tables = _read_all(part_files(run_dir), strict=True, columns=["task", "trial"])
-    return {(t, int(i)) for table in tables for t, i in zip(*table.to_pydict().values(), strict=True)}
+    tables = _read_all(part_files(run_dir), strict=True, columns=["task", "trial", "outcome"])
+    return {
+        (task, int(trial))
+        for table in tables
+        for task, trial, outcome in zip(*table.to_pydict().values(), strict=True)
+        if outcome != "infra_error"
+    }
 
 
 def compact(files: list[Path], folder: str | os.PathLike[str], run_id: str) -> Path | None:

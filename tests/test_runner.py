@@ -178,3 +178,25 @@ def test_sigkill_midway_then_resume_gives_exactly_the_expected_rows(tmp_path):
     assert len(part_files(out)) >= 1
     leftovers = [p for p in Path(out).rglob("*") if p.is_file() and p not in part_files(out)]
     assert all(p.name.startswith((".", "_")) for p in leftovers)  # temp files, _spec.json
+
+
+def test_resume_retries_infra_errors_and_keeps_one_row_per_trial(tmp_path):
+    backend_up = {"ok": False}
+
+    def sometimes_down(messages):
+        if not backend_up["ok"] and "Ben Carter" in messages[1]["content"]:
+            raise ConnectionError("backend down")
+        return '{"answer": "no"}'
+
+    first = passk_nb.run(sometimes_down, trials=2, out=tmp_path, progress=False)
+    assert (first["outcome"] == "infra_error").sum() == 2
+    backend_up["ok"] = True
+    rerun = []
+    second = passk_nb.run(sometimes_down, trials=2, out=tmp_path, progress=False, on_record=rerun.append)
+    assert sorted((r["task"], r["trial"]) for r in rerun) == [
+        ("cancel-pending-lookup", 0),
+        ("cancel-pending-lookup", 1),
+    ]
+    assert len(second) == 10 and not second.duplicated(["task", "trial"]).any()
+    assert "infra_error" not in set(second["outcome"])
+    pd.testing.assert_frame_equal(second, passk_nb.load(tmp_path))
