@@ -121,7 +121,13 @@ class _Writer:
 
     def add(self, record: dict[str, Any]) -> None:
         self.pending.append(record)
-        if len(self.pending) >= self.every_n or time.monotonic() - self.last >= self.every_s:
+        if len(self.pending) >= self.every_n:
+            self.flush()
+        else:
+            self.flush_if_due()
+
+    def flush_if_due(self) -> None:
+        if time.monotonic() - self.last >= self.every_s:
             self.flush()
 
     def flush(self) -> None:
@@ -137,8 +143,12 @@ def _run_concurrently(
     concurrency: int,
     timeout: float | None = None,
     on_timeout: Callable[[Any, int, float], dict[str, Any]] | None = None,
-) -> Iterator[dict[str, Any]]:
+    tick: float | None = None,
+) -> Iterator[dict[str, Any] | None]:
     """Yield ``fn(*job)`` for every job as it completes, at most ``concurrency`` at a time.
+
+    With ``tick``, None is yielded whenever ``tick`` seconds pass with no job
+    finishing, so the caller can do periodic work (flush records to disk).
 
     Jobs run on daemon threads, so a backend that never answers cannot keep
     the process alive. A job still running after ``timeout`` seconds is
@@ -176,33 +186,55 @@ def _run_concurrently(
     def spawn() -> None:
         threading.Thread(target=worker, daemon=True, name="passk-trial").start()
 
+    def pop_expired() -> tuple[tuple[Any, int], float] | None:
+        """The longest-running job if it is over ``timeout``, given up on; else None."""
+        if timeout is None:
+            return None
+        with lock:
+            if not started:
+                return None
+            job = min(started, key=started.__getitem__)
+            elapsed = time.monotonic() - started[job]
+            if elapsed < timeout:
+                return None
+            del started[job]
+            abandoned.add(job)
+        return job, elapsed
+
+    def wait_time() -> float | None:
+        waits = [] if tick is None else [tick]
+        if timeout is not None:
+            with lock:
+                oldest = min(started.values(), default=time.monotonic())
+            waits.append(max(0.0, oldest + timeout - time.monotonic()))
+        return min(waits, default=None)
+
     for _ in range(min(concurrency, len(jobs))):
         spawn()
+    delivered = 0
     try:
-        for _ in range(len(jobs)):
-            while True:
-                with lock:
-                    oldest = min(started.values(), default=time.monotonic())
-                wait = None if timeout is None else max(0.0, oldest + timeout - time.monotonic())
-                try:
-                    job, record, error = results.get(timeout=wait)
-                except queue.Empty:
-                    with lock:
-                        job = min(started, key=started.__getitem__)
-                        elapsed = time.monotonic() - started.pop(job)
-                        abandoned.add(job)
-                    spawn()
-                    assert on_timeout is not None
-                    yield on_timeout(*job, elapsed)
-                    break
-                with lock:
-                    if job in abandoned:
-                        continue  # finished after it was given up on: already recorded
-                    del started[job]
-                if error is not None:
-                    raise error
-                yield record
-                break
+        while delivered < len(jobs):
+            try:
+                job, record, error = results.get(timeout=wait_time())
+            except queue.Empty:
+                expired = pop_expired()
+                if expired is None:
+                    yield None  # a tick: nothing finished yet
+                    continue
+                spawn()  # the stuck worker's replacement
+                delivered += 1
+                (task_id, trial), elapsed = expired
+                assert on_timeout is not None
+                yield on_timeout(task_id, trial, elapsed)
+                continue
+            with lock:
+                if job in abandoned:
+                    continue  # finished after it was given up on: already recorded
+                del started[job]
+            if error is not None:
+                raise error
+            delivered += 1
+            yield record
     finally:
         stop.set()
 
@@ -232,7 +264,11 @@ def execute_trials(
     records: list[dict[str, Any]] = []
     bar = tqdm(total=len(jobs), desc=desc, unit="trial", disable=not progress)
     try:
-        for record in _run_concurrently(one_trial, jobs, concurrency, timeout, on_timeout):
+        ticks = None if writer is None else writer.every_s
+        for record in _run_concurrently(one_trial, jobs, concurrency, timeout, on_timeout, tick=ticks):
+            if record is None:
+                writer.flush_if_due()
+                continue
             records.append(record)
             if writer is not None:
                 writer.add(record)

@@ -200,3 +200,30 @@ def test_resume_retries_infra_errors_and_keeps_one_row_per_trial(tmp_path):
     assert len(second) == 10 and not second.duplicated(["task", "trial"]).any()
     assert "infra_error" not in set(second["outcome"])
     pd.testing.assert_frame_equal(second, passk_nb.load(tmp_path))
+
+
+def test_completed_trials_reach_disk_within_a_second_while_others_still_run(tmp_path):
+    import threading
+
+    release = threading.Event()
+
+    def slow_on_eva(messages):
+        if "Eva Lin" in messages[1]["content"]:
+            release.wait(30)
+        return '{"answer": "no"}'
+
+    worker = threading.Thread(
+        target=passk_nb.run, args=(slow_on_eva,), kwargs={"trials": 1, "out": tmp_path, "progress": False}
+    )
+    worker.start()
+    try:
+        deadline = time.monotonic() + 5
+        seen = 0
+        while time.monotonic() < deadline and seen < 4:
+            time.sleep(0.1)
+            seen = len(passk_nb.load(tmp_path)) if part_files(tmp_path) else 0
+        assert seen == 4, "the four finished trials should be on disk while the fifth still runs"
+    finally:
+        release.set()
+        worker.join(30)
+    assert len(passk_nb.load(tmp_path)) == 5
