@@ -44,7 +44,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from passk_nb.providers.base import BaseProvider, ProviderError
+from passk_nb.providers.base import BaseProvider, Message, ProviderError, Reply
 
 __all__ = [
     "REDACTED",
@@ -400,9 +400,24 @@ class RemoteProvider(BaseProvider):
 class HTTPProvider(RemoteProvider):
     """A :class:`RemoteProvider` that speaks JSON over HTTP with one shared ``httpx.Client``.
 
-    Subclasses build the request body and read the reply; :meth:`post_json`
-    does the request, the classification of failures and the retries.
+    Subclasses set ``path``, build the request body (:meth:`request_body`) and
+    read the reply (:meth:`read_reply`); :meth:`post_json` does the request,
+    the classification of failures and the retries.
     """
+
+    path: str = "/"
+
+    def request_body(self, messages: list[Message]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    @staticmethod
+    def read_reply(data: dict[str, Any]) -> Reply:
+        raise NotImplementedError
+
+    def chat(self, messages: list[Message]) -> Reply:
+        reply, attempts = self.post_json(self.path, self.request_body(messages), self.read_reply)
+        reply.attempts = attempts
+        return reply
 
     def __init__(self, model: str | None = None, **options: Any):
         super().__init__(model, **options)

@@ -50,6 +50,8 @@ class OllamaProvider(HTTPProvider):
         super().__init__(model, **kwargs)
         self.options = dict(options or {})
 
+    path = "/api/chat"
+
     def request_body(self, messages: list[Message]) -> dict[str, Any]:
         """The JSON body sent to ``/api/chat`` for ``messages``."""
         options: dict[str, Any] = {"num_predict": self.max_tokens, **self.options}
@@ -76,11 +78,6 @@ class OllamaProvider(HTTPProvider):
             input_tokens=get_count(data, "prompt_eval_count"),
             output_tokens=get_count(data, "eval_count"),
         )
-
-    def chat(self, messages: list[Message]) -> Reply:
-        reply, attempts = self.post_json("/api/chat", self.request_body(messages), self.read_reply)
-        reply.attempts = attempts
-        return reply
 
     def meta(self) -> dict[str, Any]:
         return {**super().meta(), **({"options": self.options} if self.options else {})}

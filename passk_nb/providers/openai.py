@@ -77,8 +77,3 @@ class OpenAIProvider(HTTPProvider):
             input_tokens=get_count(data, "usage.prompt_tokens"),
             output_tokens=get_count(data, "usage.completion_tokens"),
         )
-
-    def chat(self, messages: list[Message]) -> Reply:
-        reply, attempts = self.post_json(self.path, self.request_body(messages), self.read_reply)
-        reply.attempts = attempts
-        return reply
