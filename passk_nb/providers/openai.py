@@ -37,8 +37,10 @@ class OpenAIProvider(HTTPProvider):
     Options: those of :class:`~passk_nb.providers.http.RemoteProvider`
     (``max_tokens``, ``timeout``, ``max_attempts``, ``api_key_env``, ...).
 
-    >>> from passk_nb.runner import run  # doctest: +SKIP
-    >>> run("openai", "local", base_url="http://127.0.0.1:8080", trials=4)  # doctest: +SKIP
+    Usage (needs a running backend, so not run as a doctest)::
+
+        from passk_nb.runner import run
+        run("openai", "local", base_url="http://127.0.0.1:8080", trials=4)
     """
 
     name = "openai"
