@@ -138,10 +138,11 @@ def load(path: str | os.PathLike[str], *, strict: bool = True) -> pd.DataFrame:
     Rows are unique by ``(run_id, task, trial)`` and sorted by it; where a
     trial was stored twice (a resumed run retried an ``infra_error``, or two
     processes ran the same spec at once), a real outcome is kept over an infra
-    error, else the first row read. With
-    ``strict=True`` (the default) an unreadable file raises an error naming
-    it; with ``strict=False`` it is skipped with a warning and every other
-    file still loads.
+    error, else the first row read.
+
+    With ``strict=True`` (the default) an unreadable file raises an error
+    naming it; with ``strict=False`` it is skipped with a warning and every
+    other file still loads.
 
     >>> load("no/such/folder")
     Traceback (most recent call last):
