@@ -195,7 +195,8 @@ def compare(
     draw of tasks for both arms (the "new tasks like these" question), and ``corr``, the
     correlation of the per-task values between arms (high correlation is what makes
     pairing narrow the interval). ``by`` defaults to whichever of ``model`` and
-    ``prompt_hash`` is not ``on``. For one task at a time use :func:`flips`.
+    ``prompt_hash`` is not ``on`` and takes values shared by both arms (so
+    ``on="prompt_name"`` does not also group by the prompt's hash). For one task at a time use :func:`flips`.
 
     >>> import pandas as pd
     >>> df = pd.DataFrame({"task": list("aabbcc") * 2, "model": "m", "prompt_hash": ["p1"] * 6 + ["p2"] * 6,
@@ -207,14 +208,14 @@ def compare(
     0     m  pass@k        3  0.6667  1.0000  0.3333
     1     m  pass^k        3  0.3333  0.6667  0.3333
     """
-    by = _default_by(by, on)
+    arm_a, arm_b = _arms(df, on, a, b)
+    by = _default_by(by, on, arm_a, arm_b)
     if "task" in by or on in by:
         raise ValueError(
             f"by={list(by)} must not contain 'task' or on={on!r}; for per-task differences use flips()"
         )
     _check_options(ci=ci, n_boot=n_boot, seed=seed)
     _check_k(k)
-    arm_a, arm_b = _arms(df, on, a, b)
     keys = [*by, "task"]
     tables = _task_table(arm_a, by, infra), _task_table(arm_b, by, infra)
     paired = pd.merge(*tables, on=keys, how="outer", suffixes=("_a", "_b"))
@@ -295,12 +296,12 @@ def flips(
     >>> round(float(out.loc[0, "p_value"]), 4)
     0.0286
     """
-    by = _default_by(by, on)
+    arm_a, arm_b = _arms(df, on, a, b)
+    by = _default_by(by, on, arm_a, arm_b)
     if on in by:
         raise ValueError(f"by={list(by)} must not contain on={on!r}")
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be between 0 and 1; got alpha={alpha}")
-    arm_a, arm_b = _arms(df, on, a, b)
     by = tuple(col for col in by if col != "task")
     keys = [*by, "task"]
     tables = _task_table(arm_a, by, infra), _task_table(arm_b, by, infra)
@@ -545,8 +546,21 @@ def _as_columns(by: str | Sequence[str]) -> tuple[str, ...]:
     return columns
 
 
-def _default_by(by: str | Sequence[str] | None, on: str) -> tuple[str, ...]:
-    return tuple(col for col in ("model", "prompt_hash") if col != on) if by is None else _as_columns(by)
+def _default_by(
+    by: str | Sequence[str] | None, on: str, arm_a: pd.DataFrame, arm_b: pd.DataFrame
+) -> tuple[str, ...]:
+    """``by`` as columns; by default ``model`` and ``prompt_hash``, except ``on`` and any column whose
+    values never overlap between the arms (``prompt_hash`` when comparing by ``prompt_name``):
+    grouping by such a column would leave no pair."""
+    if by is not None:
+        return _as_columns(by)
+    return tuple(
+        col
+        for col in ("model", "prompt_hash")
+        if col != on
+        and col in arm_a.columns
+        and set(arm_a[col].dropna()) & set(arm_b[col].dropna())
+    )
 
 
 def _check_k(k: object) -> None:

@@ -427,3 +427,33 @@ def test_analysis_modules_never_import_the_runner_or_providers() -> None:
         }
         imported |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
         assert not {m for m in imported if m.startswith(("passk_nb.runner", "passk_nb.providers"))}, name
+
+
+def test_compare_and_flips_by_prompt_name_do_not_also_split_by_prompt_hash():
+    from passk_nb.records import frame_from_records
+    from passk_nb.stats import compare, flips
+
+    rows = [
+        {
+            "run_id": name,
+            "suite": "s",
+            "task": task,
+            "trial": i,
+            "model": "m",
+            "prompt_name": name,
+            "prompt_hash": digest,
+            "passed": ok,
+            "outcome": "pass" if ok else "wrong_state",
+        }
+        for name, digest, wins in (("default", "aaa", 4), ("strict", "bbb", 0))
+        for task in ("t1", "t2")
+        for i in range(4)
+        for ok in [i < (wins if task == "t1" else 4)]
+    ]
+    df = frame_from_records(rows)
+    diff = compare(df, on="prompt_name", a="default", b="strict", k=2, n_boot=200)
+    assert list(diff["n_tasks"]) == [2, 2]
+    assert diff.loc[diff["metric"] == "pass^k", "diff"].iloc[0] == pytest.approx(-0.5)
+    table = flips(df, on="prompt_name", a="default", b="strict").set_index("task")
+    assert table.loc["t1", "p_value"] == pytest.approx(2 / 70)
+    assert "prompt_hash" not in table.columns
