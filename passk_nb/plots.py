@@ -179,16 +179,7 @@ def plot_curve(
         gap = Patch(facecolor="none", edgecolor=PALETTE[0], hatch="//", label="gap: pass@k − pass^k")
         handles.append(gap)
     interval = "exact per-task interval" if "task" in by else "bootstrap over tasks"
-    ax.legend(
-        handles=handles,
-        title=f"bands: {ci:.0%} interval, {interval}" if bands else None,
-        loc="upper left",
-        bbox_to_anchor=(1.02, 1.0),
-        borderaxespad=0,
-        frameon=False,
-        fontsize="small",
-        title_fontsize="small",
-    )
+    _legend_outside(ax, handles=handles, title=f"bands: {ci:.0%} interval, {interval}" if bands else None)
     _title(ax, title, "Capability (pass@k) vs reliability (pass^k) as k grows")
     return ax
 
@@ -445,15 +436,7 @@ def plot_outcomes(
     ax.set_xlabel("share of trials" if normalize else "trials")
     if normalize:
         ax.set_xlim(0, 1)
-    ax.legend(
-        loc="upper left",
-        bbox_to_anchor=(1.02, 1.0),
-        borderaxespad=0,
-        frameon=False,
-        fontsize="small",
-        title="outcome",
-        title_fontsize="small",
-    )
+    _legend_outside(ax, title="outcome")
     _title(ax, title, f"How the trials ended, by {' · '.join(by)}")
     return ax
 
@@ -530,6 +513,14 @@ def _axes(ax: Axes | None, figsize: tuple[float, float] = _FIGSIZE) -> Axes:
         return ax
     _, ax = plt.subplots(figsize=figsize, layout="constrained")
     return ax
+
+
+def _legend_outside(ax: Axes, **options: Any) -> None:
+    """The legend to the right of the data, top-aligned, small and frameless."""
+    ax.legend(
+        loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, frameon=False,
+        fontsize="small", title_fontsize="small", **options,
+    )
 
 
 def _title(ax: Axes, title: str | None, default: str) -> None:
