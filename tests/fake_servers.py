@@ -87,9 +87,9 @@ def _text_of(content: Any) -> str:
 class FakeServer:
     """A fake backend of one wire format; use as a context manager.
 
-    >>> with FakeServer("ollama") as server:  # doctest: +SKIP
-    ...     server.url
-    'http://127.0.0.1:PORT'
+    >>> with FakeServer("ollama") as server:
+    ...     server.url.startswith("http://127.0.0.1:")
+    True
     """
 
     def __init__(
