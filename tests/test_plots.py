@@ -8,6 +8,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
+from marks import records_from_marks as records  # noqa: E402
 from matplotlib.colors import to_hex  # noqa: E402
 
 from passk_nb.plots import (  # noqa: E402
@@ -19,7 +20,6 @@ from passk_nb.plots import (  # noqa: E402
     plot_outcomes,
     plot_tasks,
 )
-from passk_nb.records import frame_from_records  # noqa: E402
 from passk_nb.stats import curve, flips  # noqa: E402
 
 
@@ -27,36 +27,6 @@ from passk_nb.stats import curve, flips  # noqa: E402
 def _close_figures():
     yield
     plt.close("all")
-
-
-def records(
-    spec: dict[tuple[str, str, str], str], prompt_names: dict[str, str] | None = None
-) -> pd.DataFrame:
-    """{(model, prompt_hash, task): "1101"}: 1 pass, 0 wrong_state, x format_error, u unrequested_change."""
-    outcome = {
-        "1": "pass",
-        "0": "wrong_state",
-        "x": "format_error",
-        "u": "unrequested_change",
-        "i": "infra_error",
-    }
-    names = prompt_names or {}
-    return frame_from_records(
-        {
-            "run_id": f"{model}-{prompt}",
-            "suite": "orders",
-            "model": model,
-            "provider": "test",
-            "prompt_hash": prompt,
-            "prompt_name": names.get(prompt, ""),
-            "task": task,
-            "trial": i,
-            "passed": mark == "1",
-            "outcome": outcome[mark],
-        }
-        for (model, prompt, task), marks in spec.items()
-        for i, mark in enumerate(marks)
-    )
 
 
 TWO_MODELS = records(

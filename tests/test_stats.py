@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from marks import records_from_marks as trials
 from scipy import stats as sps
 
 import passk_nb.accessor  # noqa: F401  (registers df.passk)
-from passk_nb.records import frame_from_records
 from passk_nb.stats import compare, curve, flips, summarize
 
 SUMMARY_COLUMNS = [
@@ -34,25 +34,6 @@ SUMMARY_COLUMNS = [
     "n_infra_excluded",
     "ci_method",
 ]
-
-
-def trials(spec: dict[tuple[str, str, str], str]) -> pd.DataFrame:
-    """Trial records from {(model, prompt_hash, task): "11x0i"}: 1 pass, 0/x failure, i infra_error."""
-    outcome = {"1": "pass", "0": "wrong_state", "x": "format_error", "i": "infra_error"}
-    return frame_from_records(
-        {
-            "run_id": "r",
-            "suite": "s",
-            "model": model,
-            "prompt_hash": prompt,
-            "task": task,
-            "trial": i,
-            "passed": mark == "1",
-            "outcome": outcome[mark],
-        }
-        for (model, prompt, task), marks in spec.items()
-        for i, mark in enumerate(marks)
-    )
 
 
 def synthetic(p: np.ndarray, n: int, rng: np.random.Generator) -> pd.DataFrame:
@@ -430,27 +411,13 @@ def test_analysis_modules_never_import_the_runner_or_providers() -> None:
 
 
 def test_compare_and_flips_by_prompt_name_do_not_also_split_by_prompt_hash():
-    from passk_nb.records import frame_from_records
-    from passk_nb.stats import compare, flips
-
-    rows = [
-        {
-            "run_id": name,
-            "suite": "s",
-            "task": task,
-            "trial": i,
-            "model": "m",
-            "prompt_name": name,
-            "prompt_hash": digest,
-            "passed": ok,
-            "outcome": "pass" if ok else "wrong_state",
-        }
-        for name, digest, wins in (("default", "aaa", 4), ("strict", "bbb", 0))
-        for task in ("t1", "t2")
-        for i in range(4)
-        for ok in [i < (wins if task == "t1" else 4)]
-    ]
-    df = frame_from_records(rows)
+    spec = {
+        ("m", "aaa", "t1"): "1111",
+        ("m", "aaa", "t2"): "1111",
+        ("m", "bbb", "t1"): "0000",
+        ("m", "bbb", "t2"): "1111",
+    }
+    df = trials(spec, prompt_names={"aaa": "default", "bbb": "strict"})
     diff = compare(df, on="prompt_name", a="default", b="strict", k=2, n_boot=200)
     assert list(diff["n_tasks"]) == [2, 2]
     assert diff.loc[diff["metric"] == "pass^k", "diff"].iloc[0] == pytest.approx(-0.5)
