@@ -36,10 +36,10 @@ from typing import Any
 import pandas as pd
 
 from passk_nb._version import __version__
-from passk_nb.episode import MAX_STORED_CHARS, cap_text
+from passk_nb.episode import cap_text, transcript_entry
 from passk_nb.records import frame_from_records
-from passk_nb.runner import check_positive, execute_trials, prompt_hash
-from passk_nb.store import existing_trials, load
+from passk_nb.runner import check_positive, execute_trials, load_trials, prompt_hash, spec_hash
+from passk_nb.store import existing_trials
 
 __all__ = ["run_eval", "run_cases", "load_cases", "load_agent", "cases_hash"]
 
@@ -193,29 +193,31 @@ def _text(value: Any) -> str | None:
     return None if value is None else value if isinstance(value, str) else repr(value)
 
 
-def _entry(kind: str, role: str, content: str) -> dict[str, Any]:
-    entry: dict[str, Any] = {"kind": kind, "role": role, "content": cap_text(content)}
-    if len(content) > MAX_STORED_CHARS:
-        entry["length"] = len(content)
-    return entry
-
-
 def _trial_record(agent_fn: Agent, case: Case, name: str, trial: int, base: dict[str, Any]) -> dict[str, Any]:
     started = dt.datetime.now(dt.UTC)
     t0 = time.perf_counter()
     outcome, output, error = _judge(agent_fn, case)
     latency = time.perf_counter() - t0
     answer = _text(output)
-    transcript = [_entry("task", "user", _text(case["input"]) or "")]
+    transcript = [transcript_entry("task", "user", _text(case["input"]) or "")]
     if outcome == "agent_error":
-        transcript.append(_entry("agent_error", "system", error or ""))
+        transcript.append(transcript_entry("agent_error", "system", error or ""))
     else:
-        transcript.append(_entry("reply", "assistant", answer or ""))
+        transcript.append(transcript_entry("reply", "assistant", answer or ""))
     return {
-        **base, "task": name, "trial": trial, "passed": outcome == "pass", "outcome": outcome,
-        "state_ok": outcome == "pass", "n_turns": int(outcome != "agent_error"), "attempts": 1,
-        "latency_s": latency, "started_at": started, "final_answer": cap_text(answer),
-        "transcript": json.dumps(transcript, ensure_ascii=False), "error": cap_text(error),
+        **base,
+        "task": name,
+        "trial": trial,
+        "passed": outcome == "pass",
+        "outcome": outcome,
+        "state_ok": outcome == "pass",
+        "n_turns": int(outcome != "agent_error"),
+        "attempts": 1,
+        "latency_s": latency,
+        "started_at": started,
+        "final_answer": cap_text(answer),
+        "transcript": json.dumps(transcript, ensure_ascii=False),
+        "error": cap_text(error),
     }
 
 
@@ -279,10 +281,13 @@ def run_cases(
     model = model or getattr(agent_fn, "__name__", type(agent_fn).__name__)
     case_hash = cases_hash(cases)
     spec = {"suite": suite, "provider": "callable", "model": model, "prompt_hash": case_hash}
-    run_id = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
+    run_id = spec_hash(spec)
     agent_path = f"{getattr(agent_fn, '__module__', '?')}.{getattr(agent_fn, '__qualname__', model)}"
     base = {
-        **spec, "run_id": run_id, "prompt_name": prompt_name, "harness_version": __version__,
+        **spec,
+        "run_id": run_id,
+        "prompt_name": prompt_name,
+        "harness_version": __version__,
         "provider_meta": json.dumps({"agent": agent_path}),
     }
 
@@ -291,15 +296,19 @@ def run_cases(
     todo = [(i, t) for i in range(len(cases)) for t in range(trials) if (names[i], t) not in done]
     show = len(todo) >= PROGRESS_MIN_TRIALS if progress is None else progress
     records = execute_trials(
-        lambda i, t: _trial_record(agent_fn, cases[i], names[i], t, base), todo,
-        concurrency=concurrency, out=out_dir, run_id=run_id, desc=f"{suite}/{model}", progress=show,
+        lambda i, t: _trial_record(agent_fn, cases[i], names[i], t, base),
+        todo,
+        concurrency=concurrency,
+        out=out_dir,
+        run_id=run_id,
+        desc=f"{suite}/{model}",
+        progress=show,
     )
     order = {name: i for i, name in enumerate(names)}
     if out_dir is None:
         return frame_from_records(sorted(records, key=lambda r: (order[r["task"]], r["trial"])))
 
-    frame = load(out_dir / run_id) if (out_dir / run_id).is_dir() else frame_from_records([])
-    frame = frame[frame["task"].isin(order) & (frame["trial"] < trials)]
+    frame = load_trials(out_dir, run_id, names, trials)
     frame = frame.assign(_case=frame["task"].map(order)).sort_values(["_case", "trial"], kind="stable")
     return frame.drop(columns="_case").reset_index(drop=True)
 
@@ -343,8 +352,9 @@ def load_cases(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"no case file at {str(path)!r}: give a .json list of cases or a .py file "
-                                "defining CASES")
+        raise FileNotFoundError(
+            f"no case file at {str(path)!r}: give a .json list of cases or a .py file defining CASES"
+        )
     if path.suffix == ".json":
         cases = _cases_from_json(path)
     elif path.suffix == ".py":
@@ -367,17 +377,22 @@ def _cases_from_json(path: Path) -> Any:
         where = f"line {exc.lineno}, column {exc.colno}"
         raise ValueError(f"{path}: invalid JSON at {where}: {exc.msg}") from None
     if not isinstance(cases, list):
-        raise TypeError(f'{path} must hold a JSON list of cases [{{"input": ..., "expected": ...}}], '
-                        f"got a JSON {type(cases).__name__}")
+        raise TypeError(
+            f'{path} must hold a JSON list of cases [{{"input": ..., "expected": ...}}], '
+            f"got a JSON {type(cases).__name__}"
+        )
     for i, case in enumerate(cases):
         if not isinstance(case, dict):
             continue  # reported by _validated
         if "check" in case:
-            raise ValueError(f"{path}: case {_name(case, i)!r} has 'check', but JSON cannot hold a "
-                             "function; use 'expected', or a .py case file defining CASES")
+            raise ValueError(
+                f"{path}: case {_name(case, i)!r} has 'check', but JSON cannot hold a "
+                "function; use 'expected', or a .py case file defining CASES"
+            )
         if "expected" in case and not isinstance(case["expected"], str):
-            raise ValueError(f"{path}: case {_name(case, i)!r}: 'expected' must be a string, "
-                             f"got {case['expected']!r}")
+            raise ValueError(
+                f"{path}: case {_name(case, i)!r}: 'expected' must be a string, got {case['expected']!r}"
+            )
     return cases
 
 
@@ -413,11 +428,13 @@ def load_agent(spec: str) -> Agent:
             raise ImportError(f"importing {target!r} failed: {type(exc).__name__}: {exc}") from exc
     if not hasattr(module, attr):
         defined = sorted(
-            n for n, v in vars(module).items()
+            n
+            for n, v in vars(module).items()
             if callable(v) and not n.startswith("_") and getattr(v, "__module__", None) == module.__name__
         )
-        raise ImportError(f"{target!r} has no attribute {attr!r}; functions it defines: "
-                          f"{', '.join(defined) or 'none'}")
+        raise ImportError(
+            f"{target!r} has no attribute {attr!r}; functions it defines: {', '.join(defined) or 'none'}"
+        )
     agent = getattr(module, attr)
     if not callable(agent):
         raise TypeError(f"{spec!r} is a {type(agent).__name__}, not a function of the case input")

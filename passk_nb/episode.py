@@ -24,7 +24,7 @@ from passk_nb.protocol import PROTOCOL_EXAMPLE, Answer, FormatError, ToolCall, p
 from passk_nb.providers.base import ChatProvider, Message, Reply
 from passk_nb.suites.base import Suite, Task, diff_states
 
-__all__ = ["run_episode", "MAX_STORED_CHARS", "cap_text"]
+__all__ = ["run_episode", "MAX_STORED_CHARS", "cap_text", "transcript_entry"]
 
 #: Longest text kept for one message in a stored transcript (and for the final
 #: answer and the error). Longer texts are cut and keep their original length.
@@ -42,7 +42,8 @@ def cap_text(text: str | None, limit: int = MAX_STORED_CHARS) -> str | None:
     return f"{text[:limit]}…[truncated, {len(text)} chars in all]"
 
 
-def _entry(kind: str, role: str, content: str, **extra: Any) -> dict[str, Any]:
+def transcript_entry(kind: str, role: str, content: str, **extra: Any) -> dict[str, Any]:
+    """One transcript entry, its text capped, with the original ``length`` when it was cut."""
     entry: dict[str, Any] = {"kind": kind, "role": role, "content": cap_text(content)}
     if len(content) > MAX_STORED_CHARS:
         entry["length"] = len(content)
@@ -88,7 +89,7 @@ def run_episode(
         {"role": "system", "content": system_prompt},
         {"role": "user", "content": task.prompt},
     ]
-    transcript: list[dict[str, Any]] = [_entry("task", "user", task.prompt)]
+    transcript: list[dict[str, Any]] = [transcript_entry("task", "user", task.prompt)]
     counts = {"n_turns": 0, "n_tool_calls": 0, "n_tool_errors": 0, "n_format_errors": 0, "attempts": 0}
     tokens: dict[str, int | None] = {"input_tokens": None, "output_tokens": None}
     meta: dict[str, Any] = {}
@@ -108,7 +109,7 @@ def run_episode(
         except Exception as exc:  # any backend failure is infrastructure, not the agent
             counts["attempts"] += int(getattr(exc, "attempts", 1))
             outcome, error = "infra_error", f"{type(exc).__name__}: {exc}"
-            transcript.append(_entry("infra_error", "system", error))
+            transcript.append(transcript_entry("infra_error", "system", error))
             break
         reply = raw if isinstance(raw, Reply) else Reply(raw)
         counts["n_turns"] += 1
@@ -126,7 +127,7 @@ def run_episode(
         if isinstance(action, FormatError):
             counts["n_format_errors"] += 1
             transcript.append(
-                _entry("reply", "assistant", text, format_error=action.message, latency_s=latency)
+                transcript_entry("reply", "assistant", text, format_error=action.message, latency_s=latency)
             )
             if counts["n_format_errors"] >= max_format_errors:
                 outcome, error = "format_error", action.message
@@ -135,10 +136,12 @@ def run_episode(
                 f"Format error: {action.message}. Reply with exactly one JSON object: {PROTOCOL_EXAMPLE}"
             )
             messages.append({"role": "user", "content": feedback})
-            transcript.append(_entry("format_feedback", "user", feedback))
+            transcript.append(transcript_entry("format_feedback", "user", feedback))
             continue
 
-        transcript.append(_entry("reply", "assistant", text, action=_action_dict(action), latency_s=latency))
+        transcript.append(
+            transcript_entry("reply", "assistant", text, action=_action_dict(action), latency_s=latency)
+        )
         if isinstance(action, Answer):
             final_answer = action.text
             break
@@ -148,7 +151,9 @@ def run_episode(
         counts["n_tool_errors"] += is_error
         tool_message = f"Tool result ({action.tool[:80]}): {_json(result)}"
         messages.append({"role": "user", "content": tool_message})
-        transcript.append(_entry("tool_result", "user", tool_message, tool=action.tool[:80], error=is_error))
+        transcript.append(
+            transcript_entry("tool_result", "user", tool_message, tool=action.tool[:80], error=is_error)
+        )
 
     after = env.snapshot()
     verdict = task.check(before, after)

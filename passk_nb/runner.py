@@ -38,7 +38,16 @@ from passk_nb.store import compact, existing_trials, load, read_specs, write_par
 from passk_nb.suites import get_suite
 from passk_nb.suites.base import Suite
 
-__all__ = ["run", "RunSpec", "prompt_hash", "resolve_prompt", "execute_trials", "check_positive"]
+__all__ = [
+    "run",
+    "RunSpec",
+    "prompt_hash",
+    "resolve_prompt",
+    "execute_trials",
+    "check_positive",
+    "spec_hash",
+    "load_trials",
+]
 
 log = logging.getLogger("passk_nb")
 
@@ -99,8 +108,18 @@ class RunSpec:
 
     @property
     def run_id(self) -> str:
-        text = json.dumps(asdict(self), sort_keys=True)
-        return hashlib.sha256(text.encode()).hexdigest()[:12]
+        return spec_hash(asdict(self))
+
+
+def spec_hash(spec: dict[str, Any]) -> str:
+    """The run id of a spec: first 12 hex chars of the sha256 of its sorted JSON."""
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def load_trials(out: Path, run_id: str, tasks: Sequence[str], trials: int) -> pd.DataFrame:
+    """The stored records of ``run_id`` for ``tasks`` and trials ``0..trials-1``."""
+    frame = load(out / run_id) if (out / run_id).is_dir() else frame_from_records([])
+    return frame[frame["task"].isin(list(tasks)) & (frame["trial"] < trials)].reset_index(drop=True)
 
 
 def check_positive(name: str, value: Any) -> int:
@@ -468,6 +487,4 @@ def run(
         timeout=trial_timeout,
         on_timeout=timed_out,
     )
-    frame = load(out_dir / run_id) if (out_dir / run_id).is_dir() else frame_from_records([])
-    keep = frame["task"].isin(task_ids) & (frame["trial"] < trials)
-    return frame[keep].reset_index(drop=True)
+    return load_trials(out_dir, run_id, task_ids, trials)

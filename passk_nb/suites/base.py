@@ -97,10 +97,6 @@ class Environment:
         self._state = state
         self._tools = dict(tools)
 
-    @property
-    def tool_names(self) -> list[str]:
-        return list(self._tools)
-
     def snapshot(self) -> dict[str, Any]:
         """A deep copy of the current state."""
         return copy.deepcopy(self._state)
