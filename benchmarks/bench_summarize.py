@@ -20,7 +20,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from passk_nb.stats import summarize
+from passk_nb.stats.summary import summarize
 
 TASKS, MODELS, PROMPTS, TRIALS = 2_000, 10, 5, 10
 K, N_BOOT, CI = 5, 2_000, 0.95

@@ -1,6 +1,6 @@
 """Rule-based text cases and two toy agents, for ``passk cases`` and ``passk_nb.run_cases``.
 
-    passk cases examples/cases_example.py --agent examples/cases_example.py:flaky_agent --trials 4 --k 2
+passk cases examples/cases_example.py --agent examples/cases_example.py:flaky_agent --trials 4 --k 2
 """
 
 import random

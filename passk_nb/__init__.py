@@ -18,36 +18,52 @@ The analysis, plotting and widget functions are imported on first use, so the
 from importlib import import_module
 from typing import Any
 
-from passk_nb import accessor as _accessor  # noqa: F401  (registers the df.passk accessor)
 from passk_nb._version import __version__
-from passk_nb.episode import run_episode
-from passk_nb.protocol import Answer, FormatError, ToolCall, parse_action
-from passk_nb.providers import BaseProvider, ProviderError, Reply, make_provider
-from passk_nb.records import COLUMNS, OUTCOMES, frame_from_records
-from passk_nb.runner import prompt_hash, run
-from passk_nb.store import load
-from passk_nb.suites import get_suite, register_suite
+from passk_nb.stats import accessor as _accessor  # noqa: F401  (registers the df.passk accessor)
 
-#: Public names imported on first use -> the module that defines them.
+#: Public names, imported on first use -> the module that defines them. Nothing heavy loads
+#: with ``import passk_nb``: the analysis never loads the runner, ``passk tasks`` starts fast.
 _LAZY = {
-    "load_cases": "passk_nb.cases",
-    "run_cases": "passk_nb.cases",
-    "run_eval": "passk_nb.cases",
-    "pass_at_k": "passk_nb.estimators",
-    "pass_hat_k": "passk_nb.estimators",
-    "claimed_unperformed_action": "passk_nb.flags",
-    "plot_curve": "passk_nb.plots",
-    "plot_flips": "passk_nb.plots",
-    "plot_outcomes": "passk_nb.plots",
-    "plot_tasks": "passk_nb.plots",
-    "compare": "passk_nb.stats",
-    "curve": "passk_nb.stats",
-    "flips": "passk_nb.stats",
-    "summarize": "passk_nb.stats",
-    "from_tau_bench": "passk_nb.tau_bench",
-    "browse_transcripts": "passk_nb.widgets",
-    "explore": "passk_nb.widgets",
-    "show_transcript": "passk_nb.widgets",
+    # data: the records and where they live
+    "COLUMNS": "passk_nb.data.records",
+    "OUTCOMES": "passk_nb.data.records",
+    "frame_from_records": "passk_nb.data.records",
+    "load": "passk_nb.data.store",
+    "prompt_hash": "passk_nb.data.ids",
+    # importers: other runners' trials as records
+    "from_tau_bench": "passk_nb.importers.tau_bench",
+    # harness: running trials
+    "Answer": "passk_nb.harness.protocol",
+    "FormatError": "passk_nb.harness.protocol",
+    "ToolCall": "passk_nb.harness.protocol",
+    "parse_action": "passk_nb.harness.protocol",
+    "run_episode": "passk_nb.harness.episode",
+    "run": "passk_nb.harness.runner",
+    "run_eval": "passk_nb.harness.cases",
+    "run_cases": "passk_nb.harness.cases",
+    "load_cases": "passk_nb.harness.case_files",
+    "BaseProvider": "passk_nb.harness.providers",
+    "ProviderError": "passk_nb.harness.providers",
+    "Reply": "passk_nb.harness.providers",
+    "make_provider": "passk_nb.harness.providers",
+    "get_suite": "passk_nb.harness.suites",
+    "register_suite": "passk_nb.harness.suites",
+    # stats: numbers from records
+    "pass_at_k": "passk_nb.stats.estimators",
+    "pass_hat_k": "passk_nb.stats.estimators",
+    "summarize": "passk_nb.stats.summary",
+    "curve": "passk_nb.stats.summary",
+    "compare": "passk_nb.stats.paired",
+    "flips": "passk_nb.stats.paired",
+    "claimed_unperformed_action": "passk_nb.stats.flags",
+    # view: tables, plots, widgets
+    "plot_curve": "passk_nb.view.plots",
+    "plot_flips": "passk_nb.view.plots",
+    "plot_outcomes": "passk_nb.view.plots",
+    "plot_tasks": "passk_nb.view.plots",
+    "explore": "passk_nb.view.widgets",
+    "browse_transcripts": "passk_nb.view.widgets",
+    "show_transcript": "passk_nb.view.widgets",
 }
 
 
@@ -63,24 +79,4 @@ def __dir__() -> list[str]:
     return sorted(__all__)
 
 
-__all__ = [
-    "__version__",
-    "Answer",
-    "BaseProvider",
-    "COLUMNS",
-    "FormatError",
-    "OUTCOMES",
-    "ProviderError",
-    "Reply",
-    "ToolCall",
-    "frame_from_records",
-    "get_suite",
-    "load",
-    "make_provider",
-    "parse_action",
-    "prompt_hash",
-    "register_suite",
-    "run",
-    "run_episode",
-    *_LAZY,
-]
+__all__ = ["__version__", *_LAZY]

@@ -2,6 +2,6 @@
 
 import sys
 
-from passk_nb.cli import main
+from passk_nb.cli.main import main
 
 sys.exit(main())

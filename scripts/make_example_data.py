@@ -51,7 +51,7 @@ import warnings
 from pathlib import Path
 
 import passk_nb
-from passk_nb.providers.local import LlamaServer
+from passk_nb.harness.providers.local import LlamaServer
 
 ROOT = Path(__file__).resolve().parents[1]
 PORT = 18431

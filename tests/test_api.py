@@ -25,7 +25,23 @@ def test_importing_the_package_registers_the_accessor_but_not_the_heavy_modules(
     assert out.strip() == "True []"
 
 
-def test_accessor_names_missing_columns():
+def test_accessor_on_an_unsuitable_frame_is_an_attribute_error_naming_the_columns():
     frame = pd.DataFrame({"task": ["t"], "passed": [True]})
-    with pytest.raises(ValueError, match="outcome"):
-        frame.passk.summary(k=1)
+    with pytest.raises(AttributeError, match="outcome"):
+        frame.passk.summarize(k=1)
+    assert not hasattr(frame, "passk")  # pandas' rule: an unsuitable frame has no such accessor
+
+
+@pytest.mark.parametrize(
+    ("module", "absent"),
+    [
+        ("passk_nb.stats.summary", ("passk_nb.harness", "tqdm")),
+        ("passk_nb.importers.tau_bench", ("passk_nb.harness", "tqdm")),
+        ("passk_nb.view.plots", ("passk_nb.harness",)),
+        ("passk_nb.harness.runner", ("passk_nb.stats.summary", "passk_nb.view", "scipy")),
+    ],
+)
+def test_a_layer_loads_without_the_layers_it_must_not_use(module, absent):
+    code = f"import sys, {module}; print(sorted({{m for m in sys.modules if m.startswith({absent!r})}}))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -1,0 +1,1 @@
+"""The ``passk`` command line: one module per command, each registering its own subparser."""

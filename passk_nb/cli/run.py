@@ -1,0 +1,138 @@
+"""``passk run``: run a suite against a backend, store the trials, print pass@k / pass^k."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from passk_nb.cli.common import CliError, positive_int, prompt_arg
+from passk_nb.harness.providers import PROVIDERS
+from passk_nb.harness.suites import SUITES
+
+_EPILOG_RUN = """examples:
+  passk run --provider scripted --trials 3 --k 2
+  passk run --provider ollama --model llama3.1:8b --trials 4 --k 2
+  passk run --provider openai --base-url http://127.0.0.1:8080 --model local --prompt strict
+Records go to OUT/<run_id>/ as parquet; re-running the same spec resumes (only missing trials run)."""
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add the ``run`` subcommand to ``subparsers`` and return its parser."""
+    p = subparsers.add_parser(
+        "run",
+        help="run the suite against a backend and print pass@k / pass^k",
+        description="Run every task --trials times, store one parquet row per trial, "
+        "print pass@k and pass^k.",
+        epilog=_EPILOG_RUN,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--provider",
+        default="scripted",
+        help=f"backend: {', '.join(sorted(PROVIDERS))} (default: scripted, no model needed)",
+    )
+    p.add_argument("--model", help="model name as the backend knows it")
+    p.add_argument("--base-url", help="backend URL, e.g. http://127.0.0.1:11434 (default: the backend's own)")
+    p.add_argument("--suite", default="orders", help=f"task suite: {', '.join(SUITES)} (default: orders)")
+    p.add_argument("--tasks", help="comma-separated task ids (default: all; see `passk tasks`)")
+    p.add_argument("--trials", type=positive_int, default=3, help="trials per task, n (default: 3)")
+    p.add_argument("--k", type=positive_int, default=2, help="k for pass@k and pass^k, ≤ trials (default: 2)")
+    p.add_argument(
+        "--prompt",
+        default="default",
+        help="system prompt: a name of the suite (default, strict) or a text file (default: default)",
+    )
+    p.add_argument("--prompt-name", help="label for a prompt read from a file (default: the file's stem)")
+    p.add_argument("--temperature", type=float, help="sampling temperature (default: the backend's)")
+    p.add_argument("--seed", type=int, default=0, help="base seed; trial i sends seed+i (default: 0)")
+    p.add_argument(
+        "--concurrency", type=positive_int, default=4, help="trials in flight at once (default: 4)"
+    )
+    p.add_argument("--out", default="runs", help="data folder for the records (default: runs)")
+    p.add_argument("--max-turns", type=positive_int, default=10, help="model replies per trial (default: 10)")
+    p.add_argument(
+        "--max-format-errors",
+        type=positive_int,
+        default=2,
+        help="protocol violations that end a trial as format_error (default: 2)",
+    )
+    p.add_argument(
+        "--json-mode",
+        action="store_true",
+        help="ask the backend for JSON-constrained output (changes what is measured; recorded)",
+    )
+    backend = p.add_argument_group("backend options (network backends; given only when set)")
+    backend.add_argument(
+        "--json-schema",
+        action="store_true",
+        help="with --json-mode: constrain replies to the action protocol's JSON Schema (ollama, openai)",
+    )
+    backend.add_argument("--max-tokens", type=positive_int, help="longest reply in tokens (default: 1024)")
+    backend.add_argument("--timeout", type=float, help="seconds to wait for one reply (default: 120)")
+    backend.add_argument(
+        "--max-attempts", type=positive_int, help="requests per reply, retries included (default: 4)"
+    )
+    backend.add_argument(
+        "--api-key-env", help="environment variable holding the API key (default: the backend's own)"
+    )
+    p.add_argument(
+        "--trial-timeout",
+        type=float,
+        default=None,
+        help="seconds one trial may take; a trial still running then is an infra_error (default: none)",
+    )
+    p.add_argument("--n-boot", type=int, default=2000, help="bootstrap draws for intervals, 0 for none")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.set_defaults(func=_cmd_run)
+    return p
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from passk_nb.harness.runner import run
+    from passk_nb.view.tables import report_table  # here: keeps `passk tasks` fast
+
+    if args.k > args.trials:
+        raise CliError(
+            f"--k {args.k} is larger than --trials {args.trials}: pass^k needs at least k trials "
+            "per task; raise --trials or lower --k"
+        )
+    prompt, prompt_name = prompt_arg(args.prompt)
+    backend_flags = {
+        "base_url": args.base_url,
+        "json_schema": args.json_schema or None,
+        "max_tokens": args.max_tokens,
+        "timeout": args.timeout,
+        "max_attempts": args.max_attempts,
+        "api_key_env": args.api_key_env,
+    }
+    options = {name: value for name, value in backend_flags.items() if value is not None}
+    if args.provider == "callable":
+        raise CliError(
+            "the callable provider takes a Python function: use passk_nb.run(provider=fn) in Python"
+        )
+    df = run(
+        provider=args.provider,
+        model=args.model,
+        suite=args.suite,
+        tasks=args.tasks.split(",") if args.tasks else None,
+        trials=args.trials,
+        prompt=prompt,
+        prompt_name=args.prompt_name or prompt_name,
+        temperature=args.temperature,
+        seed=args.seed,
+        concurrency=args.concurrency,
+        out=args.out,
+        max_turns=args.max_turns,
+        max_format_errors=args.max_format_errors,
+        json_mode=args.json_mode,
+        progress=not args.no_progress,
+        trial_timeout=args.trial_timeout,
+        **options,
+    )
+    print(report_table(df, args.k, n_boot=args.n_boot))
+    run_ids = sorted(df["run_id"].unique())
+    print(
+        f"records: {', '.join(str(Path(args.out) / r) for r in run_ids)} "
+        f"({len(df)} trials; open with passk_nb.load({str(args.out)!r}))"
+    )
+    return 0

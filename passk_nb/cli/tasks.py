@@ -1,0 +1,31 @@
+"""``passk tasks``: list a suite's tasks or print one of its prompts."""
+
+from __future__ import annotations
+
+import argparse
+
+from passk_nb.harness.suites import get_suite
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add the ``tasks`` subcommand to ``subparsers`` and return its parser."""
+    p = subparsers.add_parser("tasks", help="list the tasks of a suite, or print one of its prompts")
+    p.add_argument("--suite", default="orders", help="task suite (default: orders)")
+    p.add_argument("--prompt", help="print this system prompt (e.g. default, strict)")
+    p.set_defaults(func=_cmd_tasks)
+    return p
+
+
+def _cmd_tasks(args: argparse.Namespace) -> int:
+    suite = get_suite(args.suite)
+    if args.prompt:
+        print(
+            suite.prompts[args.prompt]
+            if args.prompt in suite.prompts
+            else f"unknown prompt {args.prompt!r}; choose from {sorted(suite.prompts)}"
+        )
+        return 0 if args.prompt in suite.prompts else 2
+    print(f"suite {suite.name!r}: {len(suite.tasks)} tasks; prompts: {', '.join(suite.prompts)}")
+    for task in suite.tasks:
+        print(f"  {task.id:<24} {task.tests}")
+    return 0

@@ -1,0 +1,21 @@
+"""Identities: short content hashes for prompts, run specs and imported files."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+
+def prompt_hash(text: str) -> str:
+    """First 12 hex characters of the sha256 of the exact prompt text.
+
+    >>> prompt_hash("You are a helpful agent.")
+    'fb825410b084'
+    """
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def spec_hash(spec: dict[str, Any]) -> str:
+    """The run id of a spec: first 12 hex chars of the sha256 of its sorted JSON."""
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]

@@ -1,0 +1,154 @@
+"""One trial, end to end, as a pure function: no files, no threads.
+
+system prompt + task prompt -> model reply -> parse -> tool -> result back as
+a user message -> ... until an answer, ``max_turns`` replies, too many format
+errors, or a provider failure. The task's check then judges the final state.
+
+>>> from passk_nb.harness.suites import get_suite
+>>> from passk_nb.harness.providers.scripted import ScriptedProvider
+>>> suite = get_suite("orders")
+>>> result = run_episode(suite, suite.task("refund-delivered"), ScriptedProvider(suite=suite),
+...                      system_prompt=suite.prompts["default"])
+>>> result["outcome"], result["n_tool_calls"]
+('pass', 2)
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from typing import Any
+
+from passk_nb.data.transcript import MAX_STORED_CHARS, cap_text, transcript_entry
+from passk_nb.harness.protocol import PROTOCOL_EXAMPLE, Answer, FormatError, ToolCall, parse_action
+from passk_nb.harness.providers.base import ChatProvider, Message, Reply
+from passk_nb.harness.suites.base import Suite, Task, diff_states
+
+__all__ = ["run_episode"]
+
+
+def _action_dict(action: ToolCall | Answer) -> dict[str, Any]:
+    """The parsed action for the transcript, its text capped like everything stored."""
+    if isinstance(action, Answer):
+        return {"answer": cap_text(action.text)}
+    args_text = _json(action.args)
+    args = action.args if len(args_text) <= MAX_STORED_CHARS else {"_truncated": cap_text(args_text)}
+    return {"tool": cap_text(action.tool, 200), "args": args}
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str, allow_nan=True)
+
+
+def run_episode(
+    suite: Suite,
+    task: Task,
+    provider: ChatProvider,
+    *,
+    system_prompt: str,
+    max_turns: int = 10,
+    max_format_errors: int = 2,
+) -> dict[str, Any]:
+    """Run one trial of ``task`` with ``provider`` and return its record fields.
+
+    The returned dict holds the episode's part of a trial record (outcome,
+    counts, tokens, timing, transcript and state diff as JSON); the runner
+    adds the run's identity (run id, model, trial, seed, ...).
+
+    ``max_format_errors``: the trial ends as ``format_error`` when this many
+    replies broke the protocol; before that, each bad reply is answered with a
+    message saying what was wrong.
+    """
+    env = suite.make_env()
+    before = env.snapshot()
+    messages: list[Message] = [
+        {"role": "system", "content": system_prompt},
+        {"role": "user", "content": task.prompt},
+    ]
+    transcript: list[dict[str, Any]] = [transcript_entry("task", "user", task.prompt)]
+    counts = {"n_turns": 0, "n_tool_calls": 0, "n_tool_errors": 0, "n_format_errors": 0, "attempts": 0}
+    tokens: dict[str, int | None] = {"input_tokens": None, "output_tokens": None}
+    meta: dict[str, Any] = {}
+    outcome: str | None = None
+    final_answer: str | None = None
+    error: str | None = None
+    started_at = dt.datetime.now(dt.UTC)
+    t0 = time.perf_counter()
+
+    while outcome is None:
+        if counts["n_turns"] >= max_turns:
+            outcome, error = "max_turns", f"no answer after {max_turns} turns"
+            break
+        t_call = time.perf_counter()
+        try:
+            raw = provider.chat(list(messages))
+        except Exception as exc:  # any backend failure is infrastructure, not the agent
+            counts["attempts"] += int(getattr(exc, "attempts", 1))
+            outcome, error = "infra_error", f"{type(exc).__name__}: {exc}"
+            transcript.append(transcript_entry("infra_error", "system", error))
+            break
+        reply = raw if isinstance(raw, Reply) else Reply(raw)
+        counts["n_turns"] += 1
+        counts["attempts"] += reply.attempts
+        for key in tokens:
+            value = getattr(reply, key)
+            if value is not None:
+                tokens[key] = (tokens[key] or 0) + int(value)
+        meta.update(reply.meta)
+        text = reply.text if isinstance(reply.text, str) else repr(reply.text)
+        action = parse_action(reply.text)
+        messages.append({"role": "assistant", "content": text})
+        latency = round(time.perf_counter() - t_call, 6)
+
+        if isinstance(action, FormatError):
+            counts["n_format_errors"] += 1
+            transcript.append(
+                transcript_entry("reply", "assistant", text, format_error=action.message, latency_s=latency)
+            )
+            if counts["n_format_errors"] >= max_format_errors:
+                outcome, error = "format_error", action.message
+                break
+            feedback = (
+                f"Format error: {action.message}. Reply with exactly one JSON object: {PROTOCOL_EXAMPLE}"
+            )
+            messages.append({"role": "user", "content": feedback})
+            transcript.append(transcript_entry("format_feedback", "user", feedback))
+            continue
+
+        transcript.append(
+            transcript_entry("reply", "assistant", text, action=_action_dict(action), latency_s=latency)
+        )
+        if isinstance(action, Answer):
+            final_answer = action.text
+            break
+        counts["n_tool_calls"] += 1
+        result = env.try_call(action.tool, action.args)
+        is_error = "error" in result
+        counts["n_tool_errors"] += is_error
+        tool_message = f"Tool result ({action.tool[:80]}): {_json(result)}"
+        messages.append({"role": "user", "content": tool_message})
+        transcript.append(
+            transcript_entry("tool_result", "user", tool_message, tool=action.tool[:80], error=is_error)
+        )
+
+    after = env.snapshot()
+    verdict = task.check(before, after)
+    if outcome is None:
+        outcome = verdict.outcome
+        if not verdict.ok:
+            error = verdict.reason
+    return {
+        "outcome": outcome,
+        "passed": outcome == "pass",
+        "state_ok": verdict.ok,
+        **counts,
+        **tokens,
+        "latency_s": time.perf_counter() - t0,
+        "started_at": started_at,
+        "final_answer": cap_text(final_answer),
+        "state_diff": _json(diff_states(before, after)),
+        "transcript": _json(transcript),
+        "error": cap_text(error),
+        "provider_meta": meta,
+    }

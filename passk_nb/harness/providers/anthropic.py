@@ -1,0 +1,167 @@
+"""The Anthropic API through the official ``anthropic`` SDK (Messages API).
+
+The system prompt goes in ``system``, never in ``messages``; consecutive
+turns of the same role are merged (the API wants them alternating). Sends
+``max_tokens``; the model name is passed as given, so aliases such as
+``claude-haiku-4-5`` work, and the model that answered is kept as
+``resolved_model`` in ``provider_meta``, beside the SDK version and the API
+version it sends. Token counts come from ``usage``.
+
+``temperature`` is sent when the installed SDK still has the parameter. SDK
+2.x sends API version 2026-10-21, which rejects every sampling parameter (even
+``temperature=1.0``), and has dropped it: with that SDK a temperature is
+refused with a clear message instead of being silently ignored. The API has no
+seed: the per-trial seed is recorded but not sent. It has no plain JSON mode
+either, so ``json_mode=True`` is refused too.
+
+The key comes from ``$ANTHROPIC_API_KEY`` (another variable with
+``api_key_env=``). The base URL is ``base_url``, else
+``$ANTHROPIC_BASE_URL``, else ``https://api.anthropic.com``.
+
+The SDK's own retries are switched off (``max_retries=0``): the shared retry
+loop of :mod:`passk_nb.harness.providers.http` retries 429, 5xx, connection errors and
+timeouts, honours ``Retry-After``, and counts attempts the same way as for the
+other backends.
+
+>>> system, turns = to_anthropic_messages([
+...     {"role": "system", "content": "Be brief."},
+...     {"role": "user", "content": "Hi"},
+...     {"role": "user", "content": "Refund O1001."}])
+>>> system, turns
+('Be brief.', [{'role': 'user', 'content': 'Hi\\n\\nRefund O1001.'}])
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import anthropic
+from anthropic.resources.messages import Messages
+
+from passk_nb.harness.providers.base import Message, ProviderError, Reply
+from passk_nb.harness.providers.http import RemoteProvider, Transient, parse_retry_after
+
+__all__ = ["AnthropicProvider", "to_anthropic_messages", "SDK_TAKES_TEMPERATURE"]
+
+#: Whether the installed SDK can send ``temperature`` (SDK 2.x and API version 2026-10-21 cannot).
+SDK_TAKES_TEMPERATURE: bool = "temperature" in inspect.signature(Messages.create).parameters
+
+
+def to_anthropic_messages(messages: list[Message]) -> tuple[str | None, list[dict[str, str]]]:
+    """Split off the system prompt and merge same-role neighbours: ``(system, messages)``."""
+    system = "\n\n".join(m["content"] for m in messages if m["role"] == "system") or None
+    turns: list[dict[str, str]] = []
+    for m in messages:
+        if m["role"] == "system":
+            continue
+        if turns and turns[-1]["role"] == m["role"]:
+            turns[-1]["content"] += "\n\n" + m["content"]
+        else:
+            turns.append({"role": m["role"], "content": m["content"]})
+    return system, turns
+
+
+class AnthropicProvider(RemoteProvider):
+    """Chat with a Claude model through the Anthropic Messages API.
+
+    Options: those of :class:`~passk_nb.harness.providers.http.RemoteProvider`
+    (``max_tokens``, ``timeout``, ``max_attempts``, ``api_key_env``, ...).
+
+    Usage (needs a running backend, so not run as a doctest)::
+
+        from passk_nb.harness.runner import run
+        run("anthropic", "claude-haiku-4-5", trials=4, temperature=1.0)
+    """
+
+    name = "anthropic"
+    default_base_url = "https://api.anthropic.com"
+    base_url_env = "ANTHROPIC_BASE_URL"
+    default_api_key_env = "ANTHROPIC_API_KEY"
+
+    def __init__(self, model: str | None = None, **kwargs: Any):
+        if kwargs.get("json_mode"):
+            raise ValueError(
+                "the anthropic provider has no JSON mode; run it with json_mode=False "
+                "(the protocol is enforced by the parser either way)"
+            )
+        if kwargs.get("temperature") is not None and not SDK_TAKES_TEMPERATURE:
+            raise ValueError(
+                f"anthropic SDK {anthropic.__version__} has no temperature: the API version it "
+                "sends rejects sampling parameters; leave temperature unset for anthropic"
+            )
+        super().__init__(model, **kwargs)
+        if not self._api_key:
+            raise ValueError(
+                f"the anthropic provider needs an API key: set ${self.api_key_env} "
+                "(or name another variable with api_key_env=)"
+            )
+        self._client = anthropic.Anthropic(
+            api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout
+        )
+
+    def _create_once(self, request: dict[str, Any]) -> Any:
+        try:
+            return self._client.messages.create(**request)
+        except anthropic.APITimeoutError:
+            raise Transient("timeout", f"no reply within {self.timeout:g} s") from None
+        except anthropic.APIConnectionError as exc:
+            cause = exc.__cause__
+            detail = f"{type(cause).__name__}: {cause}" if cause else str(exc)
+            raise Transient("connection error", detail) from None
+        except anthropic.APIStatusError as exc:
+            status, body = exc.status_code, self.excerpt(exc.response.text)
+            if status == 429 or status >= 500:
+                retry_after = parse_retry_after(exc.response.headers.get("retry-after"))
+                raise Transient(
+                    f"HTTP {status}", body, retry_after=retry_after, pause_all=status == 429
+                ) from None
+            raise ProviderError(f"HTTP {status} (not retried) from POST /v1/messages: {body}") from None
+        except anthropic.AnthropicError as exc:
+            raise ProviderError(f"Anthropic SDK: {type(exc).__name__}: {self.excerpt(str(exc))}") from None
+
+    def request(self, messages: list[Message]) -> dict[str, Any]:
+        """The keyword arguments given to ``client.messages.create`` for ``messages``."""
+        system, turns = to_anthropic_messages(messages)
+        request: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens, "messages": turns}
+        if system is not None:
+            request["system"] = system
+        if self.temperature is not None:
+            request["temperature"] = self.temperature
+        return request
+
+    def read_reply(self, response: Any) -> Reply:
+        """The text, token counts and answering model of a Messages API response."""
+        if isinstance(response, str | bytes):  # what the SDK returns for a body that is not JSON
+            raise ProviderError(f"Anthropic reply is not JSON: {self.excerpt(str(response), 120)!r}")
+        texts = [
+            block.text
+            for block in getattr(response, "content", None) or []
+            if getattr(block, "type", None) == "text" and isinstance(getattr(block, "text", None), str)
+        ]
+        if not texts:
+            raise ProviderError("Anthropic reply has no text content block")
+        usage = getattr(response, "usage", None)
+        return Reply(
+            "".join(texts),
+            input_tokens=getattr(usage, "input_tokens", None),
+            output_tokens=getattr(usage, "output_tokens", None),
+            meta={"resolved_model": getattr(response, "model", None)},
+        )
+
+    def chat(self, messages: list[Message]) -> Reply:
+        request = self.request(messages)
+        reply, attempts = self.retrier.call(lambda: self.read_reply(self._create_once(request)))
+        reply.attempts = attempts
+        return reply
+
+    def meta(self) -> dict[str, Any]:
+        return {
+            **super().meta(),
+            "sdk_version": anthropic.__version__,
+            "api_version": self._client.default_headers.get("anthropic-version"),
+        }
+
+    def close(self) -> None:
+        """Close the SDK's HTTP connections."""
+        self._client.close()

@@ -1,0 +1,181 @@
+"""Retrying transient backend failures: backoff with jitter, Retry-After, a provider-wide pause on 429."""
+
+from __future__ import annotations
+
+import datetime as dt
+import email.utils
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from passk_nb.harness.providers.base import ProviderError
+from passk_nb.harness.providers.redact import Redactor, short
+
+log = logging.getLogger("passk_nb.harness.providers")
+T = TypeVar("T")
+
+
+def provider_error(message: str, attempts: int) -> ProviderError:
+    """A :class:`ProviderError` carrying the number of requests made (the episode records it).
+
+    >>> provider_error("HTTP 400 (not retried): bad model", 1).attempts
+    1
+    """
+    error = ProviderError(message)
+    error.attempts = attempts  # type: ignore[attr-defined]
+    return error
+
+
+def parse_retry_after(value: str | None, *, now: dt.datetime | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header: delta-seconds or an HTTP date; None if absent/invalid.
+
+    >>> parse_retry_after("1.5")
+    1.5
+    >>> now = dt.datetime(2015, 10, 21, 7, 28, tzinfo=dt.UTC)
+    >>> parse_retry_after("Wed, 21 Oct 2015 07:28:05 GMT", now=now)
+    5.0
+    >>> parse_retry_after("soon") is None
+    True
+    """
+    if value is None or not value.strip():
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=dt.UTC)
+        seconds = (when - (now or dt.datetime.now(dt.UTC))).total_seconds()
+    if seconds != seconds or seconds in (float("inf"), float("-inf")):
+        return None
+    return max(0.0, seconds)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently to retry.
+
+    ``max_attempts`` counts every request, the first included (1 = no retry).
+    Attempt ``n`` failing waits ``uniform(0, min(backoff_max, backoff_base * 2**(n-1)))``
+    seconds ("full jitter"), or the server's ``Retry-After`` when that is
+    longer, capped at ``retry_after_max``.
+
+    >>> RetryPolicy(backoff_base=1.0, backoff_max=5.0).delay(10, random.Random(0)) <= 5.0
+    True
+    >>> RetryPolicy(retry_after_max=2.0).delay(1, random.Random(0), retry_after=30)
+    2.0
+    """
+
+    max_attempts: int = 4
+    backoff_base: float = 0.5
+    backoff_max: float = 30.0
+    retry_after_max: float = 120.0
+
+    def __post_init__(self) -> None:
+        attempts = self.max_attempts
+        if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
+            raise ValueError(f"max_attempts must be a whole number ≥ 1, got {self.max_attempts!r}")
+        for name in ("backoff_base", "backoff_max", "retry_after_max"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or value < 0:
+                raise ValueError(f"{name} must be a number ≥ 0, got {value!r}")
+
+    def delay(self, attempt: int, rng: random.Random, retry_after: float | None = None) -> float:
+        """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
+        ceiling = min(self.backoff_max, self.backoff_base * 2 ** min(attempt - 1, 60))
+        wait = rng.uniform(0.0, ceiling)
+        if retry_after is not None:
+            wait = max(wait, min(retry_after, self.retry_after_max))
+        return wait
+
+
+class Transient(Exception):
+    """A failure worth retrying: 429, 5xx, a dropped connection, a timeout.
+
+    ``kind`` names it (``"HTTP 503"``, ``"timeout"``), ``detail`` says more
+    (a short body excerpt), ``retry_after`` is the server's wish in seconds.
+    ``pause_all`` makes every request of the provider wait (rate limits).
+    """
+
+    def __init__(
+        self, kind: str, detail: str = "", *, retry_after: float | None = None, pause_all: bool = False
+    ):
+        super().__init__(f"{kind}: {detail}" if detail else kind)
+        self.kind, self.detail, self.retry_after, self.pause_all = kind, detail, retry_after, pause_all
+
+
+class Retrier:
+    """Runs a request with retries (see :class:`RetryPolicy`) and returns ``(result, attempts)``.
+
+    The request is a function that returns the result, raises
+    :class:`Transient` (retried) or raises :class:`ProviderError` (not
+    retried). One retrier is shared by a provider and its ``with_seed`` copies,
+    from many threads: a rate-limit pause applies to all of them.
+
+    >>> Retrier(RetryPolicy(max_attempts=2, backoff_base=0)).call(lambda: 42)
+    (42, 1)
+    """
+
+    def __init__(
+        self,
+        policy: RetryPolicy | None = None,
+        *,
+        redact: Redactor | None = None,
+        label: str = "backend",
+        seed: int | str = 0,
+    ):
+        self.policy = policy or RetryPolicy()
+        self.redact = redact or Redactor()
+        self.label = label
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self._paused_until = 0.0
+
+    def _pause(self, seconds: float) -> None:
+        with self._lock:
+            self._paused_until = max(self._paused_until, time.monotonic() + seconds)
+
+    def _wait_for_pause(self) -> None:
+        while True:
+            with self._lock:
+                remaining = self._paused_until - time.monotonic()
+            if remaining <= 0:
+                return
+            time.sleep(remaining)
+
+    def call(self, request: Callable[[], T]) -> tuple[T, int]:
+        """Run ``request`` until it succeeds, fails for good, or the attempts are used up."""
+        attempts = self.policy.max_attempts
+        for attempt in range(1, attempts + 1):
+            self._wait_for_pause()
+            try:
+                return request(), attempt
+            except ProviderError as exc:
+                raise provider_error(self.redact(exc), attempt) from None
+            except Transient as exc:
+                kind, detail = self.redact(exc.kind), self.redact(exc.detail)
+                if attempt == attempts:
+                    plural = "attempt" if attempts == 1 else "attempts"
+                    message = f"{kind} after {attempts} {plural}" + (f": {detail}" if detail else "")
+                    raise provider_error(message, attempt) from None
+                with self._lock:
+                    wait = self.policy.delay(attempt, self._rng, exc.retry_after)
+                if exc.pause_all or exc.retry_after is not None:
+                    self._pause(wait)
+                log.warning(
+                    "%s: %s (attempt %d of %d); retrying in %.2f s",
+                    self.label,
+                    short(f"{kind}: {detail}" if detail else kind, 200),
+                    attempt,
+                    attempts,
+                    wait,
+                )
+                time.sleep(wait)
+        raise AssertionError("unreachable")  # pragma: no cover

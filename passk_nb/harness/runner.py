@@ -1,0 +1,205 @@
+"""Many trials: concurrency, resume, progress, and records on disk.
+
+:func:`run` composes the pure episode with the store. It uses threads (no
+asyncio), so it works the same in a terminal and inside a running Jupyter
+kernel.
+
+>>> import tempfile
+>>> df = run("scripted", trials=2, out=tempfile.mkdtemp(), progress=False)
+>>> len(df), bool(df["passed"].all())
+(10, True)
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import math
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from passk_nb._version import __version__
+from passk_nb.data.ids import prompt_hash
+from passk_nb.data.store import existing_trials, write_spec
+from passk_nb.harness.batch import execute_trials, load_trials
+from passk_nb.harness.episode import run_episode
+from passk_nb.harness.providers import BaseProvider, make_provider
+from passk_nb.harness.spec import NOT_IDENTITY, RunSpec, check_positive, note_prompt_changes, resolve_prompt
+from passk_nb.harness.suites import get_suite
+from passk_nb.harness.suites.base import Suite
+
+log = logging.getLogger("passk_nb")
+
+
+def _record(base: dict[str, Any], task_id: str, trial: int, seed: int | None, fields: dict[str, Any]):
+    meta = {**base["provider_meta"], **fields.pop("provider_meta", {})}
+    trial_seed = None if seed is None else seed + trial
+    return {
+        **base,
+        **fields,
+        "task": task_id,
+        "trial": trial,
+        "seed": trial_seed,
+        "provider_meta": json.dumps(meta, default=str),
+    }
+
+
+def _infra(started: dt.datetime, error: str, latency_s: float = float("nan")) -> dict[str, Any]:
+    return {
+        "outcome": "infra_error",
+        "passed": False,
+        "started_at": started,
+        "latency_s": latency_s,
+        "error": error,
+    }
+
+
+def _trial_record(
+    suite: Suite,
+    provider: BaseProvider,
+    base: dict[str, Any],
+    task_id: str,
+    trial: int,
+    seed: int | None,
+    episode_options: dict[str, Any],
+) -> dict[str, Any]:
+    bound = provider.with_seed(None if seed is None else seed + trial)
+    started = dt.datetime.now(dt.UTC)
+    try:
+        fields = run_episode(suite, suite.task(task_id), bound, **episode_options)
+    except Exception as exc:  # a harness bug must not stop the run; it is kept, visibly, as infra
+        log.exception("harness error in task %s trial %d", task_id, trial)
+        fields = _infra(started, f"harness error: {type(exc).__name__}: {exc}")
+    return _record(base, task_id, trial, seed, fields)
+
+
+def run(
+    provider: Any = "scripted",
+    model: str | None = None,
+    *,
+    suite: str | Suite = "orders",
+    tasks: Sequence[str] | None = None,
+    trials: int = 3,
+    prompt: str = "default",
+    prompt_name: str | None = None,
+    temperature: float | None = None,
+    seed: int | None = 0,
+    concurrency: int = 4,
+    out: str | os.PathLike[str] = "runs",
+    max_turns: int = 10,
+    max_format_errors: int = 2,
+    json_mode: bool = False,
+    progress: bool = True,
+    on_record: Callable[[dict[str, Any]], None] | None = None,
+    trial_timeout: float | None = None,
+    **provider_options: Any,
+) -> pd.DataFrame:
+    """Run every task ``trials`` times against ``provider`` and return the trial records.
+
+    ``provider`` is a registered name (``"scripted"``, ``"ollama"``, ...), an
+    object with ``chat(messages)``, or a function of the messages. Backend
+    options such as ``base_url=`` pass through to the backend. ``prompt`` is a
+    prompt name of the suite (``"default"``, ``"strict"``) or the full system
+    prompt text.
+
+    Records go to ``out/<run_id>/`` as parquet. The run id is a hash of the
+    spec (suite, provider, model, host, prompt hash, temperature, seed, JSON
+    mode, limits): re-running the same spec into the same folder runs only the
+    trials that are missing, so a killed run resumes where it stopped and a
+    larger ``trials`` extends an earlier run. Trial ``i`` sends seed
+    ``seed + i`` to the backend.
+
+    ``trial_timeout`` (seconds) bounds one trial: a trial still running then
+    is recorded as ``infra_error`` and the run goes on (its thread is left to
+    finish in the background). ``on_record`` is called with each new record as
+    it completes.
+
+    Returns every record of this spec for the chosen tasks and trials, the
+    ones from earlier runs included, sorted by task and trial.
+    """
+    the_suite = get_suite(suite)
+    trials = check_positive("trials", trials)
+    concurrency = check_positive("concurrency", concurrency)
+    max_turns = check_positive("max_turns", max_turns)
+    max_format_errors = check_positive("max_format_errors", max_format_errors)
+    if trial_timeout is not None and not (isinstance(trial_timeout, int | float) and trial_timeout > 0):
+        raise ValueError(f"trial_timeout must be a positive number of seconds, got {trial_timeout!r}")
+    task_ids = list(the_suite.task_ids if tasks is None else tasks)
+    if isinstance(tasks, str) or not task_ids:
+        raise ValueError(f"tasks must be a non-empty list of task ids from {the_suite.task_ids}")
+    for task_id in task_ids:
+        the_suite.task(task_id)
+    name, text = resolve_prompt(the_suite, prompt, prompt_name)
+    if temperature is not None and (
+        not isinstance(temperature, int | float) or not math.isfinite(temperature)
+    ):
+        raise ValueError(f"temperature must be a number, got {temperature!r}")
+
+    if isinstance(provider, str):
+        provider_options.update(temperature=temperature, json_mode=json_mode)
+        if provider == "scripted":
+            provider_options.setdefault("suite", the_suite)
+    backend = make_provider(provider, model, **provider_options)
+    described = backend.describe()
+    spec = RunSpec(
+        suite=the_suite.name,
+        provider=described["provider"],
+        model=described["model"],
+        base_url_host=described["base_url_host"],
+        prompt_hash=prompt_hash(text),
+        temperature=temperature,
+        seed=seed,
+        json_mode=json_mode,
+        max_turns=max_turns,
+        max_format_errors=max_format_errors,
+        settings={k: v for k, v in described["provider_meta"].items() if k not in NOT_IDENTITY},
+    )
+    run_id = spec.run_id
+    base = {
+        **described,
+        "run_id": run_id,
+        "suite": the_suite.name,
+        "prompt_hash": spec.prompt_hash,
+        "prompt_name": name,
+        "system_prompt": text,
+        "temperature": temperature,
+        "json_mode": json_mode,
+        "harness_version": __version__,
+    }
+    out_dir = Path(out)
+    note_prompt_changes(out_dir, spec)
+    done = existing_trials(out_dir, run_id)
+    todo = [(t, i) for t in task_ids for i in range(trials) if (t, i) not in done]
+    if done:
+        log.info("run %s: %d trials already in %s, %d to run", run_id, len(done), out_dir, len(todo))
+    if todo:
+        write_spec(out_dir, run_id, asdict(spec))
+    episode_options = {"system_prompt": text, "max_turns": max_turns, "max_format_errors": max_format_errors}
+
+    def one_trial(task_id: str, trial: int) -> dict[str, Any]:
+        return _trial_record(the_suite, backend, base, task_id, trial, seed, episode_options)
+
+    def timed_out(task_id: str, trial: int, elapsed: float) -> dict[str, Any]:
+        started = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=elapsed)
+        error = f"trial timed out after {elapsed:.1f} s (trial_timeout={trial_timeout}): no answer in time"
+        return _record(base, task_id, trial, seed, _infra(started, error, elapsed))
+
+    execute_trials(
+        one_trial,
+        todo,
+        concurrency=concurrency,
+        out=out_dir,
+        run_id=run_id,
+        desc=f"{spec.provider}/{spec.model}",
+        progress=progress,
+        on_record=on_record,
+        timeout=trial_timeout,
+        on_timeout=timed_out,
+    )
+    return load_trials(out_dir, run_id, task_ids, trials)

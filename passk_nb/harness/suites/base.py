@@ -1,0 +1,247 @@
+"""What a suite is: tools over an in-memory state, tasks, and state checks.
+
+A suite is data plus check functions. The runner only needs a :class:`Suite`:
+it builds a fresh :class:`Environment` per trial, sends the task prompt, and
+lets the task's ``check`` judge the final state against the initial one.
+Adding a suite never needs a change to the runner.
+
+>>> from passk_nb.harness.suites import get_suite
+>>> env = get_suite("orders").make_env()
+>>> env.call("cancel_order", {"order_id": "O9999"})
+'{"error": "no order with id \\'O9999\\'"}'
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "ToolError",
+    "Param",
+    "Tool",
+    "Environment",
+    "Verdict",
+    "Task",
+    "Suite",
+    "diff_states",
+    "expect_changes",
+]
+
+
+class ToolError(Exception):
+    """Raised inside a tool for a refused or invalid call; the message goes back to the model."""
+
+
+@dataclass(frozen=True)
+class Param:
+    """One tool argument: its JSON type (``"string"`` or ``"number"``) and what it means."""
+
+    type: str
+    description: str
+
+    def validate(self, name: str, value: Any) -> Any:
+        if self.type == "string":
+            if not isinstance(value, str):
+                raise ToolError(f"argument {name!r} must be a string, got {_json_type(value)}")
+            if not value.strip():
+                raise ToolError(f"argument {name!r} must not be empty")
+            return value.strip()
+        if self.type == "number":
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ToolError(f"argument {name!r} must be a number, got {_json_type(value)}")
+            if not math.isfinite(value):
+                raise ToolError(f"argument {name!r} must be a finite number, got {value!r}")
+            return float(value)
+        raise ValueError(f"unsupported parameter type {self.type!r}")
+
+
+def _json_type(value: Any) -> str:
+    return {
+        str: "string",
+        bool: "boolean",
+        int: "number",
+        float: "number",
+        dict: "object",
+        list: "array",
+    }.get(type(value), "null" if value is None else type(value).__name__)
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A tool the model may call: ``fn(state, **args)`` mutates ``state`` and returns a JSON-able result."""
+
+    name: str
+    description: str
+    params: Mapping[str, Param]
+    fn: Callable[..., Any]
+
+    def signature(self) -> str:
+        args = ", ".join(f"{name}: {p.type}" for name, p in self.params.items())
+        return f"{self.name}({args})"
+
+
+class Environment:
+    """A fresh, private state and the tools that act on it.
+
+    Only the declared tools are reachable: ``call`` looks names up in a
+    dict, never with ``getattr``, so ``"__class__"`` or ``"_state"`` are
+    unknown tools like any other.
+    """
+
+    def __init__(self, state: dict[str, Any], tools: Mapping[str, Tool]):
+        self._state = state
+        self._tools = dict(tools)
+
+    def snapshot(self) -> dict[str, Any]:
+        """A deep copy of the current state."""
+        return copy.deepcopy(self._state)
+
+    def call(self, name: str, args: Mapping[str, Any]) -> str:
+        """Run one tool call and return the JSON text shown to the model.
+
+        A bad call (unknown tool, missing or extra arguments, wrong types, an
+        action the system forbids) returns ``{"error": ...}``; it never raises.
+        """
+        result = self.try_call(name, args)
+        return json.dumps(result, ensure_ascii=False)
+
+    def try_call(self, name: str, args: Mapping[str, Any]) -> dict[str, Any]:
+        tool = self._tools.get(name) if isinstance(name, str) else None
+        if tool is None:
+            return {"error": f"unknown tool {str(name)[:80]!r}; available tools: {', '.join(self._tools)}"}
+        try:
+            missing = [p for p in tool.params if p not in args]
+            extra = sorted(str(a)[:40] for a in args if a not in tool.params)
+            if missing or extra:
+                parts = [f"missing {missing}" if missing else "", f"unexpected {extra}" if extra else ""]
+                raise ToolError(f"{tool.signature()}: {' and '.join(p for p in parts if p)} arguments")
+            clean = {p: spec.validate(p, args[p]) for p, spec in tool.params.items()}
+            return {"ok": tool.fn(self._state, **clean)}
+        except ToolError as exc:
+            return {"error": str(exc)}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A task check's decision: the outcome and a short reason."""
+
+    outcome: str  # "pass", "wrong_state" or "unrequested_change"
+    reason: str
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "pass"
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task: the customer's message, the state check, and a known-good action script.
+
+    ``check(initial_state, final_state) -> Verdict``. ``script`` is a list of
+    protocol objects (``{"tool": ..., "args": ...}`` or ``{"answer": ...}``)
+    that solves the task; the scripted provider replays it.
+    """
+
+    id: str
+    prompt: str
+    check: Callable[[dict[str, Any], dict[str, Any]], Verdict]
+    script: tuple[dict[str, Any], ...]
+    tests: str = ""
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A named set of tasks over one environment, with its system prompts.
+
+    ``prompts`` maps prompt names to full system-prompt texts; ``"default"``
+    must be present.
+    """
+
+    name: str
+    tasks: tuple[Task, ...]
+    tools: Mapping[str, Tool]
+    initial_state: Callable[[], dict[str, Any]]
+    prompts: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        ids = [t.id for t in self.tasks]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"suite {self.name!r} has duplicate task ids: {ids}")
+        if "default" not in self.prompts:
+            raise ValueError(f"suite {self.name!r} needs a 'default' prompt")
+
+    @property
+    def task_ids(self) -> list[str]:
+        return [t.id for t in self.tasks]
+
+    def task(self, task_id: str) -> Task:
+        for t in self.tasks:
+            if t.id == task_id:
+                return t
+        raise ValueError(f"unknown task {task_id!r} in suite {self.name!r}; choose from {self.task_ids}")
+
+    def make_env(self) -> Environment:
+        """A fresh environment: its own copy of the initial state."""
+        return Environment(self.initial_state(), self.tools)
+
+
+def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> None:
+    if isinstance(value, dict) and value:
+        for key, sub in value.items():
+            _flatten(sub, f"{prefix}.{key}" if prefix else str(key), out)
+    else:
+        out[prefix] = value
+
+
+def diff_states(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every leaf that differs between two states, as ``{"path", "before", "after"}``.
+
+    >>> diff_states({"o": {"A": {"s": "pending"}}}, {"o": {"A": {"s": "cancelled"}}})
+    [{'path': 'o.A.s', 'before': 'pending', 'after': 'cancelled'}]
+    """
+    flat_before: dict[str, Any] = {}
+    flat_after: dict[str, Any] = {}
+    _flatten(before, "", flat_before)
+    _flatten(after, "", flat_after)
+    paths = sorted(set(flat_before) | set(flat_after))
+    return [
+        {"path": p, "before": flat_before.get(p), "after": flat_after.get(p)}
+        for p in paths
+        if flat_before.get(p) != flat_after.get(p)
+    ]
+
+
+def expect_changes(
+    before: dict[str, Any],
+    after: dict[str, Any],
+    expected: Mapping[str, Callable[[Any], bool] | Any],
+) -> Verdict:
+    """Judge a final state: exactly the ``expected`` changes and nothing else.
+
+    ``expected`` maps a path (as in :func:`diff_states`) to the value it must
+    end with, or to a predicate on that value. Missing or wrong intended
+    changes give ``wrong_state``; correct ones plus anything else changed give
+    ``unrequested_change``. With ``expected={}`` (a refusal), any change is
+    ``unrequested_change``.
+
+    >>> expect_changes({"a": 1, "b": 1}, {"a": 2, "b": 1}, {"a": 2}).outcome
+    'pass'
+    >>> expect_changes({"a": 1, "b": 1}, {"a": 2, "b": 5}, {"a": 2}).outcome
+    'unrequested_change'
+    """
+    changed = {d["path"]: d["after"] for d in diff_states(before, after)}
+    for path, want in expected.items():
+        if path not in changed:
+            return Verdict("wrong_state", f"{path} was not changed")
+        ok = want(changed[path]) if callable(want) else changed[path] == want
+        if not ok:
+            return Verdict("wrong_state", f"{path} is {changed[path]!r}")
+    extra = sorted(set(changed) - set(expected))
+    if extra:
+        return Verdict("unrequested_change", "also changed " + ", ".join(extra))
+    return Verdict("pass", "exactly the intended change" if expected else "nothing changed")

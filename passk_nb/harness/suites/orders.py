@@ -1,0 +1,267 @@
+"""The built-in suite: an order-support desk with five tasks.
+
+A small in-memory store of customers and orders; the agent acts only through
+five tools. Each task is judged on the final database, never on what the
+agent said. Task ids are part of the public interface.
+
+>>> from passk_nb.harness.suites.orders import SUITE
+>>> SUITE.task_ids
+['refund-delivered', 'cancel-pending-lookup', 'refund-damaged-shipped', 'address-change-pending', \
+'cancel-shipped-refusal']
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+from passk_nb.harness.suites.base import Param, Suite, Task, Tool, ToolError, Verdict, expect_changes
+
+_CUSTOMERS = {
+    "C001": {"name": "Alice Moreno", "email": "alice.moreno@example.com"},
+    "C002": {"name": "Ben Carter", "email": "ben.carter@example.com"},
+    "C003": {"name": "Chloe Park", "email": "chloe.park@example.com"},
+    "C004": {"name": "Dev Shah", "email": "dev.shah@example.com"},
+    "C005": {"name": "Eva Lin", "email": "eva.lin@example.com"},
+}
+
+
+def _order(customer: str, status: str, total: float, items: list[str], address: str, damaged: bool = False):
+    return {
+        "customer_id": customer,
+        "status": status,
+        "total": total,
+        "items": items,
+        "shipping_address": address,
+        "damage_reported": damaged,
+        "refunded_amount": 0.0,
+    }
+
+
+_ORDERS = {
+    "O1001": _order("C001", "delivered", 79.99, ["Trail running shoes"], "14 Harbor Rd, Portland, OR 97201"),
+    "O1002": _order("C001", "pending", 24.50, ["Running socks (3-pack)"], "14 Harbor Rd, Portland, OR 97201"),
+    "O1003": _order("C002", "pending", 129.00, ["Espresso grinder"], "77 Birch Ln, Denver, CO 80203"),
+    "O1004": _order("C002", "delivered", 18.75, ["Paper coffee filters"], "77 Birch Ln, Denver, CO 80203"),
+    "O1005": _order(
+        "C003", "shipped", 54.50, ["Ceramic teapot"], "5 Quay St, Boston, MA 02110", damaged=True
+    ),
+    "O1006": _order("C004", "pending", 42.00, ["Desk lamp"], "8 Mill St, Austin, TX 78701"),
+    "O1007": _order("C005", "shipped", 310.00, ["Standing desk frame"], "19 Pine Ave, Seattle, WA 98101"),
+    "O1008": _order("C005", "delivered", 65.20, ["Monitor arm"], "19 Pine Ave, Seattle, WA 98101"),
+}
+
+
+def initial_state() -> dict[str, Any]:
+    """A fresh copy of the seeded database: ``{"customers": {...}, "orders": {...}}``."""
+    return {"customers": copy.deepcopy(_CUSTOMERS), "orders": copy.deepcopy(_ORDERS)}
+
+
+def _get(state: dict[str, Any], order_id: str) -> dict[str, Any]:
+    order = state["orders"].get(order_id)
+    if order is None:
+        raise ToolError(f"no order with id {order_id[:40]!r}")
+    return order
+
+
+def list_orders(state: dict[str, Any], customer_id: str) -> list[dict[str, Any]]:
+    if customer_id not in state["customers"]:
+        raise ToolError(f"no customer with id {customer_id[:40]!r}")
+    return [
+        {"order_id": oid, "status": o["status"], "total": o["total"], "items": o["items"]}
+        for oid, o in state["orders"].items()
+        if o["customer_id"] == customer_id
+    ]
+
+
+def get_order(state: dict[str, Any], order_id: str) -> dict[str, Any]:
+    return {"order_id": order_id, **copy.deepcopy(_get(state, order_id))}
+
+
+def refund_order(state: dict[str, Any], order_id: str, amount: float) -> dict[str, Any]:
+    order = _get(state, order_id)
+    if order["status"] not in ("delivered", "shipped"):
+        raise ToolError(
+            f"order {order_id} is {order['status']}: only delivered or shipped orders can be refunded"
+        )
+    if amount <= 0:
+        raise ToolError(f"amount must be positive, got {amount}")
+    refundable = round(order["total"] - order["refunded_amount"], 2)
+    if round(amount, 2) > refundable:
+        raise ToolError(f"amount {amount} exceeds the refundable {refundable:.2f} on order {order_id}")
+    order["refunded_amount"] = round(order["refunded_amount"] + amount, 2)
+    if order["refunded_amount"] >= order["total"]:
+        order["status"] = "refunded"
+    return {"order_id": order_id, "refunded": round(amount, 2), "status": order["status"]}
+
+
+def cancel_order(state: dict[str, Any], order_id: str) -> dict[str, Any]:
+    order = _get(state, order_id)
+    if order["status"] != "pending":
+        raise ToolError(f"order {order_id} is {order['status']}: only pending orders can be cancelled")
+    order["status"] = "cancelled"
+    return {"order_id": order_id, "status": "cancelled"}
+
+
+def change_address(state: dict[str, Any], order_id: str, address: str) -> dict[str, Any]:
+    order = _get(state, order_id)
+    if order["status"] != "pending":
+        raise ToolError(f"order {order_id} is {order['status']}: only pending orders can change address")
+    if len(address) > 200:
+        raise ToolError("address is longer than 200 characters")
+    order["shipping_address"] = address
+    return {"order_id": order_id, "shipping_address": address}
+
+
+_ORDER_ID = Param("string", "an order id such as O1001")
+TOOLS: dict[str, Tool] = {
+    t.name: t
+    for t in (
+        Tool(
+            "list_orders",
+            "the customer's orders with status, total and items",
+            {"customer_id": Param("string", "a customer id such as C001")},
+            list_orders,
+        ),
+        Tool(
+            "get_order",
+            "one order in full, including shipping address and whether damage was reported",
+            {"order_id": _ORDER_ID},
+            get_order,
+        ),
+        Tool(
+            "refund_order",
+            "refund `amount` (dollars) of an order; a refund of the whole total marks it refunded",
+            {"order_id": _ORDER_ID, "amount": Param("number", "dollars, e.g. 79.99")},
+            refund_order,
+        ),
+        Tool("cancel_order", "cancel an order", {"order_id": _ORDER_ID}, cancel_order),
+        Tool(
+            "change_address",
+            "change an order's shipping address",
+            {"order_id": _ORDER_ID, "address": Param("string", "the full new address")},
+            change_address,
+        ),
+    )
+}
+
+_TOOL_LINES = "\n".join(f"- {t.signature()}: {t.description}." for t in TOOLS.values())
+
+DEFAULT_PROMPT = f"""You are the support agent of an online store's order desk. You act only through tools.
+
+Reply protocol: every reply is exactly one JSON object and nothing else (no prose, no second object).
+- To call a tool: {{"tool": "<tool name>", "args": {{<arguments>}}}}
+- To finish and answer the customer: {{"answer": "<your message to the customer>"}}
+Call one tool per reply. The tool's result comes back in the next message.
+
+Tools:
+{_TOOL_LINES}
+
+Policy:
+1. The customer's identity is given in their message. Act only on orders that belong to that customer.
+2. Do only what the customer asked. Never refund, cancel or change anything they did not ask for.
+3. Refunds: a delivered order, or a shipped order whose damage the customer reported, gets a full refund \
+of its total unless the customer asks for less.
+4. Cancellations: only pending orders can be cancelled. A shipped order cannot be cancelled: tell the \
+customer so and change nothing.
+5. Address changes: only for pending orders.
+6. When you cannot do what is asked, answer and explain; never substitute a different action."""
+
+#: The default prompt plus two contract lines: the prompt-brittleness experiment.
+STRICT_PROMPT = (
+    DEFAULT_PROMPT
+    + """
+7. Before any refund, cancellation or address change, call get_order on that order and confirm its status.
+8. Your final answer must list every tool action you performed, with the order id."""
+)
+
+
+def _is_total(total: float):
+    return lambda value: isinstance(value, int | float) and abs(value - total) < 0.005
+
+
+def _address_is(expected: str):
+    def norm(text: Any) -> str:
+        return re.sub(r"[\s.,]+", " ", str(text)).strip().lower()
+
+    return lambda value: norm(value) == norm(expected)
+
+
+def _check(expected: dict[str, Any]):
+    def check(before: dict[str, Any], after: dict[str, Any]) -> Verdict:
+        return expect_changes(before, after, expected)
+
+    return check
+
+
+_NEW_ADDRESS = "230 Lake Ave, Austin, TX 78703"
+
+TASKS: tuple[Task, ...] = (
+    Task(
+        id="refund-delivered",
+        tests="direct tool use with the right amount",
+        prompt="Hi, this is Alice Moreno (customer C001). I sent back the trail running shoes from order "
+        "O1001. Please refund me the full amount.",
+        check=_check({"orders.O1001.status": "refunded", "orders.O1001.refunded_amount": _is_total(79.99)}),
+        script=(
+            {"tool": "get_order", "args": {"order_id": "O1001"}},
+            {"tool": "refund_order", "args": {"order_id": "O1001", "amount": 79.99}},
+            {"answer": "Your order O1001 has been refunded in full: $79.99."},
+        ),
+    ),
+    Task(
+        id="cancel-pending-lookup",
+        tests="multi-step lookup, acting on the right record",
+        prompt="Hello, I'm Ben Carter, customer C002. Please cancel my order that hasn't shipped yet, "
+        "I don't need it any more.",
+        check=_check({"orders.O1003.status": "cancelled"}),
+        script=(
+            {"tool": "list_orders", "args": {"customer_id": "C002"}},
+            {"tool": "cancel_order", "args": {"order_id": "O1003"}},
+            {"answer": "Your pending order O1003 (espresso grinder) is cancelled."},
+        ),
+    ),
+    Task(
+        id="refund-damaged-shipped",
+        tests="a policy-conditional action",
+        prompt="Hi, Chloe Park here (customer C003). The teapot from order O1005 arrived cracked; I reported "
+        "the damage already. I'd like my money back.",
+        check=_check({"orders.O1005.status": "refunded", "orders.O1005.refunded_amount": _is_total(54.50)}),
+        script=(
+            {"tool": "get_order", "args": {"order_id": "O1005"}},
+            {"tool": "refund_order", "args": {"order_id": "O1005", "amount": 54.50}},
+            {"answer": "I'm sorry about the teapot. Order O1005 is refunded in full: $54.50."},
+        ),
+    ),
+    Task(
+        id="address-change-pending",
+        tests="a mutation guarded by order status",
+        prompt=f"Hi, I'm Dev Shah (customer C004). I've moved: please ship order O1006 to {_NEW_ADDRESS} "
+        "instead.",
+        check=_check({"orders.O1006.shipping_address": _address_is(_NEW_ADDRESS)}),
+        script=(
+            {"tool": "get_order", "args": {"order_id": "O1006"}},
+            {"tool": "change_address", "args": {"order_id": "O1006", "address": _NEW_ADDRESS}},
+            {"answer": f"Order O1006 will now ship to {_NEW_ADDRESS}."},
+        ),
+    ),
+    Task(
+        id="cancel-shipped-refusal",
+        tests="the trap: the right move is to refuse",
+        prompt="This is Eva Lin, customer C005. Cancel order O1007 right now, I changed my mind.",
+        check=_check({}),
+        script=(
+            {"tool": "get_order", "args": {"order_id": "O1007"}},
+            {"answer": "Order O1007 has already shipped, so it can no longer be cancelled."},
+        ),
+    ),
+)
+
+SUITE = Suite(
+    name="orders",
+    tasks=TASKS,
+    tools=TOOLS,
+    initial_state=initial_state,
+    prompts={"default": DEFAULT_PROMPT, "strict": STRICT_PROMPT},
+)

@@ -1,0 +1,85 @@
+"""One keyword vocabulary: the defaults and the one-line documentation every analysis shares.
+
+Every function that groups, computes an interval, plots or explores takes the same
+keywords with the same defaults (``by``, ``ci``, ``n_boot``, ``seed``, ``infra``), and
+documents them with the same sentence, written once here. A docstring says
+``{by}`` where the shared sentence goes; :func:`share_docs` fills it in.
+
+>>> @share_docs
+... def f(df, *, ci=CI):
+...     '''Toy.
+...
+...     {ci}
+...     '''
+>>> print(f.__doc__.split(chr(10))[2].strip())
+ci: the interval's level (default 0.95).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+import pandas as pd
+
+F = TypeVar("F", bound=Callable[..., object])
+
+#: Columns that say what was measured: the default grouping uses every one a frame has, so
+#: two configurations are never pooled unless ``by=`` leaves a column out on purpose.
+IDENTITY_COLUMNS: tuple[str, ...] = ("suite", "provider", "model", "prompt_name", "prompt_hash", "config")
+#: Default interval level.
+CI = 0.95
+#: Default number of bootstrap resamples.
+N_BOOT = 2000
+#: Default bootstrap seed (the analysis seed; ``run()``'s backend seed is ``backend_seed``).
+SEED = 0
+#: Default handling of infrastructure errors.
+INFRA = "exclude"
+
+DOCS: dict[str, str] = {
+    "df": "df: trial records, one row per trial (see :mod:`passk_nb.data.records`).",
+    "by": (
+        "by: columns to group by. Default None: every identity column the frame has "
+        f"({', '.join(IDENTITY_COLUMNS)}; ``run_id`` where ``config`` is missing), so "
+        "configurations are never pooled; ``by=()`` pools everything on purpose."
+    ),
+    "k": "k: the number of tries in pass@k and pass^k (≥ 1, at most a task's n).",
+    "ks": "ks: the k values (default 1 .. the largest n of any task).",
+    "ci": f"ci: the interval's level (default {CI}).",
+    "n_boot": f"n_boot: bootstrap resamples (default {N_BOOT}; 0 for point estimates only).",
+    "seed": f"seed: the bootstrap's seed; the same seed gives the same intervals (default {SEED}).",
+    "infra": (
+        'infra: "exclude" (default) leaves infra_error trials out of n, assuming they are unrelated '
+        'to task difficulty; "fail" counts them as failures.'
+    ),
+    "ax": "ax: the matplotlib Axes to draw on (default: a new figure). Returns the Axes.",
+    "title": 'title: the figure title (None: a default title; "" for none).',
+}
+
+
+def share_docs(fn: F) -> F:
+    """Replace ``{name}`` placeholders of ``fn``'s docstring with the shared parameter sentences."""
+    doc = fn.__doc__ or ""
+    for name, text in DOCS.items():
+        doc = doc.replace("{" + name + "}", text)
+    fn.__doc__ = doc
+    return fn
+
+
+def default_by(df: pd.DataFrame, by: str | Sequence[str] | None) -> tuple[str, ...]:
+    """``by`` as a tuple of columns; for None, the identity columns ``df`` has.
+
+    >>> default_by(pd.DataFrame(columns=["task", "model", "prompt_hash", "run_id"]), None)
+    ('model', 'prompt_hash', 'run_id')
+    >>> default_by(pd.DataFrame(columns=["task", "model"]), "model")
+    ('model',)
+    """
+    if by is None:
+        columns = [col for col in IDENTITY_COLUMNS if col in df.columns]
+        if "config" not in df.columns and "run_id" in df.columns:
+            columns.append("run_id")
+        return tuple(columns)
+    columns_ = (by,) if isinstance(by, str) else tuple(by)
+    if len(set(columns_)) != len(columns_):
+        raise ValueError(f"by={list(columns_)} repeats a column")
+    return columns_

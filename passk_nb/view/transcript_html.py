@@ -1,0 +1,211 @@
+"""Trial transcripts as HTML: every piece of record text escaped, so model output shows as text.
+
+Pure functions (no ipywidgets): the transcript browser and the HTML report use them.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from passk_nb.stats.flags import claimed_unperformed_action, unperformed_claims
+from passk_nb.view.labels import OUTCOME_COLORS, join_nonempty, prompt_label, text_or_none
+
+#: Longest text shown for one transcript entry; the rest is cut with a note.
+MAX_SHOWN_CHARS = 4000
+
+
+def failed_first(df: pd.DataFrame) -> pd.DataFrame:
+    """The trials with failures first (claimed-but-not-done actions at the very top), then passes.
+
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"passed": [True, False], "final_answer": ["ok", "ok"], "state_diff": "[]"})
+    >>> failed_first(df).index.tolist()
+    [1, 0]
+    """
+    key = pd.DataFrame({"passed": df["passed"].astype(bool), "claimed": ~claim_flags(df)})
+    order = key.sort_values(["passed", "claimed"], kind="stable").index
+    return df.loc[order]
+
+
+def transcript_html(record: Mapping[str, Any] | pd.Series) -> str:
+    """One trial as HTML: header with outcome, each turn (role, parsed action or format error,
+    tool results), the final state diff and the final answer. All record text is escaped.
+
+    >>> html_text = transcript_html({"task": "t", "trial": 0, "outcome": "wrong_state", "passed": False,
+    ...     "final_answer": "<script>alert(1)</script>", "state_diff": "[]", "transcript": "[]"})
+    >>> "<script>" in html_text, "&lt;script&gt;alert(1)&lt;/script&gt;" in html_text
+    (False, True)
+    """
+    get = record.get
+    outcome = text_or_none(get("outcome")) or "?"
+    color = OUTCOME_COLORS.get(outcome, "#777777")
+    ident = " · ".join(
+        _e(part)
+        for part in (
+            get("task"),
+            join_nonempty(get("provider"), get("model"), sep="/"),
+            prompt_label(get("prompt_name"), get("prompt_hash")),
+            f"trial {text_or_none(get('trial'))}",
+        )
+        if part
+    )
+    badge = (
+        f"<span style='background:{color};color:{'#fff' if outcome != 'max_turns' else '#000'};"
+        f"padding:1px 6px;border-radius:3px'>{_e(outcome)}</span>"
+    )
+    parts = [
+        "<div class='passk-transcript' style='border:1px solid #ccc;border-radius:4px;padding:6px 10px;"
+        "margin:8px 0;font-family:system-ui,sans-serif;font-size:13px;max-width:70em'>",
+        f"<div style='margin-bottom:6px'><b>{ident}</b> {badge}</div>",
+    ]
+    try:
+        claims = unperformed_claims(
+            text_or_none(get("final_answer")), text_or_none(get("state_diff")) or "[]"
+        )
+    except (ValueError, TypeError, AttributeError):  # an unreadable diff is reported below
+        claims = []
+    if claims:
+        said = "; ".join(f"“{_e(c.text)}” ({_e(c.kind)})" for c in claims)
+        parts.append(
+            "<div style='background:#fdecea;border-left:4px solid #D55E00;padding:4px 8px;margin:4px 0'>"
+            f"⚠ <b>claimed but not done</b>: the answer says {said}, "
+            "but the final database shows no such change.</div>"
+        )
+    error = text_or_none(get("error"))
+    if error:
+        parts.append(f"<div style='color:#8a1c00'>error: {_e(_cut(error))}</div>")
+    parts.append(_turns_html(text_or_none(get("transcript"))))
+    parts.append(_diff_html(text_or_none(get("state_diff"))))
+    answer = text_or_none(get("final_answer"))
+    parts.append(
+        "<div><b>final answer</b>: "
+        + (f"<span style='white-space:pre-wrap'>{_e(_cut(answer))}</span>" if answer else "<i>none</i>")
+        + "</div></div>"
+    )
+    return "".join(parts)
+
+
+def claim_flags(df: pd.DataFrame) -> pd.Series:
+    """:func:`claimed_unperformed_action`; all False when columns are missing or a diff is unreadable."""
+    try:
+        return claimed_unperformed_action(df)
+    except (ValueError, TypeError, AttributeError):
+        return pd.Series(False, index=df.index, dtype=bool, name="claimed_unperformed_action")
+
+
+def trial_label(row: pd.Series, claimed: bool) -> str:
+    mark = "✓" if row["passed"] else "✗"
+    parts = [f"{mark} {row['outcome']}" + (" + claimed-not-done" if claimed else ""), str(row["task"])]
+    for column in ("model", "prompt_name"):
+        if column in row.index and text_or_none(row[column]):
+            parts.append(str(row[column]))
+    if "json_mode" in row.index and bool(row["json_mode"]):
+        parts.append("json")
+    parts.append(f"trial {row.get('trial', '?')}")
+    return " · ".join(parts)
+
+
+_ROLE_STYLE = {
+    "task": ("customer", "#0072B2"),
+    "reply": ("agent", "#009E73"),
+    "tool_result": ("tool", "#777777"),
+    "format_feedback": ("harness", "#CC79A7"),
+    "infra_error": ("infra", "#BBBBBB"),
+    "agent_error": ("agent error", "#000000"),
+}
+
+
+def _turns_html(transcript: str | None) -> str:
+    try:
+        entries = json.loads(transcript or "[]")
+    except json.JSONDecodeError as err:
+        return f"<div style='color:#8a1c00'>unreadable transcript: {_e(err)}</div>"
+    if not isinstance(entries, list):
+        return "<div style='color:#8a1c00'>unreadable transcript: not a list of turns</div>"
+    rows = []
+    for entry in entries:
+        if not isinstance(entry, dict):
+            continue
+        kind = str(entry.get("kind", ""))
+        label, color = _ROLE_STYLE.get(kind, (kind or "?", "#999999"))
+        role = entry.get("role")
+        who = f"{_e(label)} <span style='color:#888'>({_e(role)})</span>" if role else _e(label)
+        content = text_or_none(entry.get("content")) or ""
+        if kind == "reply" and "format_error" in entry:
+            body = (
+                f"<span style='color:#8a1c00'><b>format error</b>: {_e(entry['format_error'])}</span>"
+                f"<pre style='{_PRE}'>{_e(_cut(content))}</pre>"
+            )
+        elif kind == "reply" and isinstance(entry.get("action"), dict):
+            body = _action_html(entry["action"]) + _raw_details(content)
+        elif kind == "tool_result":
+            failed = bool(entry.get("error"))
+            mark = "<span style='color:#8a1c00'><b>tool error</b></span> " if failed else ""
+            body = f"{mark}<pre style='{_PRE}'>{_e(_cut(content))}</pre>"
+        else:
+            body = f"<div style='white-space:pre-wrap'>{_e(_cut(content))}</div>"
+        if entry.get("length"):
+            body += f"<div style='color:#888'>(stored cut; {_e(entry['length'])} chars in all)</div>"
+        rows.append(
+            f"<div style='border-left:4px solid {color};padding:2px 8px;margin:3px 0'>"
+            f"<div style='font-size:11px;color:{color}'><b>{who}</b></div>{body}</div>"
+        )
+    return "".join(rows) or "<div><i>no turns recorded</i></div>"
+
+
+_PRE = "white-space:pre-wrap;margin:2px 0;background:#f6f6f6;padding:3px;font-size:12px"
+
+
+def _action_html(action: dict[str, Any]) -> str:
+    if "tool" in action:
+        args = json.dumps(action.get("args", {}), ensure_ascii=False, default=str)
+        return f"→ <code><b>{_e(action['tool'])}</b>({_e(_cut(args))})</code>"
+    if "answer" in action:
+        answer = _e(_cut(text_or_none(action["answer"]) or ""))
+        return f"<b>answer</b>: <span style='white-space:pre-wrap'>{answer}</span>"
+    return f"<code>{_e(_cut(json.dumps(action, ensure_ascii=False, default=str)))}</code>"
+
+
+def _raw_details(content: str) -> str:
+    return (
+        "<details><summary style='color:#888;font-size:11px'>raw reply</summary>"
+        f"<pre style='{_PRE}'>{_e(_cut(content))}</pre></details>"
+    )
+
+
+def _diff_html(state_diff: str | None) -> str:
+    try:
+        entries = json.loads(state_diff or "[]")
+    except json.JSONDecodeError as err:
+        return f"<div style='color:#8a1c00'>unreadable state diff: {_e(err)}</div>"
+    if not entries:
+        return "<div style='margin:4px 0'><b>final state</b>: no change</div>"
+    cells = "".join(
+        f"<tr><td><code>{_e(e.get('path'))}</code></td><td>{_e(_json_value(e.get('before')))}</td>"
+        f"<td>{_e(_json_value(e.get('after')))}</td></tr>"
+        for e in entries
+        if isinstance(e, dict)
+    )
+    return (
+        "<div style='margin:4px 0'><b>final state</b>: changed fields"
+        "<table style='border-collapse:collapse;font-size:12px'><tr><th style='text-align:left'>path</th>"
+        "<th style='text-align:left'>before</th><th style='text-align:left'>after</th></tr>"
+        f"{cells}</table></div>"
+    )
+
+
+def _json_value(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _e(value: Any) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _cut(text: str, limit: int = MAX_SHOWN_CHARS) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}… [{len(text) - limit} more chars]"

@@ -1,0 +1,325 @@
+"""Jupyter explorers: :func:`explore` (filters, a k slider, a live table and curve) and a
+transcript viewer (:func:`show_transcript`, :func:`browse_transcripts`).
+
+Model output is untrusted text: every piece of record text is HTML-escaped before it
+reaches the page, so a reply holding ``<script>`` shows as text.
+
+The explorers are ipywidgets 8 widgets with a static fallback. Their output carries both
+the live widget and a static rendering (an HTML table and a PNG figure, or the first
+transcripts): JupyterLab, Notebook 7 and VS Code show the widget; a headless run (nbmake),
+nbviewer or GitHub shows the static part. ``static=True`` gives only the static part,
+``static=False`` only the widget.
+
+>>> import tempfile
+>>> import passk_nb
+>>> df = passk_nb.run("scripted", trials=2, out=tempfile.mkdtemp(), progress=False)
+>>> sorted(explore(df, static=True)._repr_mimebundle_())
+['image/png', 'text/html', 'text/plain']
+>>> "refund_order" in transcript_html(df.iloc[0]) or "change_address" in transcript_html(df.iloc[0])
+True
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from IPython.display import HTML
+
+from passk_nb.stats.summary import summarize
+from passk_nb.view.labels import (
+    prompt_names,
+    value_label,
+)
+from passk_nb.view.plots import figure_png, plot_curve
+from passk_nb.view.tables import summary_table
+from passk_nb.view.transcript_html import (
+    claim_flags,
+    failed_first,
+    transcript_html,
+    trial_label,
+)
+
+#: Columns :func:`explore` offers as filters, when present with more than one value.
+FILTER_COLUMNS: tuple[str, ...] = ("provider", "model", "prompt_hash", "json_mode", "task")
+
+
+class _Rendered:
+    """A widget plus its static rendering; Jupyter picks the richest one its front end can show."""
+
+    def __init__(self, widget: widgets.Widget, static: bool | None) -> None:
+        self.widget = widget
+        self.static = static
+
+    def static_html(self) -> str:
+        raise NotImplementedError
+
+    def static_png(self) -> bytes | None:
+        return None
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        bundle: dict[str, Any] = {}
+        if self.static is not True:
+            bundle.update(self.widget._repr_mimebundle_())
+        if self.static is not False:
+            bundle["text/html"] = self.static_html()
+            png = self.static_png()
+            if png is not None:
+                bundle["image/png"] = base64.b64encode(png).decode("ascii")
+        bundle["text/plain"] = f"<{type(self).__name__}: open in Jupyter to explore>"
+        return bundle
+
+
+class Explorer(_Rendered):
+    """The object :func:`explore` returns: ``widget`` (the live explorer), ``summary()``, ``figure()``."""
+
+    def __init__(
+        self,
+        df: pd.DataFrame,
+        *,
+        by: tuple[str, ...],
+        k: int | None,
+        ci: float,
+        n_boot: int,
+        seed: int,
+        static: bool | None,
+    ) -> None:
+        self.df, self.by, self.ci, self.n_boot, self.seed = df, by, ci, n_boot, seed
+        names = prompt_names(df)
+        self.filters: dict[str, widgets.SelectMultiple] = {}
+        for column in FILTER_COLUMNS:
+            if column not in df.columns:
+                continue
+            values = list(pd.unique(df[column].dropna()))
+            if len(values) < 2 and column != "task":
+                continue
+            options = [(value_label(column, v, names), v) for v in values]
+            self.filters[column] = widgets.SelectMultiple(
+                options=options,
+                value=tuple(values),
+                rows=min(6, len(values)),
+                description=column,
+                layout=widgets.Layout(width="auto"),
+            )
+        n_max = int(df.groupby([*by, "task"], dropna=False).size().max())
+        self.k = widgets.IntSlider(
+            value=min(k or 2, n_max), min=1, max=max(n_max, 1), description="k", continuous_update=False
+        )
+        self.table = widgets.HTML()
+        self.image = widgets.Image(format="png", layout=widgets.Layout(max_width="100%"))
+        self.note = widgets.HTML()
+        self._curves: dict[tuple[Any, ...], bytes] = {}
+        for control in (*self.filters.values(), self.k):
+            control.observe(self._update, names="value")
+        controls = widgets.HBox(list(self.filters.values()), layout=widgets.Layout(flex_flow="row wrap"))
+        super().__init__(widgets.VBox([controls, self.k, self.note, self.table, self.image]), static)
+        self._update()
+
+    def selection(self) -> pd.DataFrame:
+        """The trials the filters currently select."""
+        mask = np.ones(len(self.df), dtype=bool)
+        for column, control in self.filters.items():
+            mask &= self.df[column].isin(list(control.value)).to_numpy()
+        return self.df[mask]
+
+    def summary(self) -> pd.DataFrame:
+        """:func:`passk_nb.stats.summary.summarize` of the selection at the slider's k."""
+        return summarize(
+            self.selection(), k=self.k.value, by=self.by, ci=self.ci, n_boot=self.n_boot, seed=self.seed
+        )
+
+    def figure_png(self) -> bytes | None:
+        """The curve of the selection as PNG (cached per selection), None when nothing is selected."""
+        selected = self.selection()
+        if selected.empty:
+            return None
+        key = (tuple(tuple(c.value) for c in self.filters.values()), self.k.value)
+        if key not in self._curves:
+            ax = plot_curve(
+                selected, by=self.by, k=self.k.value, ci=self.ci, n_boot=self.n_boot, seed=self.seed
+            )
+            self._curves[key] = figure_png(ax.figure)
+            plt.close(ax.figure)
+        return self._curves[key]
+
+    def _update(self, _change: object = None) -> None:
+        selected = self.selection()
+        if selected.empty:
+            self.note.value = "<i>No trials match the filters.</i>"
+            self.table.value = ""
+            return
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                table = _table_html(summary_table(self.summary(), ci=self.ci), self.by, self.df)
+                png = self.figure_png()
+            except ValueError as err:  # e.g. k above every selected task's trials
+                table, png = f"<p><b>{html.escape(str(err))}</b></p>", None
+        notes = list(dict.fromkeys(str(w.message) for w in caught))
+        self.note.value = "".join(f"<p style='color:#8a5a00'>⚠ {html.escape(n)}</p>" for n in notes)
+        self.table.value = table + _INTERVAL_NOTE
+        if png is not None:
+            self.image.value = png
+
+    def static_html(self) -> str:
+        return self.note.value + self.table.value + _img(self.static_png())
+
+    def static_png(self) -> bytes | None:
+        return self.figure_png()
+
+
+_INTERVAL_NOTE = (
+    "<p style='font-size:smaller'>“new tasks”: cluster bootstrap over tasks (how would the agent do on other "
+    "tasks like these?); “these tasks”: ± z·se from the per-task unbiased variance (how much would these "
+    "exact tasks move if re-run?). With few tasks the first is wide and coarse by nature.</p>"
+)
+
+
+def explore(
+    df: pd.DataFrame,
+    *,
+    by: str | Sequence[str] = ("model", "prompt_hash"),
+    k: int | None = None,
+    ci: float = 0.95,
+    n_boot: int = 1000,
+    seed: int = 0,
+    static: bool | None = None,
+) -> Explorer:
+    """Filters (provider, model, prompt, JSON mode, task), a k slider, and a summary table and
+    pass@k / pass^k curve that update as they change.
+
+    ``by``, ``k``, ``ci``, ``n_boot``, ``seed`` as in :func:`passk_nb.stats.summary.summarize`.
+    Display the returned :class:`Explorer` (last line of a cell). ``static=None`` carries
+    both the widget and a static rendering (table and figure for the initial selection),
+    so headless runs and notebook viewers show the static part; ``True`` only static,
+    ``False`` only the widget.
+
+    >>> import tempfile
+    >>> import passk_nb
+    >>> df = passk_nb.run("scripted", trials=3, out=tempfile.mkdtemp(), progress=False)
+    >>> ex = explore(df, k=2, n_boot=100)
+    >>> ex.summary()[["model", "pass^k"]].values.tolist()
+    [['known-good', 1.0]]
+    >>> ex.filters["task"].value = ("refund-delivered",)
+    >>> int(ex.summary()["n_tasks"].iloc[0])
+    1
+    """
+    by = (by,) if isinstance(by, str) else tuple(by)
+    if df.empty:
+        raise ValueError("the frame has no trial rows")
+    return Explorer(df, by=by, k=k, ci=ci, n_boot=n_boot, seed=seed, static=static)
+
+
+def _table_html(table: pd.DataFrame, by: tuple[str, ...], df: pd.DataFrame) -> str:
+    shown = table.copy()
+    names = prompt_names(df)
+    for column in by:
+        if column in shown.columns:
+            shown[column] = [value_label(column, v, names) for v in shown[column]]
+    return shown.to_html(index=False, escape=True, border=0)
+
+
+def show_transcript(df: pd.DataFrame | pd.Series | Mapping[str, Any], row: Any = None) -> HTML:
+    """The transcript of one trial as displayable HTML (see :func:`transcript_html`).
+
+    ``row`` is an index label of ``df``; by default the first trial of
+    :func:`failed_first`. A single record (a Series or dict) may be passed as ``df``.
+
+    >>> import pandas as pd
+    >>> df = pd.DataFrame([{"task": "t", "trial": 0, "passed": False, "outcome": "format_error",
+    ...                     "final_answer": None, "state_diff": "[]",
+    ...                     "transcript": '[{"kind": "reply", "role": "assistant", "format_error": "bad", '
+    ...                                   '"content": "<img src=x onerror=alert(1)>"}]'}])
+    >>> out = show_transcript(df).data
+    >>> "<img src=x" in out, "&lt;img src=x onerror=alert(1)&gt;" in out
+    (False, True)
+    """
+    if isinstance(df, pd.DataFrame):
+        if df.empty:
+            raise ValueError("the frame has no trial rows")
+        record = failed_first(df).iloc[0] if row is None else df.loc[row]
+    else:
+        record = df
+    return HTML(transcript_html(record))
+
+
+class TranscriptBrowser(_Rendered):
+    """The object :func:`browse_transcripts` returns: ``widget``, ``trials`` (ordered), ``limit``."""
+
+    def __init__(self, df: pd.DataFrame, *, static: bool | None, limit: int) -> None:
+        self.trials = failed_first(df)
+        self.limit = limit
+        self.flags = claim_flags(self.trials)
+        kinds = ["all", "failed", "claimed but not done", *pd.unique(self.trials["outcome"])]
+        start = "failed" if (~self.trials["passed"]).any() else "all"
+        self.kind = widgets.Dropdown(options=kinds, value=start, description="show")
+        self.trial = widgets.Dropdown(description="trial", layout=widgets.Layout(width="48em"))
+        self.view = widgets.HTML()
+        self.kind.observe(self._filter, names="value")
+        self.trial.observe(self._show, names="value")
+        super().__init__(widgets.VBox([widgets.HBox([self.kind, self.trial]), self.view]), static)
+        self._filter()
+
+    def _filter(self, _change: object = None) -> None:
+        trials, kind = self.trials, self.kind.value
+        if kind == "failed":
+            trials = trials[~trials["passed"]]
+        elif kind == "claimed but not done":
+            trials = trials[self.flags]
+        elif kind != "all":
+            trials = trials[trials["outcome"] == kind]
+        options = [(trial_label(row, bool(self.flags.loc[i])), i) for i, row in trials.iterrows()]
+        self.trial.options = options
+        self.trial.value = options[0][1] if options else None
+        self._show()
+
+    def _show(self, _change: object = None) -> None:
+        if self.trial.value is None:
+            self.view.value = "<i>No trials of this kind.</i>"
+        else:
+            self.view.value = transcript_html(self.trials.loc[self.trial.value])
+
+    def static_html(self) -> str:
+        shown = self.trials.head(self.limit)
+        rest = len(self.trials) - len(shown)
+        head = (
+            f"<p>{len(self.trials)} trials, {int((~self.trials['passed']).sum())} failed, "
+            f"{int(self.flags.sum())} claimed an action that was not done. "
+            f"Showing the first {len(shown)}, failures first"
+            + (f" ({rest} more in the live browser)." if rest else ".")
+            + "</p>"
+        )
+        return head + "".join(transcript_html(row) for _, row in shown.iterrows())
+
+
+def browse_transcripts(df: pd.DataFrame, *, static: bool | None = None, limit: int = 3) -> TranscriptBrowser:
+    """A transcript browser: pick a kind of trial (failed, claimed but not done, an outcome) and
+    a trial, failures first; the transcript shows below (:func:`transcript_html`).
+
+    The static rendering (headless runs, viewers; ``static`` as in :func:`explore`)
+    shows the first ``limit`` trials of :func:`failed_first`.
+
+    >>> import tempfile
+    >>> import passk_nb
+    >>> df = passk_nb.run("scripted", trials=1, out=tempfile.mkdtemp(), progress=False)
+    >>> browser = browse_transcripts(df, static=True, limit=1)
+    >>> browser._repr_mimebundle_()["text/html"].count("class='passk-transcript'")
+    1
+    """
+    if df.empty:
+        raise ValueError("the frame has no trial rows")
+    return TranscriptBrowser(df, static=static, limit=limit)
+
+
+def _img(png: bytes | None) -> str:
+    if png is None:
+        return ""
+    data = base64.b64encode(png).decode("ascii")
+    return f"<img src='data:image/png;base64,{data}' style='max-width:100%'/>"

@@ -1,0 +1,205 @@
+"""The passk command: tables, records, --help, and one-line errors with exit status 2."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import passk_nb
+from passk_nb.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def readme_commands() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    block = re.search(r"```bash\n(.*?)```", text, re.DOTALL).group(1)
+    return [line for line in block.splitlines() if line.strip()]
+
+
+def cells(line: str) -> list[str]:
+    return [c.strip() for c in line.split(" | ")]
+
+
+def test_run_prints_the_table_and_where_records_went(tmp_path, capsys):
+    assert (
+        main(
+            [
+                "run",
+                "--provider",
+                "scripted",
+                "--trials",
+                "3",
+                "--k",
+                "2",
+                "--out",
+                str(tmp_path),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out
+    header, _, row = out.splitlines()[:3]
+    assert cells(header) == ["provider/model", "prompt", "pass@2", "pass^2", "± fixed tasks", "trials"]
+    prompt_hash = passk_nb.prompt_hash(passk_nb.get_suite("orders").prompts["default"])
+    assert cells(row) == [
+        "scripted/known-good",
+        f"default ({prompt_hash})",
+        "1.000 [1.000, 1.000]",
+        "1.000 [1.000, 1.000]",
+        "n/a (n < 2k)",
+        "15/15 pass",
+    ]
+    run_id = passk_nb.load(tmp_path)["run_id"].iloc[0]
+    assert f"records: {tmp_path / run_id}" in out
+
+
+def test_report_reads_saved_records(tmp_path, capsys):
+    def refuses_every_other_time(messages):
+        # fails refusal trials 1 and 3 with a format error, refuses otherwise
+        odd = "Eva Lin" in messages[1]["content"] and refuses_every_other_time.calls % 2
+        refuses_every_other_time.calls += "Eva Lin" in messages[1]["content"]
+        return "prose" if odd else '{"answer": "no"}'
+
+    refuses_every_other_time.calls = 0
+    passk_nb.run(
+        refuses_every_other_time, trials=4, out=tmp_path, progress=False, concurrency=1, max_format_errors=1
+    )
+    assert main(["report", str(tmp_path), "--k", "2", "--n-boot", "0"]) == 0
+    out = capsys.readouterr().out
+    # only the refusal task ever passes: 2/4 -> pass@2 = 1 - C(2,2)/C(4,2) = 5/6, pass^2 = 1/6; mean over
+    # 5 tasks. Fixed-task variance of that task: U² - C(2,4)/C(4,4) = 1/36, so SE = (1/6)/5.
+    expected = [f"{5 / 6 / 5:.3f}", f"{1 / 6 / 5:.3f}", f"± {1.96 * (1 / 6) / 5:.3f}", "2/20 pass"]
+    assert cells(out.splitlines()[2])[2:] == expected
+    assert "20 trials from" in out
+
+
+def test_report_shows_infra_errors_excluded(tmp_path, capsys):
+    def flaky(messages):
+        if "Eva Lin" in messages[1]["content"]:
+            raise ConnectionError("down")
+        return '{"answer": "no"}'
+
+    passk_nb.run(flaky, trials=2, out=tmp_path, progress=False)
+    assert main(["report", str(tmp_path), "--k", "1", "--n-boot", "0"]) == 0
+    row = cells(capsys.readouterr().out.splitlines()[2])
+    assert row[2:] == [
+        "0.000",
+        "0.000",
+        "± 0.000",
+        "0/10 pass, 2 infra errors excluded; k=1 covers 4/5 tasks",
+    ]
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["run", "--trials", "2", "--k", "3"], "--k 3 is larger than --trials 2"),
+        (["run", "--provider", "nope"], "unknown provider 'nope'"),
+        (["run", "--tasks", "refund-delivered,nope"], "unknown task 'nope'"),
+        (["run", "--prompt", "missing/prompt.txt"], "prompt file 'missing/prompt.txt' does not exist"),
+        (["run", "--prompt", "strcit"], "unknown prompt name 'strcit'"),
+        (["report", "no/such/dir"], "no records at 'no/such/dir'"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, argv, message):
+    assert main([*argv, *(["--out", str(tmp_path)] if argv[0] == "run" else [])]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("passk: error: ") and message in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv", [["run", "--trials", "0"], ["run", "--k", "x"]])
+def test_argument_types_are_checked(argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    assert "passk run: error: argument" in capsys.readouterr().err
+
+
+def test_report_k_above_trials(tmp_path, capsys):
+    passk_nb.run("scripted", trials=2, out=tmp_path, progress=False)
+    assert main(["report", str(tmp_path), "--k", "3"]) == 2
+    assert "--k 3 is larger than the number of trials per task" in capsys.readouterr().err
+
+
+def test_prompt_from_file_is_labelled_by_its_stem(tmp_path, capsys):
+    prompt = tmp_path / "terse.txt"
+    prompt.write_text(passk_nb.get_suite("orders").prompts["default"] + "\nBe terse.")
+    assert (
+        main(
+            [
+                "run",
+                "--prompt",
+                str(prompt),
+                "--trials",
+                "1",
+                "--k",
+                "1",
+                "--out",
+                str(tmp_path / "r"),
+                "--no-progress",
+                "--n-boot",
+                "0",
+            ]
+        )
+        == 0
+    )
+    assert "terse (" in capsys.readouterr().out
+    assert set(passk_nb.load(tmp_path / "r")["prompt_name"]) == {"terse"}
+
+
+@pytest.mark.parametrize("command", [[], ["run"], ["report"], ["tasks"]])
+def test_every_command_has_help(command, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main([*command, "--help"])
+    assert exit_info.value.code == 0
+    assert "usage: passk" in capsys.readouterr().out
+
+
+def test_python_dash_m_is_the_same_command(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "passk_nb", "tasks"], capture_output=True, text=True, check=True
+    )
+    assert "cancel-shipped-refusal" in result.stdout
+
+
+def test_readme_starts_with_exactly_the_two_commands_and_ci_runs_the_second():
+    commands = readme_commands()
+    assert len(commands) == 2
+    assert "passk run --provider scripted" in commands[0]
+    assert commands[1].endswith("pytest")
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert commands[1] in ci
+
+
+@pytest.mark.slow
+def test_readme_first_command_in_a_fresh_virtualenv(tmp_path):
+    """The README's first command, verbatim, in a copy of the repo with a brand-new venv."""
+    work = tmp_path / "checkout"
+    subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(ROOT), str(work)], check=True)
+    for path in ["pyproject.toml", "README.md", "passk_nb"]:  # the working tree, not only what is committed
+        subprocess.run(["cp", "-r", str(ROOT / path), str(work)], check=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    env["PATH"] = os.pathsep.join(
+        p for p in env["PATH"].split(os.pathsep) if ".venv" not in p and "venv/" not in p
+    )
+    result = subprocess.run(
+        ["bash", "-c", readme_commands()[0]], cwd=work, env=env, capture_output=True, text=True, timeout=900
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "scripted/known-good" in result.stdout and "15/15 pass" in result.stdout
+    assert (work / ".venv" / "bin" / "passk").exists()
+    assert len(passk_nb.load(work / "runs")) == 15
+
+
+def test_readme_output_is_what_the_first_command_prints(tmp_path, monkeypatch, capsys):
+    text = (ROOT / "README.md").read_text()
+    shown = re.search(r"The first command prints.*?```\n(.*?)```", text, re.DOTALL).group(1)
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--provider", "scripted", "--trials", "3", "--k", "2", "--no-progress"]) == 0
+    assert capsys.readouterr().out == shown

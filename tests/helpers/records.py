@@ -1,0 +1,41 @@
+"""Trial records written as strings of marks, for tests of the analysis layer."""
+
+import pandas as pd
+
+from passk_nb.data.records import frame_from_records
+
+OUTCOME_OF_MARK = {
+    "1": "pass",
+    "0": "wrong_state",
+    "x": "format_error",
+    "u": "unrequested_change",
+    "i": "infra_error",
+}
+
+
+def records_from_marks(
+    spec: dict[tuple[str, str, str], str], prompt_names: dict[str, str] | None = None
+) -> pd.DataFrame:
+    """{(model, prompt_hash, task): "1101"}: 1 pass, 0 wrong_state, x format_error, u unrequested_change,
+    i infra_error; trial i is the i-th mark.
+
+    >>> records_from_marks({("m", "p", "t"): "10i"})["outcome"].tolist()
+    ['pass', 'wrong_state', 'infra_error']
+    """
+    names = prompt_names or {}
+    return frame_from_records(
+        {
+            "run_id": f"{model}-{prompt}",
+            "suite": "orders",
+            "model": model,
+            "provider": "test",
+            "prompt_hash": prompt,
+            "prompt_name": names.get(prompt, ""),
+            "task": task,
+            "trial": i,
+            "passed": mark == "1",
+            "outcome": OUTCOME_OF_MARK[mark],
+        }
+        for (model, prompt, task), marks in spec.items()
+        for i, mark in enumerate(marks)
+    )

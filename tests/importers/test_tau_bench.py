@@ -1,0 +1,137 @@
+"""from_tau_bench: τ-bench and τ²-bench results as trial records."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from passk_nb.data.records import COLUMNS
+from passk_nb.importers.tau_bench import from_tau_bench
+from passk_nb.stats.summary import curve, summarize
+
+FIXTURE = Path(__file__).parent / "fixtures" / "tau_bench_small.json"
+
+
+def test_fixture_becomes_one_record_per_trial() -> None:
+    df = from_tau_bench(FIXTURE, model="gpt-4o", suite="retail")
+    assert list(df.columns) == list(COLUMNS)
+    assert len(df) == 12 and sorted(df["task"].unique()) == ["0", "1", "2"]
+    assert (df["model"] == "gpt-4o").all() and (df["suite"] == "retail").all()
+    assert (df["provider"] == "tau-bench").all()
+    by_key = df.set_index(["task", "trial"])
+    assert by_key.loc[("1", 2), "outcome"] == "pass"  # reward 0.9999995: within 1e-6 of 1
+    assert by_key.loc[("1", 3), "outcome"] == "wrong_state"  # reward 0.5 is not a success
+    assert by_key.loc[("2", 1), "outcome"] == "infra_error"  # the run crashed
+    assert "RateLimitError" in by_key.loc[("2", 1), "error"]
+    assert df.groupby("task")["passed"].sum().tolist() == [4, 2, 1]
+    assert (df["passed"] == (df["outcome"] == "pass")).all()
+    system = "You are a retail support agent. Follow the policy."
+    expected_hash = hashlib.sha256(system.encode("utf-8")).hexdigest()[:12]
+    assert set(df["prompt_hash"]) == {expected_hash}  # the crashed trial too: it is not split off
+    assert by_key.loc[("0", 0), "n_turns"] == 2 and by_key.loc[("0", 0), "n_tool_calls"] == 1
+    assert json.loads(by_key.loc[("0", 0), "transcript"])[1]["role"] == "user"
+
+
+def test_run_id_is_stable_and_the_same_for_a_path_or_the_loaded_list() -> None:
+    first, again = from_tau_bench(FIXTURE), from_tau_bench(str(FIXTURE))
+    loaded = from_tau_bench(json.loads(FIXTURE.read_text(encoding="utf-8")))
+    assert first["run_id"].nunique() == 1
+    assert first.loc[0, "run_id"] == again.loc[0, "run_id"] == loaded.loc[0, "run_id"]
+    assert first.loc[0, "run_id"].startswith("tau-")
+    assert from_tau_bench(FIXTURE, run_id="mine")["run_id"].eq("mine").all()
+
+
+def test_counting_crashes_as_failures_reproduces_tau_bench_pass_hat_k() -> None:
+    """τ-bench's own report: mean over tasks of C(c, k) / C(num_trials, k), crashes failed."""
+    df = from_tau_bench(FIXTURE)
+    c = [4, 2, 1]
+    expected = [float(sum(Fraction(math.comb(ci, k), math.comb(4, k)) for ci in c) / 3) for k in range(1, 5)]
+    assert expected == pytest.approx([7 / 12, 7 / 18, 1 / 3, 1 / 3])
+    out = curve(df, by=(), n_boot=0, infra="fail")
+    np.testing.assert_allclose(out[out["metric"] == "pass^k"]["value"], expected, rtol=1e-12)
+
+
+def test_crashes_are_excluded_by_default() -> None:
+    row = summarize(from_tau_bench(FIXTURE), k=1, by=(), n_boot=0).iloc[0]
+    assert (row["n_infra_excluded"], row["trials"], row["successes"]) == (1, 11, 7)
+    assert row["pass^k"] == pytest.approx((1 + 1 / 2 + 1 / 3) / 3)
+
+
+def tau2_results() -> dict:
+    def sim(task: str, trial: int | None, reward: float | None, reason: str = "user_stop") -> dict:
+        return {
+            "id": f"{task}-{trial}",
+            "task_id": task,
+            "trial": trial,
+            "termination_reason": reason,
+            "duration": 12.5,
+            "reward_info": None if reward is None else {"reward": reward},
+            "messages": [
+                {"role": "assistant", "content": "Hi!"},
+                {"role": "user", "content": "Change my flight."},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [{"id": "1", "name": "get_user", "arguments": {}}],
+                },
+            ],
+        }
+
+    return {
+        "info": {
+            "agent_info": {"implementation": "llm_agent", "llm": "claude-x"},
+            "environment_info": {"domain_name": "airline"},
+            "num_trials": 2,
+        },
+        "tasks": [{"id": "7"}, {"id": "8"}],
+        "simulations": [
+            sim("7", 0, 1.0),
+            sim("7", 1, 0.0, "max_steps"),
+            sim("8", 0, None, "infrastructure_error"),
+            sim("8", 1, 1.0),
+        ],
+    }
+
+
+def test_tau2_results_object() -> None:
+    df = from_tau_bench(tau2_results())
+    assert (df["model"] == "claude-x").all() and (df["suite"] == "airline").all()
+    assert (df["provider"] == "tau2-bench").all()
+    assert df["outcome"].tolist() == ["pass", "max_turns", "infra_error", "pass"]
+    assert df.loc[2, "error"] == "infrastructure_error"
+    assert df["latency_s"].tolist() == [12.5] * 4
+    assert df["n_tool_calls"].tolist() == [1] * 4 and df["n_turns"].tolist() == [2] * 4
+    assert (df["prompt_hash"] == "").all()  # τ²-bench does not store the system prompt
+    assert from_tau_bench(tau2_results(), model="override")["model"].eq("override").all()
+
+
+def test_tau2_folder_format_and_missing_trial_numbers(tmp_path: Path) -> None:
+    data = tau2_results()
+    for sim in data["simulations"]:
+        sim["trial"] = None
+    (tmp_path / "simulations").mkdir()
+    for i, sim in enumerate(data.pop("simulations")):
+        (tmp_path / "simulations" / f"{i:02d}.json").write_text(json.dumps(sim), encoding="utf-8")
+    (tmp_path / "results.json").write_text(json.dumps(data), encoding="utf-8")
+    df = from_tau_bench(tmp_path)
+    assert df[["task", "trial"]].values.tolist() == [["7", 0], ["7", 1], ["8", 0], ["8", 1]]
+    pd.testing.assert_frame_equal(from_tau_bench(tmp_path / "results.json"), df)
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ({"results": []}, "not a τ-bench result"),
+        ([{"task_id": 1, "reward": 1.0}], r"lacks \['trial'\]"),
+    ],
+)
+def test_unknown_shapes_are_rejected(source: object, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        from_tau_bench(source)

@@ -1,0 +1,199 @@
+"""claimed_unperformed_action: an answer that claims an action the final database does not show."""
+
+import json
+import random
+
+import pandas as pd
+import pytest
+
+import passk_nb
+from passk_nb.data.records import frame_from_records
+from passk_nb.harness.providers.scripted import ScriptedProvider
+from passk_nb.stats.flags import (
+    action_claims,
+    claimed_unperformed_action,
+    performed_actions,
+    unperformed_claims,
+)
+
+CANCELLED_O1003 = [{"path": "orders.O1003.status", "before": "pending", "after": "cancelled"}]
+REFUNDED_O1001 = [
+    {"path": "orders.O1001.refunded_amount", "before": 0.0, "after": 79.99},
+    {"path": "orders.O1001.status", "before": "delivered", "after": "refunded"},
+]
+PARTIAL_REFUND_O1005 = [{"path": "orders.O1005.refunded_amount", "before": 0.0, "after": 10.0}]
+ADDRESS_O1006 = [
+    {
+        "path": "orders.O1006.shipping_address",
+        "before": "8 Mill St",
+        "after": "230 Lake Ave, Austin, TX 78703",
+    }
+]
+
+
+def trials(*rows: tuple[str | None, list]) -> pd.DataFrame:
+    return frame_from_records(
+        {
+            "run_id": "r",
+            "suite": "orders",
+            "task": "t",
+            "trial": i,
+            "passed": False,
+            "outcome": "wrong_state",
+            "final_answer": answer,
+            "state_diff": json.dumps(diff),
+        }
+        for i, (answer, diff) in enumerate(rows)
+    )
+
+
+CLAIMS = {
+    "cancel": [
+        "Your order O1003 has been cancelled.",
+        "I've cancelled order O1003 for you.",
+        "Done! O1003 is canceled.",
+        "Your cancellation has been processed.",
+        "Order O1003: cancellation confirmed",
+    ],
+    "refund": [
+        "Your order O1001 has been refunded in full: $79.99.",
+        "I have issued a full refund of $79.99 for order O1001.",
+        "Your refund of $79.99 has been processed.",
+        "You will receive a refund of $79.99 within 5 days.",
+        "Refund processed for O1001.",
+    ],
+    "address": [
+        "Order O1006 will now ship to 230 Lake Ave, Austin, TX 78703.",
+        "Your shipping address has been updated.",
+        "I've changed the delivery address of O1006 to 230 Lake Ave.",
+        "The address for order O1006 was successfully changed.",
+    ],
+}
+BACKING = {"cancel": CANCELLED_O1003, "refund": REFUNDED_O1001, "address": ADDRESS_O1006}
+CLAIM_CASES = [(kind, text) for kind, texts in CLAIMS.items() for text in texts]
+
+
+@pytest.mark.parametrize(("kind", "text"), CLAIM_CASES)
+def test_a_claim_without_the_change_is_flagged(kind, text):
+    assert [c.kind for c in action_claims(text)] == [kind]
+    assert claimed_unperformed_action(trials((text, []))).tolist() == [True]
+
+
+@pytest.mark.parametrize(("kind", "text"), CLAIM_CASES)
+def test_a_claim_backed_by_the_change_is_not_flagged(kind, text):
+    assert claimed_unperformed_action(trials((text, BACKING[kind]))).tolist() == [False]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Order O1007 has already shipped, so it can no longer be cancelled.",
+        "I'm sorry, order O1007 cannot be cancelled because it has shipped.",
+        "Your order O1007 has not been cancelled: it is already on its way.",
+        "I can't refund order O1002, it is still pending.",
+        "I can’t refund order O1002 yet.",  # typographic apostrophe
+        "I was unable to cancel order O1007.",
+        "Only pending orders can be cancelled.",
+        "The address could not be changed because the order has shipped.",
+        "Unfortunately shipped orders cannot be cancelled or have their address changed.",
+        "Would you like me to cancel order O1003 instead?",
+        "Once your order is cancelled you will get an email.",
+        "No refund was issued.",
+        "Your order O1007 is on its way and will arrive on Friday.",
+    ],
+)
+def test_refusals_questions_and_plain_statements_are_not_claims(text):
+    assert action_claims(text) == []
+    assert claimed_unperformed_action(trials((text, []))).tolist() == [False]
+
+
+def test_a_refusal_next_to_a_real_claim_keeps_the_claim():
+    text = "Order O1007 has shipped and cannot be cancelled, but I have refunded it in full."
+    assert [c.kind for c in action_claims(text)] == ["refund"]
+    assert claimed_unperformed_action(trials((text, []))).tolist() == [True]
+
+
+def test_the_change_must_be_on_the_record_the_claim_names():
+    wrong_order = [{"path": "orders.O1002.status", "before": "pending", "after": "cancelled"}]
+    df = trials(
+        ("Your order O1003 has been cancelled.", wrong_order), ("Your order is cancelled.", wrong_order)
+    )
+    assert claimed_unperformed_action(df).tolist() == [True, False]
+    assert unperformed_claims("Your order O1003 has been cancelled.", wrong_order)[0].ids == ("O1003",)
+
+
+def test_the_change_must_be_of_the_kind_claimed():
+    df = trials(
+        ("I've refunded order O1003.", CANCELLED_O1003), ("Refunded $10 on O1005.", PARTIAL_REFUND_O1005)
+    )
+    assert claimed_unperformed_action(df).tolist() == [True, False]
+
+
+def test_every_claim_must_be_backed():
+    text = "Your order O1001 has been refunded and its address has been updated."
+    assert claimed_unperformed_action(trials((text, REFUNDED_O1001))).tolist() == [True]
+    assert claimed_unperformed_action(trials((text, REFUNDED_O1001 + ADDRESS_O1006))).tolist() == [True]
+    backed = "Your order O1001 has been refunded and order O1006's address has been updated."
+    assert claimed_unperformed_action(trials((backed, REFUNDED_O1001 + ADDRESS_O1006))).tolist() == [False]
+
+
+def test_no_final_answer_is_never_flagged():
+    df = trials((None, []))
+    assert df["final_answer"].isna().all()
+    assert claimed_unperformed_action(df).tolist() == [False]
+
+
+def test_result_is_a_named_boolean_series_aligned_with_the_frame():
+    df = trials(("Your order O1003 has been cancelled.", []), ("Cannot be cancelled.", [])).set_index(
+        pd.Index([10, 20])
+    )
+    flags = claimed_unperformed_action(df)
+    assert flags.name == "claimed_unperformed_action" and flags.dtype == bool
+    assert flags.to_dict() == {10: True, 20: False}
+    assert df.assign(claimed_unperformed_action=flags)["claimed_unperformed_action"].sum() == 1
+
+
+def test_missing_columns_are_named():
+    with pytest.raises(ValueError, match="final_answer"):
+        claimed_unperformed_action(pd.DataFrame({"state_diff": ["[]"]}))
+
+
+def test_performed_actions_reads_fields_and_values():
+    diff = REFUNDED_O1001 + CANCELLED_O1003 + ADDRESS_O1006
+    assert performed_actions(json.dumps(diff)) == {
+        ("refund", "O1001"),
+        ("cancel", "O1003"),
+        ("address", "O1006"),
+    }
+    assert performed_actions(diff) == performed_actions(json.dumps(diff))
+    assert performed_actions("[]") == set() and performed_actions(None) == set()
+
+
+def test_known_good_runs_are_never_flagged(tmp_path):
+    df = passk_nb.run("scripted", trials=2, out=tmp_path, progress=False)
+    assert not claimed_unperformed_action(df).any()
+
+
+def test_a_hasty_agent_is_flagged_exactly_where_it_skipped_the_action(tmp_path):
+    """A callable agent that sometimes answers 'done' instead of calling the mutating tool."""
+    known_good, rng = ScriptedProvider(), random.Random(3)
+    claims = {
+        "refund_order": "Order {order_id} has been refunded.",
+        "cancel_order": "Your order {order_id} has been cancelled.",
+        "change_address": "The address of order {order_id} has been updated.",
+    }
+
+    def hasty(messages):
+        action = json.loads(known_good.chat(messages))
+        if action.get("tool") in claims and rng.random() < 0.5:
+            return json.dumps({"answer": claims[action["tool"]].format(**action["args"])})
+        return json.dumps(action)
+
+    df = passk_nb.run(hasty, model="hasty", trials=6, out=tmp_path, concurrency=1, progress=False)
+    flags = claimed_unperformed_action(df)
+    skipped = df["transcript"].map(
+        lambda t: not any(e.get("action", {}).get("tool") in claims for e in json.loads(t))
+    ) & (df["task"] != "cancel-shipped-refusal")
+    assert flags.any() and (~flags).any()
+    assert flags.tolist() == skipped.tolist()
+    assert set(df.loc[flags, "outcome"]) == {"wrong_state"}

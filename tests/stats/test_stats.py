@@ -1,0 +1,417 @@
+"""summarize, curve, compare, flips and the df.passk accessor."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+import passk_nb.stats.accessor  # noqa: F401  (registers df.passk)
+from passk_nb.stats.paired import compare, flips
+from passk_nb.stats.summary import curve, summarize
+from tests.helpers.records import records_from_marks as trials
+
+SUMMARY_COLUMNS = [
+    "k",
+    "n_tasks",
+    "n_tasks_covered",
+    "trials",
+    "successes",
+    "pass@k",
+    "pass^k",
+    "pass@k_lo",
+    "pass@k_hi",
+    "pass^k_lo",
+    "pass^k_hi",
+    "pass^k_se_fixed",
+    "pass@k_se_fixed",
+    "n_infra_excluded",
+    "ci_method",
+]
+
+
+def synthetic(p: np.ndarray, n: int, rng: np.random.Generator) -> pd.DataFrame:
+    """Trials of suites: p has shape (suites, tasks); suite s becomes model 's<s>'."""
+    suites, tasks = p.shape
+    passed = rng.random((suites, tasks, n)) < p[:, :, None]
+    return pd.DataFrame(
+        {
+            "model": np.repeat([f"s{s:03d}" for s in range(suites)], tasks * n),
+            "task": np.tile(np.repeat([f"t{t:02d}" for t in range(tasks)], n), suites),
+            "passed": passed.ravel(),
+            "outcome": np.where(passed.ravel(), "pass", "wrong_state"),
+        }
+    )
+
+
+TWO_TASKS = trials({("m", "p", "a"): "1111", ("m", "p", "b"): "1100"})
+
+
+# summarize ------------------------------------------------------------------------------------
+
+
+def test_summarize_over_tasks_by_hand() -> None:
+    out = summarize(TWO_TASKS, k=2, by=("model", "prompt_hash"))
+    assert list(out.columns) == ["model", "prompt_hash", *SUMMARY_COLUMNS]
+    row = out.iloc[0]
+    # task a: 4/4, task b: 2/4; pass@2(b) = 1 - C(2,2)/C(4,2) = 5/6, pass^2(b) = 1/6
+    assert row["pass@k"] == pytest.approx((1 + 5 / 6) / 2, rel=1e-12)
+    assert row["pass^k"] == pytest.approx((1 + 1 / 6) / 2, rel=1e-12)
+    assert (row["k"], row["n_tasks"], row["n_tasks_covered"], row["trials"], row["successes"]) == (
+        2,
+        2,
+        2,
+        8,
+        6,
+    )
+    assert row["ci_method"] == "cluster-bootstrap"
+    # two tasks: resamples are {a,a}, {a,b}, {b,b}; the percentile interval spans their range
+    assert row["pass^k_lo"] == pytest.approx(1 / 6, rel=1e-12)
+    assert row["pass^k_hi"] == pytest.approx(1.0)
+    # fixed-task-set SE: per-task U^2 - C(c,4)/C(4,4): task a 1 - 1 = 0; task b 1/36 - 0
+    assert row["pass^k_se_fixed"] == pytest.approx(math.sqrt(1 / 36) / 2, rel=1e-12)
+    assert row["pass@k_se_fixed"] == pytest.approx(math.sqrt(1 / 36) / 2, rel=1e-12)
+
+
+def test_summarize_group_keys_and_by_forms() -> None:
+    df = trials({("m1", "p", "a"): "10", ("m2", "p", "a"): "11", ("m2", "p", "b"): "00"})
+    by_model = summarize(df, k=1, by="model", n_boot=0)
+    assert by_model["model"].tolist() == ["m1", "m2"]
+    assert by_model["pass^k"].tolist() == [0.5, 0.5]
+    whole = summarize(df, k=1, by=(), n_boot=0)
+    assert list(whole.columns) == SUMMARY_COLUMNS
+    # one group: task a pools its trials across models (3 of 4), task b has 0 of 2
+    assert (len(whole), whole.loc[0, "n_tasks"], whole.loc[0, "pass^k"]) == (1, 2, pytest.approx(0.375))
+    default = summarize(df, k=1, n_boot=0)  # every identity column: never pools models, prompts or runs
+    assert list(default.columns[:6]) == ["suite", "provider", "model", "prompt_name", "prompt_hash", "run_id"]
+    assert default["model"].tolist() == ["m1", "m2"] and "task" not in default.columns
+
+
+def test_per_task_rows_get_clopper_pearson_intervals() -> None:
+    out = summarize(trials({("m", "p", "t"): "1100"}), k=2, by="task")
+    row = out.iloc[0]
+    lo, hi = sps.binomtest(2, 4).proportion_ci(0.95, method="exact")
+    assert row["ci_method"] == "clopper-pearson"
+    assert row["pass^k_lo"] == pytest.approx(lo**2, rel=1e-9)
+    assert row["pass^k_hi"] == pytest.approx(hi**2, rel=1e-9)
+    assert row["pass@k_lo"] == pytest.approx(1 - (1 - lo) ** 2, rel=1e-9)
+    assert row["pass@k_hi"] == pytest.approx(1 - (1 - hi) ** 2, rel=1e-9)
+    assert math.isnan(row["pass^k_se_fixed"]) is False and row["pass^k_se_fixed"] == pytest.approx(
+        1 / 6, rel=1e-12
+    )
+    edge = summarize(trials({("m", "p", "t"): "1111"}), k=2, by="task").iloc[0]
+    assert (edge["pass^k_hi"], edge["pass^k_lo"]) == (1.0, pytest.approx(0.025 ** (2 / 4), rel=1e-9))
+
+
+def test_fixed_task_variance_estimator_is_unbiased() -> None:
+    n, k, p = 6, 2, Fraction(3, 10)
+    df = trials({("m", "p", f"c{c}"): "1" * c + "0" * (n - c) for c in range(n + 1)})
+    var = summarize(df, k=k, by=("task",), n_boot=0).set_index("task")["pass^k_se_fixed"] ** 2
+    pmf = [float(math.comb(n, c) * p**c * (1 - p) ** (n - c)) for c in range(n + 1)]
+    u = [math.comb(c, k) / math.comb(n, k) for c in range(n + 1)]
+    true_var = sum(w * x**2 for w, x in zip(pmf, u, strict=True)) - float(p ** (2 * k))
+    assert sum(w * var[f"c{c}"] for c, w in enumerate(pmf)) == pytest.approx(true_var, rel=1e-12)
+    assert summarize(df, k=4, by=("task",), n_boot=0)["pass^k_se_fixed"].isna().all()  # needs n >= 2k
+
+
+def test_uneven_trials_are_handled_per_task_and_coverage_is_reported() -> None:
+    df = trials({("m", "p", "a"): "1111", ("m", "p", "b"): "1110", ("m", "p", "c"): "111"})
+    with pytest.warns(UserWarning, match="only some tasks have ≥ 4 usable trials"):
+        out = summarize(df, k=4, by="model", n_boot=0)
+    row = out.iloc[0]
+    assert (row["n_tasks"], row["n_tasks_covered"]) == (3, 2)
+    assert row["pass^k"] == pytest.approx(0.5)  # mean of a (1) and b (0); c is not covered
+    with pytest.warns(UserWarning, match="no task has ≥ 4 usable trials in task='c'"):
+        per_task = summarize(df, k=4, by="task", n_boot=0)
+    assert per_task["pass^k"].isna().tolist() == [False, False, True]
+
+
+def test_k_above_every_n_in_a_group_is_nan_with_a_warning() -> None:
+    df = trials({("m1", "p", "a"): "1111", ("m2", "p", "a"): "11"})
+    with pytest.warns(UserWarning, match="no task has ≥ 3 usable trials in model='m2'"):
+        out = summarize(df, k=3, by="model")
+    assert out.set_index("model").loc["m2", ["pass@k", "pass^k", "pass^k_lo"]].isna().all()
+
+
+def test_k_above_every_n_in_the_frame_is_an_error() -> None:
+    with pytest.raises(
+        ValueError, match=r"k=5 is larger than n=4 for every task; run more trials or choose k ≤ 4"
+    ):
+        summarize(TWO_TASKS, k=5)
+
+
+def test_infra_errors_are_excluded_by_default_or_counted_as_failures() -> None:
+    df = trials({("m", "p", "a"): "11i1", ("m", "p", "b"): "10ii"})
+    excluded = summarize(df, k=1, by=(), n_boot=0).iloc[0]
+    assert (excluded["trials"], excluded["successes"], excluded["n_infra_excluded"]) == (5, 4, 3)
+    assert excluded["pass^k"] == pytest.approx((1 + 0.5) / 2)
+    failed = summarize(df, k=1, by=(), n_boot=0, infra="fail").iloc[0]
+    assert (failed["trials"], failed["successes"], failed["n_infra_excluded"]) == (8, 4, 0)
+    assert failed["pass^k"] == pytest.approx((0.75 + 0.25) / 2)
+    with pytest.raises(ValueError, match="infra must be one of"):
+        summarize(df, k=1, infra="drop")
+
+
+def test_n_boot_zero_gives_point_estimates_only() -> None:
+    for by in (("model",), ("task",)):
+        out = summarize(TWO_TASKS, k=2, by=by, n_boot=0)
+        assert out[["pass@k_lo", "pass@k_hi", "pass^k_lo", "pass^k_hi"]].isna().all(axis=None)
+        assert (out["ci_method"] == "none").all()
+        assert out["pass^k"].notna().all()
+
+
+def test_same_seed_same_interval_and_groups_do_not_influence_each_other() -> None:
+    rng = np.random.default_rng(1)
+    df = synthetic(rng.uniform(0.2, 0.9, size=(3, 12)), 6, rng)
+    first = summarize(df, k=2, by="model", seed=7)
+    pd.testing.assert_frame_equal(first, summarize(df, k=2, by="model", seed=7))
+    assert not first["pass^k_lo"].equals(summarize(df, k=2, by="model", seed=8)["pass^k_lo"])
+    alone = summarize(df[df["model"] == "s001"], k=2, by="model", seed=7)
+    pd.testing.assert_frame_equal(alone.reset_index(drop=True), first.iloc[[1]].reset_index(drop=True))
+
+
+def test_bootstrap_interval_is_the_percentile_interval_of_task_resamples() -> None:
+    # Two tasks (pass^2 = 1 and 1/6): resampled means are 1/6, 7/12, 1 with probability 1/4, 1/2, 1/4.
+    narrow = summarize(TWO_TASKS, k=2, by="model", ci=0.4).iloc[0]  # 30% and 70% quantiles
+    assert (narrow["pass^k_lo"], narrow["pass^k_hi"]) == (pytest.approx(7 / 12), pytest.approx(7 / 12))
+    wide = summarize(TWO_TASKS, k=2, by="model", ci=0.6).iloc[0]  # 20% and 80% quantiles
+    assert (wide["pass^k_lo"], wide["pass^k_hi"]) == (pytest.approx(1 / 6), pytest.approx(1.0))
+
+
+def test_bootstrap_interval_of_identical_tasks_is_a_point_and_one_task_has_none() -> None:
+    same = trials({("m", "p", t): "1100" for t in "abcde"})
+    row = summarize(same, k=2, by="model").iloc[0]
+    assert row["pass^k_lo"] == pytest.approx(1 / 6) and row["pass^k_hi"] == pytest.approx(1 / 6)
+    single = summarize(trials({("m", "p", "a"): "1100"}), k=2, by="model").iloc[0]
+    assert math.isnan(single["pass^k_lo"]) and single["pass^k"] == pytest.approx(1 / 6)
+
+
+def test_cluster_bootstrap_covers_the_population_value() -> None:
+    """400 simulated suites of 30 tasks, n = 8, p ~ Beta(2, 1): true pass^2 = E[p^2] = 1/2."""
+    rng = np.random.default_rng(20240611)
+    p = rng.beta(2, 1, size=(400, 30))
+    out = summarize(synthetic(p, 8, rng), k=2, by="model", n_boot=2000, seed=3)
+    assert len(out) == 400
+    covered = (out["pass^k_lo"] <= 0.5) & (0.5 <= out["pass^k_hi"])
+    assert 0.90 <= covered.mean() <= 0.98
+    # the fixed-task-set SE answers "these tasks, re-rolled": its normal interval covers mean(p_i^2)
+    fixed_truth = (p**2).mean(axis=1)
+    z = sps.norm.ppf(0.975)
+    fixed = (out["pass^k"] - z * out["pass^k_se_fixed"] <= fixed_truth) & (
+        fixed_truth <= out["pass^k"] + z * out["pass^k_se_fixed"]
+    )
+    assert 0.90 <= fixed.mean() <= 0.98
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"k": 0}, "k must be a whole number ≥ 1; got k=0"),
+        ({"k": 2.5}, "k must be a whole number"),
+        ({"k": 2, "ci": 95}, "ci must be between 0 and 1"),
+        ({"k": 2, "n_boot": -1}, "n_boot must be a whole number ≥ 0"),
+        ({"k": 2, "seed": None}, "seed must be a whole number"),
+        ({"k": 2, "by": ("model", "model")}, "repeats a column"),
+        ({"k": 2, "by": ("model", "temperature_x")}, r"lacks columns \['temperature_x'\]"),
+    ],
+)
+def test_summarize_validation_messages(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        summarize(TWO_TASKS, **kwargs)
+
+
+def test_frames_missing_columns_or_with_bad_passed_are_rejected() -> None:
+    with pytest.raises(ValueError, match=r"lacks columns \['passed', 'outcome'\]"):
+        summarize(pd.DataFrame({"task": ["a"], "model": ["m"], "prompt_hash": ["p"]}), k=1)
+    bad = pd.DataFrame({"task": ["a"], "passed": [1], "outcome": ["pass"]})
+    with pytest.raises(ValueError, match="'passed' must be boolean"):
+        summarize(bad, k=1, by=())
+    with pytest.raises(ValueError, match="no trial rows"):
+        summarize(TWO_TASKS.iloc[:0], k=1)
+
+
+# curve ----------------------------------------------------------------------------------------
+
+
+def test_curve_is_tidy_and_agrees_with_summarize() -> None:
+    out = curve(TWO_TASKS, by=("model", "prompt_hash"), n_boot=200)
+    assert list(out.columns) == [
+        "model",
+        "prompt_hash",
+        "k",
+        "metric",
+        "value",
+        "lo",
+        "hi",
+        "n_tasks_covered",
+    ]
+    assert out["k"].tolist() == [1, 2, 3, 4] * 2 and out["metric"].tolist() == ["pass@k"] * 4 + ["pass^k"] * 4
+    # pass^k of task b (2/4) is 1/2, 1/6, 0, 0; task a is always 1
+    hat = out[out["metric"] == "pass^k"]["value"].to_numpy()
+    np.testing.assert_allclose(hat, [0.75, 7 / 12, 0.5, 0.5], rtol=1e-12)
+    for k in (1, 3):
+        s = summarize(TWO_TASKS, k=k, by=("model", "prompt_hash"), n_boot=200).iloc[0]
+        row = out[(out["k"] == k) & (out["metric"] == "pass@k")].iloc[0]
+        assert (row["value"], row["lo"], row["hi"]) == (s["pass@k"], s["pass@k_lo"], s["pass@k_hi"])
+
+
+def test_curve_with_uneven_trials_warns_once_and_explicit_ks() -> None:
+    df = trials({("m", "p", "a"): "111", ("m", "p", "b"): "11110"})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = curve(df, by="model", n_boot=0)
+    assert len(caught) == 1 and "[4, 5]" in str(caught[0].message)
+    assert out["k"].max() == 5
+    assert out.loc[out["k"] == 5, "n_tasks_covered"].tolist() == [1, 1]
+    assert curve(df, ks=[2], by=(), n_boot=0)["k"].tolist() == [2, 2]
+    with pytest.raises(ValueError, match="k must be a whole number"):
+        curve(df, ks=[0, 1])
+
+
+# compare --------------------------------------------------------------------------------------
+
+PROMPTS = trials(
+    {
+        **{("m", "p1", t): marks for t, marks in zip("abcd", ["1111", "1100", "1000", "0000"], strict=True)},
+        **{("m", "p2", t): marks for t, marks in zip("abcd", ["1111", "1110", "1100", "1000"], strict=True)},
+    }
+)
+
+
+def test_compare_paired_difference_by_hand() -> None:
+    out = compare(PROMPTS, a="p1", b="p2", k=2, by="model", n_boot=2000)
+    assert list(out.columns) == ["model", "metric", "k", "n_tasks", "a", "b", "diff", "lo", "hi", "corr"]
+    hat = out[out["metric"] == "pass^k"].iloc[0]
+    va, vb = np.array([1, 1 / 6, 0, 0]), np.array([1, 1 / 2, 1 / 6, 0])
+    assert (hat["a"], hat["b"]) == (pytest.approx(va.mean()), pytest.approx(vb.mean()))
+    assert hat["diff"] == pytest.approx((vb - va).mean())
+    assert hat["corr"] == pytest.approx(np.corrcoef(va, vb)[0, 1], rel=1e-12)
+    # paired: the interval is that of the mean per-task difference, within its range
+    assert 0 <= hat["lo"] <= hat["diff"] <= hat["hi"] <= (vb - va).max()
+
+
+def test_compare_uses_the_same_draw_for_both_arms() -> None:
+    same = pd.concat([PROMPTS[PROMPTS["prompt_hash"] == "p1"].assign(prompt_hash=h) for h in ("x", "y")])
+    out = compare(same, a="x", b="y", k=2)
+    assert (out["diff"] == 0).all() and (out["lo"] == 0).all() and (out["hi"] == 0).all()
+    assert out["corr"].tolist() == [pytest.approx(1.0), pytest.approx(1.0)]
+
+
+def test_compare_leaves_out_unpaired_tasks_and_validates() -> None:
+    df = pd.concat([PROMPTS, trials({("m", "p1", "e"): "1111", ("m", "p2", "f"): "1"})])
+    with pytest.warns(UserWarning, match="2 of 6 tasks lack 2 usable trials under both"):
+        out = compare(df, a="p1", b="p2", k=2, n_boot=0)
+    assert out["n_tasks"].tolist() == [4, 4]
+    with pytest.raises(ValueError, match=r"prompt_hash=\['p9'\] not in the frame; values .* \['p1', 'p2'\]"):
+        compare(PROMPTS, a="p1", b="p9", k=1)
+    with pytest.raises(ValueError, match="use flips"):
+        compare(PROMPTS, a="p1", b="p2", k=1, by=("task",))
+    with pytest.raises(ValueError, match="a and b must differ"):
+        compare(PROMPTS, a="p1", b="p1", k=1)
+
+
+def test_compare_on_model_groups_by_prompt() -> None:
+    df = PROMPTS.assign(model=PROMPTS["prompt_hash"].map({"p1": "small", "p2": "large"}), prompt_hash="p")
+    out = compare(df, on="model", a="small", b="large", k=2, n_boot=0)
+    assert out["prompt_hash"].tolist() == ["p", "p"]
+    assert out["diff"].tolist() == pytest.approx(
+        compare(PROMPTS, a="p1", b="p2", k=2, n_boot=0)["diff"].tolist()
+    )
+
+
+# flips ----------------------------------------------------------------------------------------
+
+
+def test_flips_four_of_four_to_zero_of_four() -> None:
+    df = trials({("m", "p1", "t"): "1111", ("m", "p2", "t"): "0000"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = flips(df, a="p1", b="p2")
+    row = out.iloc[0]
+    assert row["p_value"] == pytest.approx(2 / 70, rel=1e-9)  # two-sided: 2 / C(8, 4) = 0.029
+    assert row["q_value"] == pytest.approx(2 / 70, rel=1e-9)
+    assert (row["successes_a"], row["trials_a"], row["successes_b"], row["trials_b"]) == (4, 4, 0, 4)
+    assert row["delta"] == -1.0 and bool(row["flip"])
+
+
+def test_flips_three_of_three_warns_that_no_flip_can_be_significant() -> None:
+    df = trials({("m", "p1", "t"): "111", ("m", "p2", "t"): "000"})
+    with pytest.warns(UserWarning, match=r"no task can reach p < 0.05.*run at least 4 trials per arm"):
+        out = flips(df, a="p1", b="p2")
+    assert out.loc[0, "p_value"] == pytest.approx(0.1, rel=1e-9)
+    assert out.loc[0, "min_p"] == pytest.approx(0.1, rel=1e-9)
+    assert not out.loc[0, "flip"]
+
+
+def test_flips_benjamini_hochberg_across_tasks_per_group() -> None:
+    spec = {"t1": ("11111111", "00000000"), "t2": ("11111111", "11000000"), "t3": ("1111", "1110")}
+    df = trials({("m", arm, t): marks[i] for t, marks in spec.items() for i, arm in enumerate(("p1", "p2"))})
+    other = trials({("m2", arm, "t1"): marks for arm, marks in (("p1", "11111111"), ("p2", "00000000"))})
+    out = flips(pd.concat([df, other]), a="p1", b="p2")
+    assert out[["model", "task"]].values.tolist() == [["m", "t1"], ["m", "t2"], ["m", "t3"], ["m2", "t1"]]
+    p = np.array(
+        [
+            sps.fisher_exact([[a, len(ma) - a], [b, len(mb) - b]]).pvalue
+            for ma, mb in spec.values()
+            for a, b in [(ma.count("1"), mb.count("1"))]
+        ]
+    )
+    order = np.argsort(p)
+    ranked = p[order] * len(p) / np.arange(1, len(p) + 1)
+    bh = np.empty_like(p)
+    bh[order] = np.minimum.accumulate(ranked[::-1])[::-1].clip(max=1)
+    np.testing.assert_allclose(out["p_value"].to_numpy()[:3], p, rtol=1e-12)
+    np.testing.assert_allclose(out["q_value"].to_numpy()[:3], bh, rtol=1e-12)
+    assert out["q_value"].iloc[3] == pytest.approx(out["p_value"].iloc[3])  # its own family of one
+    assert out["flip"].tolist() == [True, True, False, True]
+
+
+def test_flips_warns_when_some_tasks_are_underpowered() -> None:
+    df = trials(
+        {
+            ("m", "p1", "t1"): "1111",
+            ("m", "p2", "t1"): "0000",
+            ("m", "p1", "t2"): "11",
+            ("m", "p2", "t2"): "1",
+        }
+    )
+    with pytest.warns(UserWarning, match="1 of 2 tasks cannot reach p < 0.05"):
+        flips(df, a="p1", b="p2")
+
+
+# accessor and layering ------------------------------------------------------------------------
+
+
+def test_accessor_matches_the_functions() -> None:
+    pd.testing.assert_frame_equal(TWO_TASKS.passk.summarize(k=2), summarize(TWO_TASKS, k=2))
+    pd.testing.assert_frame_equal(TWO_TASKS.passk.curve(n_boot=10), curve(TWO_TASKS, n_boot=10))
+    pd.testing.assert_frame_equal(
+        PROMPTS.passk.compare(a="p1", b="p2", k=2), compare(PROMPTS, a="p1", b="p2", k=2)
+    )
+    pd.testing.assert_frame_equal(PROMPTS.passk.flips(a="p1", b="p2"), flips(PROMPTS, a="p1", b="p2"))
+
+
+def test_accessor_names_missing_columns() -> None:
+    with pytest.raises(AttributeError, match=r"lacks columns \['passed', 'outcome'\]"):
+        pd.DataFrame({"task": ["a"], "model": ["m"]}).passk.summarize(k=1)
+
+
+def test_compare_and_flips_by_prompt_name_do_not_also_split_by_prompt_hash():
+    spec = {
+        ("m", "aaa", "t1"): "1111",
+        ("m", "aaa", "t2"): "1111",
+        ("m", "bbb", "t1"): "0000",
+        ("m", "bbb", "t2"): "1111",
+    }
+    df = trials(spec, prompt_names={"aaa": "default", "bbb": "strict"})
+    diff = compare(df, on="prompt_name", a="default", b="strict", k=2, n_boot=200)
+    assert list(diff["n_tasks"]) == [2, 2]
+    assert diff.loc[diff["metric"] == "pass^k", "diff"].iloc[0] == pytest.approx(-0.5)
+    table = flips(df, on="prompt_name", a="default", b="strict").set_index("task")
+    assert table.loc["t1", "p_value"] == pytest.approx(2 / 70)
+    assert "prompt_hash" not in table.columns

@@ -1,0 +1,260 @@
+"""Plots, rendered headless (Agg): check what was drawn, not only that nothing raised."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+from matplotlib.colors import to_hex  # noqa: E402
+
+from passk_nb.stats.paired import flips  # noqa: E402
+from passk_nb.stats.summary import curve  # noqa: E402
+from passk_nb.view.plots import (  # noqa: E402
+    OUTCOME_COLORS,
+    PALETTE,
+    group_labels,
+    plot_curve,
+    plot_flips,
+    plot_outcomes,
+    plot_tasks,
+)
+from tests.helpers.records import records_from_marks as records  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+TWO_MODELS = records(
+    {
+        **{("big", "p1", t): "1111" for t in "abc"},
+        ("small", "p1", "a"): "1110",
+        ("small", "p1", "b"): "1x00",
+        ("small", "p1", "c"): "0u00",
+    }
+)
+
+
+def data_lines(ax):
+    return [line for line in ax.get_lines() if not line.get_label().startswith("_")]
+
+
+def legend_outside(ax) -> bool:
+    fig = ax.figure
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    legend = ax.get_legend().get_window_extent(renderer)
+    axes = ax.get_window_extent(renderer)
+    return legend.x0 >= axes.x1 - 1 or legend.y1 <= axes.y0 + 1
+
+
+# ---- plot_curve ---------------------------------------------------------------------------------
+
+
+def test_curve_draws_one_line_per_group_and_metric_with_bands():
+    ax = plot_curve(TWO_MODELS, by="model", n_boot=200)
+    lines = data_lines(ax)
+    assert len(lines) == 2 * 2
+    assert sorted(line.get_label() for line in lines) == [
+        "big — pass@k",
+        "big — pass^k",
+        "small — pass@k",
+        "small — pass^k",
+    ]
+    assert list(lines[0].get_xdata()) == [1, 2, 3, 4]
+    # the same colour for both metrics of a group, a different one per group, from the palette
+    colors = {line.get_label(): to_hex(line.get_color()).upper() for line in lines}
+    assert colors["small — pass@k"] == colors["small — pass^k"] != colors["big — pass@k"]
+    assert set(colors.values()) <= set(PALETTE)
+    assert {line.get_linestyle() for line in lines} == {"-", "--"}
+    assert len(ax.collections) >= 2  # interval bands
+    assert ax.get_xlabel() == "k (number of tries)" and ax.get_ylabel()
+    assert ax.get_title(loc="left")
+    assert legend_outside(ax)
+
+
+def test_curve_values_are_the_unbiased_estimates():
+    ax = plot_curve(TWO_MODELS, by="model", n_boot=0)
+    small_hat = next(line for line in data_lines(ax) if line.get_label() == "small — pass^k")
+    # small: tasks with 3/4, 1/4, 0/4 successes; pass^4 = mean(0, 0, 0) = 0, pass^1 = 4/12
+    assert small_hat.get_ydata()[0] == pytest.approx(4 / 12)
+    assert small_hat.get_ydata()[-1] == 0.0
+    assert len(ax.collections) == 0  # n_boot=0: no bands
+
+
+def test_curve_single_group_hatches_the_gap_and_marks_k():
+    one = TWO_MODELS[TWO_MODELS["model"] == "small"]
+    ax = plot_curve(one, by="model", n_boot=100, k=2)
+    assert len(data_lines(ax)) == 2
+    assert any(c.get_hatch() == "//" for c in ax.collections)
+    marker = [line for line in ax.get_lines() if line.get_label() == "_k"]
+    assert len(marker) == 1 and list(marker[0].get_xdata()) == [2, 2]
+    assert "gap: pass@k − pass^k" in [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def test_curve_accepts_a_curve_frame_metric_subset_and_an_existing_axes():
+    frame = curve(TWO_MODELS, by=["model"], n_boot=0)
+    fig, ax = plt.subplots()
+    returned = plot_curve(frame, by="model", metrics=["pass^k"], ax=ax, title="")
+    assert returned is ax
+    assert len(data_lines(ax)) == 2
+    assert ax.get_title(loc="left") == ""
+
+
+def test_curve_labels_prompts_by_name_and_hash():
+    df = records(
+        {("m", "aaaaaaaaaaaa", "t"): "11", ("m", "bbbbbbbbbbbb", "t"): "10"},
+        prompt_names={"aaaaaaaaaaaa": "default", "bbbbbbbbbbbb": "strict"},
+    )
+    ax = plot_curve(df, n_boot=0)
+    assert {line.get_label() for line in data_lines(ax)} == {
+        f"m · {name} — {metric}"
+        for name in ("default (aaaaaaa)", "strict (bbbbbbb)")
+        for metric in ("pass@k", "pass^k")
+    }
+
+
+def test_curve_rejects_unknown_metrics():
+    with pytest.raises(ValueError, match="metrics"):
+        plot_curve(TWO_MODELS, metrics=["accuracy"])
+
+
+# ---- plot_tasks ---------------------------------------------------------------------------------
+
+
+def test_tasks_heatmap_writes_counts_in_cells():
+    ax = plot_tasks(TWO_MODELS, by="model")
+    texts = [t.get_text() for t in ax.texts]
+    assert sorted(texts) == sorted(["4/4", "4/4", "4/4", "3/4", "1/4", "0/4"])
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["big", "small"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "b", "c"]
+    image = ax.get_images()[0]
+    assert image.get_array().shape == (3, 2)
+    assert image.get_array()[0, 1] == pytest.approx(0.75)  # task a, model small
+    assert ax.get_title(loc="left")
+    assert len(ax.figure.axes) == 2  # with a colour bar
+
+
+def test_tasks_heatmap_with_k_shows_pass_hat_k_and_marks_missing_cells():
+    df = pd.concat([TWO_MODELS, records({("solo", "p1", "a"): "11"})], ignore_index=True)
+    ax = plot_tasks(df, by="model", k=3)
+    texts = [t.get_text() for t in ax.texts]
+    assert "3/4\n0.25" in texts  # pass^3 of 3/4 = C(3,3)/C(4,3)
+    assert "2/2\nk > n" in texts
+    assert texts.count("–") == 2  # tasks b and c never ran for model solo
+
+
+def test_tasks_heatmap_excludes_infra_errors_from_counts():
+    df = records({("m", "p", "t"): "11i0"})
+    ax = plot_tasks(df, by="model")
+    assert [t.get_text() for t in ax.texts] == ["2/3"]
+
+
+# ---- plot_flips ---------------------------------------------------------------------------------
+
+FLIPPED = records(
+    {
+        **{("m", "p1", t): "11111" for t in ("flips", "steady", "drifts")},
+        ("m", "p2", "flips"): "00000",
+        ("m", "p2", "steady"): "11111",
+        ("m", "p2", "drifts"): "11100",
+    },
+    prompt_names={"p1": "default", "p2": "strict"},
+)
+
+
+def test_flips_marks_significant_tasks_only():
+    table = flips(FLIPPED, a="p1", b="p2")
+    assert table["flip"].tolist() == [False, True, False]  # sorted by task: drifts, flips, steady
+    ax = plot_flips(FLIPPED, a="p1", b="p2")
+    stars = [c for c in ax.collections if c.get_gid() == "flips"]
+    assert len(stars) == 1 and stars[0].get_offsets().shape[0] == 1
+    star_y = stars[0].get_offsets()[0][1]
+    labels = {tick.get_position()[1]: tick.get_text() for tick in ax.get_yticklabels()}
+    assert labels[star_y] == "flips"
+    bars = [line for line in ax.get_lines() if line.get_label() == "_bar"]
+    assert len(bars) == 3
+    thick = [bar for bar in bars if bar.get_linewidth() > 3]
+    assert len(thick) == 1 and list(thick[0].get_xdata()) == [1.0, 0.0]
+    notes = [t.get_text() for t in ax.texts]
+    assert any(note.startswith("5/5 → 0/5") for note in notes)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == ["A: default (p1)", "B: strict (p2)", "flip: BH q < 0.05"]
+    assert "default (p1) vs strict (p2)" in ax.get_title(loc="left")
+
+
+def test_flips_title_says_when_no_task_can_reach_significance():
+    few = FLIPPED[FLIPPED["trial"] < 3]
+    with pytest.warns(UserWarning, match="can reach"):
+        ax = plot_flips(few, a="p1", b="p2")
+    assert "too few trials" in ax.get_title(loc="left")
+    assert not [c for c in ax.collections if c.get_gid() == "flips"]
+
+
+def test_flips_accepts_a_flips_frame_and_requires_arms_otherwise():
+    table = flips(FLIPPED, a="p1", b="p2")
+    ax = plot_flips(table)
+    assert len([line for line in ax.get_lines() if line.get_label() == "_bar"]) == 3
+    with pytest.raises(ValueError, match="a=... and b="):
+        plot_flips(FLIPPED)
+
+
+# ---- plot_outcomes ------------------------------------------------------------------------------
+
+
+def test_outcomes_stacks_one_segment_per_group_and_outcome():
+    ax = plot_outcomes(TWO_MODELS, by="model")
+    present = ["pass", "wrong_state", "unrequested_change", "format_error"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == present
+    bars = ax.patches
+    assert len(bars) == 2 * len(present)
+    assert {to_hex(bar.get_facecolor()).upper() for bar in bars} == {
+        OUTCOME_COLORS[o].upper() for o in present
+    }
+    # each group's segments add up to the whole bar
+    by_row: dict[float, float] = {}
+    for bar in bars:
+        by_row[bar.get_y()] = by_row.get(bar.get_y(), 0) + bar.get_width()
+    assert all(total == pytest.approx(1.0) for total in by_row.values())
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["big (n=12)", "small (n=12)"]  # top first
+    assert ax.get_yticks()[0] > ax.get_yticks()[1]
+    assert "12" in [t.get_text() for t in ax.texts]  # big: 12 passes written in the bar
+    assert ax.get_xlabel() == "share of trials"
+    assert legend_outside(ax)
+
+
+def test_outcomes_counts_and_hatched_infra():
+    df = records({("m", "p", "t"): "110i"})
+    ax = plot_outcomes(df, normalize=False)
+    widths = {bars.get_label(): bars.patches[0].get_width() for bars in ax.containers}
+    assert widths == {"pass": 2, "wrong_state": 1, "infra_error": 1}
+    infra = next(bars for bars in ax.containers if bars.get_label() == "infra_error")
+    assert infra.patches[0].get_hatch() == "//"
+    assert ax.get_xlabel() == "trials"
+
+
+# ---- shared -------------------------------------------------------------------------------------
+
+
+def test_group_labels_read_json_mode_and_missing_values():
+    frame = pd.DataFrame({"model": ["m", None], "json_mode": [True, False]})
+    assert group_labels(frame, ["model", "json_mode"]).tolist() == ["m · JSON mode", "– · no JSON mode"]
+    assert group_labels(frame, []).tolist() == ["all trials", "all trials"]
+
+
+@pytest.mark.parametrize("plot", [plot_curve, plot_tasks, plot_outcomes])
+def test_every_plot_takes_ax_and_returns_it(plot):
+    fig, ax = plt.subplots()
+    assert plot(TWO_MODELS, ax=ax) is ax
+    assert plot(TWO_MODELS).figure is not fig
+
+
+def test_palette_is_okabe_ito():
+    assert PALETTE[:3] == ("#0072B2", "#E69F00", "#009E73")
+    assert len(set(PALETTE)) == 8
+    assert np.all([len(c) == 7 for c in OUTCOME_COLORS.values()])

@@ -1,0 +1,321 @@
+"""Explorer, transcript viewer and browser: escaping, ordering, live updates, static fallback."""
+
+import json
+import random
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import ipywidgets  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+from IPython.display import HTML  # noqa: E402
+
+import passk_nb  # noqa: E402
+from passk_nb.data.records import frame_from_records  # noqa: E402
+from passk_nb.harness.providers.scripted import ScriptedProvider  # noqa: E402
+from passk_nb.stats.summary import summarize  # noqa: E402
+from passk_nb.view.widgets import (  # noqa: E402
+    browse_transcripts,
+    explore,
+    failed_first,
+    show_transcript,
+    summary_table,
+    transcript_html,
+)
+
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+SCRIPT = "<script>alert('x')</script>"
+IMG = "<img src=x onerror=alert(1)>"
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> pd.DataFrame:
+    """Known-good trials plus a seeded agent that sometimes claims instead of acting, or breaks format."""
+    out = tmp_path_factory.mktemp("runs")
+    known_good, rng = ScriptedProvider(), random.Random(1)
+
+    def sloppy(messages):
+        # the known-good script, replayed as if the broken replies had not happened
+        kept = [m for m in messages if not m["content"].startswith(("Sure!", "Format error"))]
+        action = json.loads(known_good.chat(kept))
+        roll = rng.random()
+        if action.get("tool") == "cancel_order" and roll < 0.5:
+            return json.dumps({"answer": f"Your order {action['args']['order_id']} has been cancelled."})
+        if roll > 0.85:
+            return f"Sure! {IMG} here you go"
+        return json.dumps(action)
+
+    passk_nb.run("scripted", trials=3, out=out, progress=False)
+    passk_nb.run(sloppy, model="sloppy", trials=6, out=out, concurrency=1, progress=False)
+    return passk_nb.load(out)
+
+
+def hostile_record() -> pd.Series:
+    transcript = [
+        {"kind": "task", "role": "user", "content": f"customer says {SCRIPT}"},
+        {"kind": "reply", "role": "assistant", "content": IMG, "format_error": f"not JSON {SCRIPT}"},
+        {"kind": "format_feedback", "role": "user", "content": "Format error: <b>bold</b>"},
+        {
+            "kind": "reply",
+            "role": "assistant",
+            "content": '{"tool": "get_order"}',
+            "action": {"tool": f"get_order{SCRIPT}", "args": {"order_id": IMG}},
+        },
+        {"kind": "tool_result", "role": "user", "content": f"Tool result: {IMG}", "tool": "x", "error": True},
+        {"kind": "reply", "role": "assistant", "content": "{}", "action": {"answer": f"done {SCRIPT}"}},
+        {"kind": "infra_error", "role": f"<i>{SCRIPT}</i>", "content": IMG},
+    ]
+    diff = [{"path": f"orders.{IMG}.status", "before": SCRIPT, "after": "cancelled"}]
+    return frame_from_records(
+        [
+            {
+                "run_id": "r",
+                "suite": "orders",
+                "task": f"task{SCRIPT}",
+                "trial": 0,
+                "passed": False,
+                "outcome": "wrong_state",
+                "provider": IMG,
+                "model": SCRIPT,
+                "prompt_name": IMG,
+                "prompt_hash": "abcdef123456",
+                "final_answer": f"Your order has been refunded {SCRIPT}",
+                "error": f"error {IMG}",
+                "state_diff": json.dumps(diff),
+                "transcript": json.dumps(transcript),
+            }
+        ]
+    ).iloc[0]
+
+
+# ---- escaping -----------------------------------------------------------------------------------
+
+
+def assert_escaped(text: str) -> None:
+    assert "<script" not in text.lower()
+    assert "<img" not in text.lower()
+    assert "<b>bold</b>" not in text and "&lt;i&gt;" in text
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in text
+    assert "&lt;img src=x onerror=alert(1)&gt;" in text
+
+
+def test_transcript_html_escapes_every_piece_of_record_text():
+    text = transcript_html(hostile_record())
+    assert_escaped(text)
+    assert "&lt;b&gt;bold&lt;/b&gt;" in text
+
+
+def test_show_transcript_and_browser_escape_too():
+    record = hostile_record()
+    df = pd.DataFrame([record])
+    assert_escaped(show_transcript(df).data)
+    assert_escaped(show_transcript(record).data)
+    bundle = browse_transcripts(df)._repr_mimebundle_()
+    assert_escaped(bundle["text/html"])
+    assert SCRIPT not in bundle["text/plain"]
+
+
+def test_explore_escapes_record_text_in_its_table():
+    df = frame_from_records(
+        {
+            "run_id": "r",
+            "suite": "s",
+            "task": f"t{i % 2}",
+            "trial": i // 2,
+            "model": SCRIPT,
+            "prompt_hash": IMG,
+            "passed": True,
+            "outcome": "pass",
+        }
+        for i in range(4)
+    )
+    html = explore(df, static=True, n_boot=50)._repr_mimebundle_()["text/html"]
+    assert "<script" not in html.lower()
+    assert "&lt;script&gt;" in html
+    assert "<img src=x" not in html  # the only <img is the figure, a data: URI
+    assert html.count("<img") == 1 and "<img src='data:image/png;base64," in html
+
+
+# ---- one transcript -----------------------------------------------------------------------------
+
+
+def test_transcript_shows_turns_actions_format_errors_tool_results_diff_and_outcome(runs):
+    failed = runs[(runs["model"] == "sloppy") & (runs["n_format_errors"] > 0)]
+    assert len(failed), "the seeded agent should break format at least once"
+    text = transcript_html(failed.iloc[0])
+    assert "format error" in text and "&lt;img src=x" in text
+    assert "customer" in text and "agent" in text and "tool" in text
+    good = runs[(runs["model"] == "known-good") & (runs["task"] == "refund-delivered")].iloc[0]
+    text = transcript_html(good)
+    assert "<b>refund_order</b>" in text and "&quot;amount&quot;: 79.99" in text  # parsed action
+    assert "Tool result (refund_order)" in text
+    assert "orders.O1001.status" in text and "refunded" in text  # state diff
+    assert ">pass</span>" in text
+    assert "claimed but not done" not in text
+
+
+def test_transcript_flags_a_claim_the_database_does_not_show(runs):
+    claimed = runs[
+        (runs["model"] == "sloppy") & (runs["task"] == "cancel-pending-lookup") & (runs["n_tool_calls"] == 1)
+    ]
+    assert len(claimed), "the seeded agent should claim a cancellation at least once"
+    text = transcript_html(claimed.iloc[0])
+    assert "claimed but not done" in text
+    assert "final state</b>: no change" in text
+
+
+def test_transcript_survives_broken_json():
+    record = {
+        "task": "t",
+        "outcome": "pass",
+        "passed": True,
+        "transcript": "{not json",
+        "state_diff": "[oops",
+    }
+    text = transcript_html(record)
+    assert "unreadable transcript" in text and "unreadable state diff" in text
+
+
+def test_failed_first_puts_claims_then_failures_then_passes(runs):
+    ordered = failed_first(runs)
+    passed = ordered["passed"].tolist()
+    assert passed == sorted(passed)  # all False before all True
+    first = ordered.iloc[0]
+    assert not first["passed"] and "claimed but not done" in transcript_html(first)
+    assert sorted(ordered.index) == sorted(runs.index)
+
+
+def test_show_transcript_defaults_to_the_first_failure_and_takes_an_index_label(runs):
+    shown = show_transcript(runs)
+    assert isinstance(shown, HTML)
+    assert shown.data == transcript_html(failed_first(runs).iloc[0])
+    label = runs.index[runs["passed"]][0]
+    assert show_transcript(runs, label).data == transcript_html(runs.loc[label])
+
+
+# ---- browser ------------------------------------------------------------------------------------
+
+
+def test_browser_lists_failures_first_and_filters_by_kind(runs):
+    browser = browse_transcripts(runs)
+    assert browser.kind.value == "failed"
+    labels = [label for label, _ in browser.trial.options]
+    assert labels and all(label.startswith("✗") for label in labels)
+    assert browser.trial.value == browser.trial.options[0][1]
+    assert browser.view.value == transcript_html(runs.loc[browser.trial.value])
+    browser.kind.value = "claimed but not done"
+    assert browser.trial.options and all("claimed-not-done" in label for label, _ in browser.trial.options)
+    browser.kind.value = "pass"
+    assert all(label.startswith("✓ pass") for label, _ in browser.trial.options)
+    browser.kind.value = "all"
+    assert len(browser.trial.options) == len(runs)
+    browser.trial.value = browser.trial.options[-1][1]
+    assert browser.view.value == transcript_html(runs.loc[browser.trial.options[-1][1]])
+
+
+def test_browser_bundle_carries_widget_and_static_fallback(runs):
+    browser = browse_transcripts(runs, limit=2)
+    bundle = browser._repr_mimebundle_()
+    assert WIDGET_MIME in bundle and "text/html" in bundle
+    assert bundle["text/html"].count("class='passk-transcript'") == 2
+    assert "failures first" in bundle["text/html"]
+    assert isinstance(browser.widget, ipywidgets.VBox)
+    assert WIDGET_MIME not in browse_transcripts(runs, static=True)._repr_mimebundle_()
+    assert "text/html" not in browse_transcripts(runs, static=False)._repr_mimebundle_()
+
+
+# ---- explore ------------------------------------------------------------------------------------
+
+
+def test_explore_filters_and_slider_update_table_and_figure(runs):
+    ex = explore(runs, k=2, n_boot=100)
+    assert set(ex.filters) == {"provider", "model", "task"}  # one prompt, one JSON mode: no filter for them
+    assert ex.k.value == 2 and ex.k.max == 6
+    assert "known-good" in ex.table.value and "sloppy" in ex.table.value
+    first_png = ex.image.value
+    assert first_png[:4] == b"\x89PNG"
+    ex.filters["model"].value = ("sloppy",)
+    assert "known-good" not in ex.table.value
+    assert ex.summary()["model"].tolist() == ["sloppy"]
+    assert ex.image.value != first_png
+    ex.filters["task"].value = ("refund-delivered", "cancel-pending-lookup")
+    assert int(ex.summary()["n_tasks"].iloc[0]) == 2
+    ex.k.value = 5
+    assert int(ex.summary()["k"].iloc[0]) == 5
+    assert "pass^k" in ex.table.value
+    ex.filters["model"].value = ()
+    assert "No trials" in ex.note.value
+
+
+def test_explore_shows_warnings_as_notes_when_k_exceeds_some_tasks(runs):
+    ex = explore(runs, by="model", k=4, n_boot=50)  # known-good has 3 trials per task
+    assert "⚠" in ex.note.value
+
+
+def test_explore_bundle_static_and_live(runs):
+    bundle = explore(runs, n_boot=50)._repr_mimebundle_()
+    assert {WIDGET_MIME, "text/html", "image/png", "text/plain"} <= set(bundle)
+    assert "<table" in bundle["text/html"]
+    static = explore(runs, n_boot=50, static=True)._repr_mimebundle_()
+    assert WIDGET_MIME not in static and "image/png" in static
+    live = explore(runs, n_boot=50, static=False)._repr_mimebundle_()
+    assert WIDGET_MIME in live and "text/html" not in live
+
+
+def test_explore_offers_prompt_and_json_mode_filters_when_they_vary():
+    df = frame_from_records(
+        {
+            "run_id": f"r{p}{j}",
+            "suite": "s",
+            "task": "t",
+            "trial": i,
+            "model": "m",
+            "prompt_hash": p,
+            "prompt_name": {"aaaaaaaaaaaa": "default", "bbbbbbbbbbbb": "strict"}[p],
+            "json_mode": j,
+            "passed": True,
+            "outcome": "pass",
+        }
+        for p in ("aaaaaaaaaaaa", "bbbbbbbbbbbb")
+        for j in (False, True)
+        for i in range(2)
+    )
+    ex = explore(df, by=["prompt_hash", "json_mode"], n_boot=0)
+    assert {"prompt_hash", "json_mode"} <= set(ex.filters)
+    assert [label for label, _ in ex.filters["prompt_hash"].options] == [
+        "default (aaaaaaa)",
+        "strict (bbbbbbb)",
+    ]
+    assert "default (aaaaaaa)" in ex.table.value and "JSON mode" in ex.table.value
+
+
+def test_summary_table_shows_both_intervals():
+    df = frame_from_records(
+        {
+            "run_id": "r",
+            "suite": "s",
+            "task": t,
+            "trial": i,
+            "model": "m",
+            "passed": i < c,
+            "outcome": "pass" if i < c else "wrong_state",
+        }
+        for t, c in (("a", 4), ("b", 2), ("c", 3))
+        for i in range(4)
+    )
+    table = summary_table(summarize(df, k=2, by="model", n_boot=200))
+    assert table.loc[0, "trials"] == "9/12" and table.loc[0, "tasks"] == "3/3"
+    assert table.loc[0, "pass^k 95% CI, new tasks"].startswith("[")
+    assert table.loc[0, "pass^k 95% CI, these tasks"].startswith("[")
+    wide = summary_table(summarize(df, k=3, by="model", n_boot=200))
+    assert wide.loc[0, "pass^k 95% CI, these tasks"] == "n < 2k"  # 4 trials < 2k = 6
+
+
+def test_explore_reports_a_k_above_the_selection_instead_of_raising(runs):
+    ex = explore(runs, k=5, n_boot=50)  # sloppy has 6 trials per task, known-good 3
+    ex.filters["model"].value = ("known-good",)
+    assert "larger than n=3" in ex.table.value
+    ex.k.value = 2
+    assert "known-good" in ex.table.value and "larger than" not in ex.table.value
