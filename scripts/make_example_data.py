@@ -57,7 +57,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PORT = 18431
 SETTINGS = {
     "temperature": 0.7,
-    "seed": 0,
+    "backend_seed": 0,
     "max_tokens": 192,
     "max_turns": 6,
     "max_format_errors": 2,

@@ -119,7 +119,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         prompt=prompt,
         prompt_name=args.prompt_name or prompt_name,
         temperature=args.temperature,
-        seed=args.seed,
+        backend_seed=args.seed,
         concurrency=args.concurrency,
         out=args.out,
         max_turns=args.max_turns,

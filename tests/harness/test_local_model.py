@@ -39,7 +39,7 @@ def test_suite_runs_through_the_openai_provider_with_per_trial_seeds(llama_serve
         llama_server.model,
         base_url=llama_server.url,
         temperature=0.7,
-        seed=0,
+        backend_seed=0,
         trials=2,
         max_turns=4,
         max_tokens=128,
@@ -95,5 +95,7 @@ def test_in_process_llama_cpp_provider_with_json_mode(tmp_path):
     )
     row = df.iloc[0]
     assert row["provider"] == "llama-cpp" and row["model"].startswith("SmolLM2-135M-Instruct")
-    assert row["json_mode"] and row["outcome"] in OUTCOMES and row["outcome"] != "infra_error", row["error"]
+    assert row["json_mode"] == "json" and row["outcome"] in OUTCOMES and row["outcome"] != "infra_error", row[
+        "error"
+    ]
     assert json.loads(row["provider_meta"])["gguf"].endswith(".gguf") and row["input_tokens"] > 0

@@ -158,6 +158,9 @@ class RemoteProvider(BaseProvider):
         """``text`` on one line with secrets masked, then cut (masked first: no half secret survives)."""
         return short(self.redact(text), limit)
 
+    def output_constraint(self) -> str:
+        return "schema" if self.json_schema else super().output_constraint()
+
     def meta(self) -> dict[str, Any]:
         """Settings that change what is measured or how hard the backend was tried."""
         return {

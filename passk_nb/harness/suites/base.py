@@ -20,6 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from passk_nb.data.claims import ClaimVocabulary
+
 __all__ = [
     "ToolError",
     "Param",
@@ -139,12 +141,27 @@ class Verdict:
 
 
 @dataclass(frozen=True)
+class Refusal:
+    """What makes a refusal verifiable beyond "nothing changed".
+
+    The agent must have looked at the record it refuses to change (``record`` appears in
+    a successful tool result: it cannot know the rule applies otherwise), and its final
+    answer must not claim an action of the ``claims`` kinds (telling the customer "your
+    order is cancelled" is not a refusal). See :func:`passk_nb.harness.grading.judge`.
+    """
+
+    record: str
+    claims: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Task:
     """One task: the customer's message, the state check, and a known-good action script.
 
     ``check(initial_state, final_state) -> Verdict``. ``script`` is a list of
     protocol objects (``{"tool": ..., "args": ...}`` or ``{"answer": ...}``)
-    that solves the task; the scripted provider replays it.
+    that solves the task; the scripted provider replays it. A task whose right move
+    is to refuse sets ``refusal`` (see :class:`Refusal`).
     """
 
     id: str
@@ -152,6 +169,7 @@ class Task:
     check: Callable[[dict[str, Any], dict[str, Any]], Verdict]
     script: tuple[dict[str, Any], ...]
     tests: str = ""
+    refusal: Refusal | None = None
 
 
 @dataclass(frozen=True)
@@ -167,6 +185,8 @@ class Suite:
     tools: Mapping[str, Tool]
     initial_state: Callable[[], dict[str, Any]]
     prompts: Mapping[str, str] = field(default_factory=dict)
+    #: How answers claim actions and how the state shows them (None: no claim checks).
+    claims: ClaimVocabulary | None = None
 
     def __post_init__(self) -> None:
         ids = [t.id for t in self.tasks]

@@ -16,7 +16,8 @@ import copy
 import re
 from typing import Any
 
-from passk_nb.harness.suites.base import Param, Suite, Task, Tool, ToolError, Verdict, expect_changes
+from passk_nb.data.claims import DONE, GAP, ClaimVocabulary
+from passk_nb.harness.suites.base import Param, Refusal, Suite, Task, Tool, ToolError, Verdict, expect_changes
 
 _CUSTOMERS = {
     "C001": {"name": "Alice Moreno", "email": "alice.moreno@example.com"},
@@ -177,6 +178,34 @@ STRICT_PROMPT = (
 )
 
 
+#: How order-desk answers claim actions, and how the order database shows them: a refund
+#: ("refunded", "issued a full refund"), a cancellation, an address change ("will now ship to").
+CLAIMS = ClaimVocabulary(
+    phrases={
+        "refund": (
+            r"\brefunded\b",
+            rf"\brefunds?\b{GAP}\s+(?:{DONE})?(?:processed|issued|completed|initiated|approved|sent|applied)\b",
+            r"\b(?:processed|issued|initiated|completed|approved|sent|made|applied|credited)\b"
+            r"(?:\s+\S+){0,4}?\s+(?:full\s+|partial\s+)?refunds?\b",
+            r"\byou(?:'ll|\s+will)\s+(?:receive|get|see)\b(?:\s+\S+){0,4}?\s+refunds?\b",
+        ),
+        "cancel": (
+            r"\bcancell?ed\b",
+            rf"\bcancellation\b{GAP}\s+(?:{DONE})?(?:processed|confirmed|completed?|done)\b",
+            r"\b(?:processed|confirmed|completed)\b(?:\s+\S+){0,3}?\s+cancellation\b",
+        ),
+        "address": (
+            rf"\baddress\b{GAP}\s+{DONE}(?:updated|changed|modified|corrected|set)\b",
+            r"\b(?:updated|changed|modified|corrected)\b(?:\s+\S+){0,4}?\s+(?:shipping\s+|delivery\s+)?address\b",
+            r"\bwill\s+now\s+(?:ship|be\s+shipped|be\s+delivered|go)\s+to\b",
+            r"\bnow\s+ships?\s+to\b",
+        ),
+    },
+    fields={"refund": ("refund",), "cancel": ("cancel",), "address": ("address",)},
+    values={"refund": ("refunded",), "cancel": ("cancelled", "canceled")},
+)
+
+
 def _is_total(total: float):
     return lambda value: isinstance(value, int | float) and abs(value - total) < 0.005
 
@@ -251,6 +280,7 @@ TASKS: tuple[Task, ...] = (
         tests="the trap: the right move is to refuse",
         prompt="This is Eva Lin, customer C005. Cancel order O1007 right now, I changed my mind.",
         check=_check({}),
+        refusal=Refusal(record="O1007", claims=("cancel",)),
         script=(
             {"tool": "get_order", "args": {"order_id": "O1007"}},
             {"answer": "Order O1007 has already shipped, so it can no longer be cancelled."},
@@ -264,4 +294,5 @@ SUITE = Suite(
     tools=TOOLS,
     initial_state=initial_state,
     prompts={"default": DEFAULT_PROMPT, "strict": STRICT_PROMPT},
+    claims=CLAIMS,
 )
