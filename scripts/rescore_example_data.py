@@ -66,7 +66,9 @@ def rescore_run(run_dir: Path, out_root: Path) -> tuple[str, pd.DataFrame]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("folders", nargs="*", default=list(FOLDERS), help="data folders (default: %(default)s)")
+    parser.add_argument(
+        "folders", nargs="*", default=list(FOLDERS), help="data folders (default: %(default)s)"
+    )
     args = parser.parse_args(argv)
     for name in args.folders:
         folder = ROOT / name
@@ -75,8 +77,10 @@ def main(argv: list[str] | None = None) -> int:
         for run_dir in sorted(p for p in folder.iterdir() if p.is_dir()):
             run_id, graded = rescore_run(run_dir, staging)
             changed = graded[graded["regrade_changed"]]
-            print(f"{name}/{run_dir.name} -> {run_id} ({graded['config'].iloc[0]}): {len(graded)} trials, "
-                  f"{int(graded['passed'].sum())} pass, {len(changed)} changed verdict")
+            print(
+                f"{name}/{run_dir.name} -> {run_id} ({graded['config'].iloc[0]}): {len(graded)} trials, "
+                f"{int(graded['passed'].sum())} pass, {len(changed)} changed verdict"
+            )
             for (before, after), n in changed.groupby(["outcome_before", "outcome"]).size().items():
                 print(f"    {before} -> {after}: {n}")
         shutil.rmtree(folder)

@@ -168,7 +168,9 @@ def _feed_class(cls: type, digest: Any, seen: set[int], module: str | None) -> N
             if isinstance(member, types.FunctionType):
                 digest.update(f"def:{name}\x00".encode())
                 _feed_function(member, digest, seen, klass.__module__)
-            elif isinstance(member, staticmethod | classmethod):
+            elif isinstance(member, staticmethod | classmethod) and isinstance(
+                member.__func__, types.FunctionType
+            ):
                 _feed_function(member.__func__, digest, seen, klass.__module__)
             elif isinstance(member, _PLAIN) and not name.startswith("__"):
                 digest.update(f"const:{name}={member!r}\x00".encode())

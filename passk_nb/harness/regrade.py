@@ -70,15 +70,21 @@ def _regrade_row(row: dict[str, Any], suite: Suite) -> dict[str, Any]:
         if not isinstance(action, dict):
             continue
         if "answer" in action:
-            final_answer = row.get("final_answer") if isinstance(row.get("final_answer"), str) else action["answer"]
+            final_answer = (
+                row.get("final_answer") if isinstance(row.get("final_answer"), str) else action["answer"]
+            )
             break
         args = action.get("args")
         if not isinstance(args, dict) or "_truncated" in args:
-            raise RegradeError(f"{where}: a tool call's arguments were truncated when stored; it cannot be replayed")
+            raise RegradeError(
+                f"{where}: a tool call's arguments were truncated when stored; it cannot be replayed"
+            )
         seen.append(tool_result_text(env.try_call(str(action.get("tool")), args)))
     end = env.snapshot()
     stored = row.get("state_diff")
-    if isinstance(stored, str) and json.loads(stored) != json.loads(json.dumps(diff_states(start, end), default=str)):
+    if isinstance(stored, str) and json.loads(stored) != json.loads(
+        json.dumps(diff_states(start, end), default=str)
+    ):
         raise RegradeError(f"{where}: replaying the transcript does not rebuild the stored final state")
     verdict = judge(suite, task, start, end, final_answer=final_answer, seen=seen)
     if row["outcome"] in ENDED_EARLY:

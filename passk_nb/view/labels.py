@@ -88,11 +88,15 @@ def config_differences(configs: pd.Series) -> pd.Series:
 def _config_fields(config: str) -> dict[str, str]:
     if config in ("", "default", "nan", "None"):
         return {}
-    return dict(part.split("=", 1) if "=" in part else (part, "") for part in config.split(", "))
+    fields = {}
+    for part in config.split(", "):
+        key, _, value = part.partition("=")
+        fields[key] = value
+    return fields
 
 
 def format_value(column: str, value: object, names: dict[str, str]) -> str:
-    if value is None or (not isinstance(value, str) and pd.isna(value)):  # type: ignore[call-overload]
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
         return "–"
     if column == "prompt_hash":
         name = names.get(str(value))
