@@ -68,7 +68,9 @@ def from_frame(
 
     out = pd.DataFrame(index=data.index)
     out["task"] = _text_column(data[task], task)
-    out["model"] = _text_column(data[model], model) if model in data.columns else (model or "")
+    out["model"] = (
+        _text_column(data[model], model) if model is not None and model in data.columns else (model or "")
+    )
     out["passed"] = _success(data[passed], passed)
     out["trial"] = _trials(data, trial, out)
     if outcome is not None:
