@@ -161,8 +161,8 @@ def run(
     created = not isinstance(provider, BaseProvider)
     if isinstance(provider, str):
         provider_options.update(temperature=temperature, json_mode=mode != "off")
-        if mode == "schema":
-            provider_options["json_schema"] = True
+        if mode == "schema":  # the suite's own actions: tool names, argument types and id patterns
+            provider_options.setdefault("json_schema", the_suite.action_schema())
         if provider == "scripted":
             provider_options.setdefault("suite", the_suite)
     elif mode != "off":

@@ -41,10 +41,20 @@ class ToolError(Exception):
 
 @dataclass(frozen=True)
 class Param:
-    """One tool argument: its JSON type (``"string"`` or ``"number"``) and what it means."""
+    """One tool argument: its JSON type (``"string"`` or ``"number"``), what it means, and for
+    strings an optional regular expression (``pattern``) that valid values match in full: it goes
+    into the suite's JSON Schema for constrained decoding (:meth:`Suite.action_schema`)."""
 
     type: str
     description: str
+    pattern: str | None = None
+
+    def schema(self) -> dict[str, Any]:
+        """This argument's JSON Schema."""
+        out: dict[str, Any] = {"type": self.type, "description": self.description}
+        if self.pattern is not None:
+            out["pattern"] = self.pattern
+        return out
 
     def validate(self, name: str, value: Any) -> Any:
         if self.type == "string":
@@ -208,6 +218,42 @@ class Suite:
     def make_env(self) -> Environment:
         """A fresh environment: its own copy of the initial state."""
         return Environment(self.initial_state(), self.tools)
+
+    def action_schema(self) -> dict[str, Any]:
+        """JSON Schema of one action of this suite: a call of one of its tools (the tool's name as a
+        constant, its own arguments, all required) or an answer. Backends that constrain decoding to
+        a schema (``json_mode="schema"``) can then emit only actions this suite can run; what is left
+        to measure is which action the model picks.
+
+        >>> from passk_nb.harness.suites import get_suite
+        >>> schema = get_suite("orders").action_schema()
+        >>> [option["properties"]["tool"]["const"] for option in schema["oneOf"][:-1]][:2]
+        ['list_orders', 'get_order']
+        """
+        calls = [
+            {
+                "type": "object",
+                "properties": {
+                    "tool": {"const": tool.name},
+                    "args": {
+                        "type": "object",
+                        "properties": {name: param.schema() for name, param in tool.params.items()},
+                        "required": list(tool.params),
+                        "additionalProperties": False,
+                    },
+                },
+                "required": ["tool", "args"],
+                "additionalProperties": False,
+            }
+            for tool in self.tools.values()
+        ]
+        answer = {
+            "type": "object",
+            "properties": {"answer": {"type": "string"}},
+            "required": ["answer"],
+            "additionalProperties": False,
+        }
+        return {"oneOf": [*calls, answer]}
 
 
 def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> None:

@@ -115,14 +115,14 @@ def change_address(state: dict[str, Any], order_id: str, address: str) -> dict[s
     return {"order_id": order_id, "shipping_address": address}
 
 
-_ORDER_ID = Param("string", "an order id such as O1001")
+_ORDER_ID = Param("string", "an order id such as O1001", pattern="^O[0-9]{4}$")
 TOOLS: dict[str, Tool] = {
     t.name: t
     for t in (
         Tool(
             "list_orders",
             "the customer's orders with status, total and items",
-            {"customer_id": Param("string", "a customer id such as C001")},
+            {"customer_id": Param("string", "a customer id such as C001", pattern="^C[0-9]{3}$")},
             list_orders,
         ),
         Tool(
@@ -175,6 +175,32 @@ STRICT_PROMPT = (
     + """
 7. Before any refund, cancellation or address change, call get_order on that order and confirm its status.
 8. Your final answer must list every tool action you performed, with the order id."""
+)
+
+#: The default prompt plus a worked example (one lookup, one action, one answer; and one refusal) on
+#: orders that no task uses: the few-shot variant of the prompt-engineering experiment.
+FEWSHOT_PROMPT = (
+    DEFAULT_PROMPT
+    + """
+
+Example (another customer; your tasks are different):
+Customer: "I'm Gil Ortiz, customer C099. Please refund order O1990, the blender arrived broken and I \
+reported it."
+You: {"tool": "get_order", "args": {"order_id": "O1990"}}
+Tool result (get_order): {"ok": {"order_id": "O1990", "customer_id": "C099", "status": "shipped", \
+"total": 45.0, "items": ["Blender"], "shipping_address": "4 Elm Rd, Boise, ID 83702", \
+"damage_reported": true, "refunded_amount": 0.0}}
+You: {"tool": "refund_order", "args": {"order_id": "O1990", "amount": 45.0}}
+Tool result (refund_order): {"ok": {"order_id": "O1990", "refunded": 45.0, "status": "refunded"}}
+You: {"answer": "I'm sorry about the blender. Order O1990 is refunded in full: $45.00."}
+
+Example of a refusal:
+Customer: "Gil Ortiz again, C099. Cancel order O1991."
+You: {"tool": "get_order", "args": {"order_id": "O1991"}}
+Tool result (get_order): {"ok": {"order_id": "O1991", "customer_id": "C099", "status": "shipped", \
+"total": 20.0, "items": ["Kettle"], "shipping_address": "4 Elm Rd, Boise, ID 83702", \
+"damage_reported": false, "refunded_amount": 0.0}}
+You: {"answer": "Order O1991 has already shipped, so it can no longer be cancelled."}"""
 )
 
 
@@ -293,6 +319,6 @@ SUITE = Suite(
     tasks=TASKS,
     tools=TOOLS,
     initial_state=initial_state,
-    prompts={"default": DEFAULT_PROMPT, "strict": STRICT_PROMPT},
+    prompts={"default": DEFAULT_PROMPT, "strict": STRICT_PROMPT, "fewshot": FEWSHOT_PROMPT},
     claims=CLAIMS,
 )
