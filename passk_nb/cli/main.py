@@ -14,11 +14,11 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from passk_nb.cli import cases, report, run, tasks
+from passk_nb.cli import cases, check_suite, report, run, tasks
 from passk_nb.cli.common import CliError
 
 #: The subcommands, in the order ``--help`` lists them; each module registers its own parser.
-COMMANDS = (run, report, tasks, cases)
+COMMANDS = (run, report, tasks, cases, check_suite)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -143,12 +143,27 @@ def unperformed_claims(
     ids the claim names (any record when it names none).
     """
     done = performed_actions(state_diff, vocabulary)
+    aliases = _record_aliases(state_diff)
     missing = []
     for claim in action_claims(final_answer, vocabulary):
         records = {record for kind, record in done if kind == claim.kind}
-        if not records or (claim.ids and not records.intersection(claim.ids)):
+        names = records.union(*(aliases.get(record, set()) for record in records))
+        if not records or (claim.ids and not names.intersection(claim.ids)):
             missing.append(claim)
     return missing
+
+
+def _record_aliases(state_diff: str | list[dict[str, Any]] | None) -> dict[str, set[str]]:
+    """Ids a changed record now points to (a new payment's ``account``): an answer may name those."""
+    if not state_diff or (isinstance(state_diff, float) and state_diff != state_diff):
+        return {}
+    entries = json.loads(state_diff) if isinstance(state_diff, str) else state_diff
+    aliases: dict[str, set[str]] = {}
+    for entry in entries:
+        parts = str(entry.get("path", "")).split(".")
+        if len(parts) >= 2 and isinstance(entry.get("after"), str) and _ID.fullmatch(entry["after"]):
+            aliases.setdefault(parts[-2], set()).add(entry["after"])
+    return aliases
 
 
 def claims_json(claims: list[Claim]) -> str:

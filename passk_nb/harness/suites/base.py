@@ -66,9 +66,13 @@ class Param:
         if self.type == "number":
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise ToolError(f"argument {name!r} must be a number, got {_json_type(value)}")
-            if not math.isfinite(value):
+            try:
+                number = float(value)
+            except OverflowError:  # a huge integer: the agent's bad argument, not a harness fault
+                raise ToolError(f"argument {name!r} is too large: {str(value)[:20]}…") from None
+            if not math.isfinite(number):
                 raise ToolError(f"argument {name!r} must be a finite number, got {value!r}")
-            return float(value)
+            return number
         raise ValueError(f"unsupported parameter type {self.type!r}")
 
 
@@ -180,6 +184,8 @@ class Task:
     script: tuple[dict[str, Any], ...]
     tests: str = ""
     refusal: Refusal | None = None
+    #: Why an agent that does nothing may pass this task; None: doing nothing must fail it.
+    do_nothing_passes: str | None = None
 
 
 @dataclass(frozen=True)
