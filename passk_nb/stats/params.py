@@ -67,7 +67,7 @@ DOCS: dict[str, str] = {
     ),
     "min_tasks": (
         f"min_tasks: fewest tasks for an interval for new tasks (default {MIN_TASKS}, measured by "
-        "simulation); fewer gives NaN, a warning and ``ci_method`` \"declined: too few tasks\"."
+        'simulation); fewer gives NaN, a warning and ``ci_method`` "declined: too few tasks".'
     ),
     "alpha": "alpha: the false discovery rate of the flip test (default 0.05).",
     "ax": "ax: the matplotlib Axes to draw on (default: a new figure). Returns the Axes.",

@@ -116,7 +116,8 @@ def summarize(
 
     >>> import pandas as pd
     >>> marks = {"a": "1111", "b": "1110", "c": "1010", "d": "1000", "e": "0000"}
-    >>> df = pd.DataFrame([{"task": t, "model": "m", "passed": m == "1"} for t, ms in marks.items() for m in ms])
+    >>> df = pd.DataFrame([{"task": t, "model": "m", "passed": m == "1"}
+    ...                    for t, ms in marks.items() for m in ms])
     >>> df["outcome"] = df["passed"].map({True: "pass", False: "wrong_state"})
     >>> out = summarize(df, k=2)  # by default: one row per model, prompt and configuration
     >>> out[["model", "n_tasks", "pass^k", "pass^k_lo", "pass^k_hi", "pass^k_se_fixed", "ci_method"]].round(3)
