@@ -73,7 +73,7 @@ def unbiased_variance(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
     Kept for the coverage benchmark: it is 0 whenever c = n or c < k, which made the old fixed-task
     interval zero-width.
     """
-    return pass_hat_k(n, c, k) ** 2 - pass_hat_k(n, c, 2 * k)
+    return np.asarray(pass_hat_k(n, c, k)) ** 2 - np.asarray(pass_hat_k(n, c, 2 * k))
 
 
 def _spread(

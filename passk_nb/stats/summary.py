@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -137,7 +138,13 @@ def summarize(
     if k > n_max:
         n = f"n={n_max}" if table["n"].eq(n_max).all() else f"n (at most {n_max})"
         raise ValueError(f"k={k} is larger than {n} for every task; run more trials or choose k ≤ {n_max}")
-    options = {"ci": ci, "n_boot": n_boot, "seed": seed, "method": method, "min_tasks": min_tasks}
+    options: dict[str, Any] = {
+        "ci": ci,
+        "n_boot": n_boot,
+        "seed": seed,
+        "method": method,
+        "min_tasks": min_tasks,
+    }
     out = _summary(table, by, k, **options)
     _warn_coverage(out, by, k)
     warn_declined(out, by, min_tasks)
@@ -195,7 +202,13 @@ def curve(
         raise ValueError("no k to evaluate: every task has 0 usable trials, or ks is empty")
     for k in ks:
         check_k(k)
-    options = {"ci": ci, "n_boot": n_boot, "seed": seed, "method": method, "min_tasks": min_tasks}
+    options: dict[str, Any] = {
+        "ci": ci,
+        "n_boot": n_boot,
+        "seed": seed,
+        "method": method,
+        "min_tasks": min_tasks,
+    }
     wide = pd.concat([_summary(table, by, k, **options) for k in ks], ignore_index=True)
     partial = wide["n_tasks_covered"] < wide["n_tasks"]
     if partial.any():
