@@ -304,8 +304,13 @@ def _reward(result: Mapping[str, Any]) -> float:
 
 def _trial(result: Mapping[str, Any]) -> int:
     trial = result.get("trial")
-    whole = isinstance(trial, int | float) and not isinstance(trial, bool) and math.isfinite(trial)
-    if not whole or trial != int(trial) or trial < 0:
+    if (
+        isinstance(trial, bool)
+        or not isinstance(trial, int | float)
+        or not math.isfinite(trial)
+        or trial != int(trial)
+        or trial < 0
+    ):
         raise ValueError(
             f"task {result.get('task_id')!r}: trial must be a whole number ≥ 0; got {trial!r}. "
             "Fix or drop that entry"
