@@ -178,8 +178,8 @@ def curve(
 
     Columns: the ``by`` columns, ``k``, ``metric`` (``"pass@k"`` or ``"pass^k"``), ``value``,
     ``lo``, ``hi`` (the :func:`summarize` interval for new tasks), ``se_fixed``,
-    ``n_tasks``, ``n_tasks_covered`` and ``partial``: True where k exceeds some tasks' n, so
-    those tasks are left out of the value. Then the curve is over fewer tasks and can rise:
+    ``n_tasks``, ``n_tasks_covered``, ``partial`` (True where k exceeds some tasks' n, so
+    those tasks are left out of the value) and ``ci_method``. Then the curve is over fewer tasks and can rise:
     pass^k falls with k only where ``partial`` is False. Add ``"task"`` to ``by`` for per-task
     curves. Where a k covers only part of a group's tasks one warning says so.
 
@@ -231,6 +231,7 @@ def curve(
             n_tasks=wide["n_tasks"],
             n_tasks_covered=wide["n_tasks_covered"],
             partial=partial,
+            ci_method=wide["ci_method"],
         )
         for metric in METRICS
     ]

@@ -279,6 +279,7 @@ def test_curve_is_tidy_and_agrees_with_summarize() -> None:
         "n_tasks",
         "n_tasks_covered",
         "partial",
+        "ci_method",
     ]
     assert out["k"].tolist() == [1, 2, 3, 4] * 2 and out["metric"].tolist() == ["pass@k"] * 4 + ["pass^k"] * 4
     # pass^k of task b (2/4) is 1/2, 1/6, 0, 0; task a is always 1
