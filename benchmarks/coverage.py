@@ -145,6 +145,42 @@ def cell(prior: Prior, tasks: int, n: int, k: int, suites: int, seed: int, n_boo
     return out
 
 
+SUMMARY_ROWS = (
+    ("kg", "new tasks: Korn–Graubard (summarize's default)", True),
+    ("t", "new tasks: Student-t", False),
+    ("boot", "new tasks: percentile bootstrap over tasks", False),
+    ("fixed", "these tasks: value ± z·se_fixed (new se_fixed)", True),
+    ("fixed_old", "these tasks: old se_fixed (unbiased variance)", False),
+    ("paired_t", "compare: paired t (default)", True),
+    ("paired_boot", "compare: paired bootstrap over tasks", False),
+)
+
+
+def compact(rows: list[tuple[int, int, int, str, dict[str, object]]], tasks: list[int]) -> str:
+    """Markdown: per interval and T, the lowest–highest coverage over p, n, k and both metrics."""
+    lines = [
+        "| nominal 95 % (lowest–highest over p, n, k, pass^k and pass@k) | "
+        + " | ".join(f"T = {t}" for t in tasks)
+        + " |",
+        "|---" * (len(tasks) + 1) + "|",
+    ]
+    for key, label, shipped in SUMMARY_ROWS:
+        cells = []
+        for t in tasks:
+            values = np.concatenate(
+                [np.asarray(res[key], dtype=float) for tt, _, _, _, res in rows if tt == t]
+            )
+            values = values[~np.isnan(values)]
+            if not values.size:
+                cells.append("–")
+                continue
+            text = f"{values.min():.0%}–{values.max():.0%}"
+            declined = shipped and key != "fixed" and t < MIN_TASKS
+            cells.append(f"({text}, declined)" if declined else text)
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--suites", type=int, default=1000, help="simulated suites per cell")
@@ -192,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
         for key in ("fixed",) + (("kg", "paired_t") if given else ()):
             worst[key] = min(worst.get(key, 1.0), float(np.nanmin(res[key])))
             zero[key] = zero.get(key, 0) + int(res.get("fixed_zero", 0)) if key == "fixed" else 0
+    print()
+    print(compact(rows, args.tasks))
     print()
     print("worst coverage of what passk-nb gives:", ", ".join(f"{k} {v:.1%}" for k, v in worst.items()))
     print(f"zero-width fixed-task intervals: {zero.get('fixed', 0)}")

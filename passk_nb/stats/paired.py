@@ -59,9 +59,7 @@ def compare(
     {df}
     on: the column whose values ``a`` and ``b`` name the two arms.
     {k}
-    by: columns to group by. Default None: the identity columns except ``on`` and any column
-    whose values never overlap between the arms (so ``on="prompt_name"`` does not also group by
-    the prompt's hash).
+    {paired_by}
     {ci}
     {n_boot}
     {seed}
@@ -186,8 +184,7 @@ def flips(
 
     {df}
     on: the column whose values ``a`` and ``b`` name the two arms.
-    by: columns to group by (each group is its own multiple-testing family); default as in
-    :func:`compare`.
+    {paired_by} Each group is its own multiple-testing family.
     {alpha}
     {infra}
     test: the per-task two-sided test: ``"fisher"`` (Fisher's exact, default) or ``"boschloo"``

@@ -47,6 +47,11 @@ DOCS: dict[str, str] = {
         f"({', '.join(IDENTITY_COLUMNS)}; ``run_id`` where ``config`` is missing), so "
         "configurations are never pooled; ``by=()`` pools everything on purpose."
     ),
+    "paired_by": (
+        "by: columns to group by. Default None: the identity columns except ``on`` and any column "
+        'whose values never overlap between the arms (so ``on="prompt_name"`` does not also group '
+        "by the prompt's hash)."
+    ),
     "k": "k: the number of tries in pass@k and pass^k (≥ 1, at most a task's n).",
     "ks": "ks: the k values (default 1 .. the largest n of any task).",
     "ci": f"ci: the interval's level (default {CI}).",

@@ -288,8 +288,7 @@ def plot_tasks(
 
     Each cell shows the counts ``successes/trials`` (e.g. ``3/4``) and is coloured by
     the success rate, or by the unbiased pass^k when ``k`` is given (then also written
-    in the cell). ``infra_error`` trials are left out of the counts by default, as in
-    :func:`passk_nb.stats.summary.summarize`. Cells of tasks a group never ran say "–".
+    in the cell). Cells of tasks a group never ran say "–".
 
     >>> from passk_nb.data.records import frame_from_records
     >>> df = frame_from_records(
