@@ -15,13 +15,23 @@
 A trial passes when its reward is within 1e-6 of 1. Other failures are ``max_turns``
 when the run hit its step limit and ``wrong_state`` otherwise (τ-bench judges the final
 state).
+
+**Missing trials.** τ-bench's own report divides by the number of distinct trial numbers in
+the file, so a task missing a trial counts that trial as a failure. Here a task keeps its own
+n: a missing trial is simply not there (a warning says which tasks lack trials). To reproduce
+τ-bench's numbers, pass ``missing="fail"`` (the missing trials become failed rows whose
+``error`` says so) and ``infra="fail"`` to the statistics (τ-bench also counts crashes as
+failures).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
+import re
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -35,25 +45,39 @@ from passk_nb.data.records import frame_from_records
 REWARD_TOLERANCE = 1e-6
 #: τ²-bench termination reasons that mean "no evaluable run" (its non-evaluable set).
 TAU2_INFRA_REASONS: frozenset[str] = frozenset({"infrastructure_error", "context_window_exceeded"})
+#: τ-bench's result file name: ``{strategy}-{model}-{temperature}_range_{start}-{end}_user-...``.
+_TAU_FILE_NAME = re.compile(
+    r"^(?:tool-calling|act|react|few-shot)-(?P<model>.+)-(?P<temperature>[0-9.]+)_range_"
+)
+#: What ``missing=`` accepts.
+MISSING_MODES: tuple[str, ...] = ("skip", "fail")
 
 
 def from_tau_bench(
-    source: str | os.PathLike[str] | Sequence[Mapping[str, Any]] | Mapping[str, Any],
+    source: str | os.PathLike[str] | Sequence[Any] | Mapping[str, Any],
     *,
     model: str | None = None,
     suite: str | None = None,
     run_id: str | None = None,
+    missing: str = "skip",
 ) -> pd.DataFrame:
-    """Trial records (:mod:`passk_nb.data.records` columns) from a τ-bench or τ²-bench result.
+    """Trial records (:mod:`passk_nb.data.records` columns) from τ-bench or τ²-bench results.
 
-    ``source`` is a result file or τ²-bench result folder, or the already-loaded JSON (a
-    τ-bench list or a τ²-bench object). ``model`` and ``suite`` fill in what τ-bench
-    files do not record (τ²-bench files give the agent model and the domain; the
-    arguments override them). ``run_id`` defaults to a hash of the content, so the same
-    file always gets the same id. ``prompt_hash`` is the hash of the trajectory's system
-    message when it has one (as :func:`passk_nb.data.ids.prompt_hash` computes it), so
-    different system prompts are never pooled; trials without one (a crash) get the
-    file's prompt hash when the file has exactly one.
+    ``source`` is a result file or τ²-bench result folder, a list of them (each becomes its own
+    run and, without ``model=``, its own model), or the already-loaded JSON (a τ-bench list or a
+    τ²-bench object). ``model`` defaults to what the file says: τ²-bench's agent model, or for
+    τ-bench the model in its file name (``tool-calling-gpt-4o-0.0_range_...json`` → ``gpt-4o``),
+    else the file name; loaded JSON without ``model=`` gets ``"unknown-<run_id>"``, so two
+    sources are never pooled silently. ``suite`` fills in the domain (τ²-bench records it).
+    ``run_id`` defaults to a hash of the content, so the same file always gets the same id.
+    ``prompt_hash`` is the hash of the trajectory's system message when it has one, so
+    different system prompts are never pooled; trials without one (a crash) get the file's
+    prompt hash when the file has exactly one. ``missing``: ``"skip"`` (default) leaves missing
+    trials out, with a warning; ``"fail"`` adds them as failures, as τ-bench's report counts
+    them (module docstring).
+
+    Raises ValueError for a duplicate (task, trial), a reward that is not a number, or a trial
+    number that is not a whole number ≥ 0.
 
     >>> results = [{"task_id": 0, "trial": t, "reward": r, "info": {}, "traj": []}
     ...            for t, r in enumerate([1.0, 0.0, 0.9999999])]
@@ -64,23 +88,119 @@ def from_tau_bench(
     1    0      1   False  wrong_state
     2    0      2    True         pass
     """
+    if missing not in MISSING_MODES:
+        raise ValueError(f"missing must be one of {list(MISSING_MODES)}; got missing={missing!r}")
+    if _is_path_list(source):
+        assert isinstance(source, Sequence)
+        if run_id is not None and len(source) > 1:
+            raise ValueError("run_id= names one run; with several files leave it out (each gets its own)")
+        frames = [
+            from_tau_bench(path, model=model, suite=suite, run_id=run_id, missing=missing) for path in source
+        ]
+        return pd.concat(frames, ignore_index=True)
     data = _load(source)
     rid = run_id or _content_id(data)
+    file_model = _model_from_name(source)
     if isinstance(data, Mapping) and "simulations" in data:
         records = _tau2_records(data, model=model, suite=suite)
+        if not records or not records[0]["model"]:
+            records = [{**r, "model": file_model or f"unknown-{rid}"} for r in records]
     elif isinstance(data, Sequence) and not isinstance(data, str | bytes):
-        records = [_tau_record(result, model=model, suite=suite) for result in data]
+        name = model or file_model or f"unknown-{rid}"
+        records = [_tau_record(result, model=name, suite=suite) for result in data]
     else:
         raise ValueError(
             "not a τ-bench result (a JSON list of {task_id, reward, info, traj, trial}) "
             "nor a τ²-bench result (an object with 'simulations')"
         )
+    _reject_duplicates(records, source)
+    records += _missing_trials(records, source, fill=missing == "fail")
     hashes = {record["prompt_hash"] for record in records} - {""}
     # a crashed trial has no transcript: give it the file's prompt so it is not split off
     fill = hashes.pop() if len(hashes) == 1 else ""
     return frame_from_records(
         {**record, "run_id": rid, "prompt_hash": record["prompt_hash"] or fill} for record in records
     )
+
+
+def _is_path_list(source: Any) -> bool:
+    return (
+        isinstance(source, Sequence)
+        and not isinstance(source, str | bytes)
+        and len(source) > 0
+        and all(isinstance(item, str | os.PathLike) for item in source)
+    )
+
+
+def _model_from_name(source: Any) -> str:
+    """The model a τ-bench file name records, else the file name; "" for loaded JSON."""
+    if not isinstance(source, str | os.PathLike):
+        return ""
+    path = Path(source)
+    stem = path.name if path.is_dir() else path.stem
+    match = _TAU_FILE_NAME.match(stem)
+    return match["model"] if match else stem
+
+
+def _where(source: Any) -> str:
+    return f" in {os.fspath(source)}" if isinstance(source, str | os.PathLike) else ""
+
+
+def _reject_duplicates(records: list[dict[str, Any]], source: Any) -> None:
+    seen: dict[tuple[str, int], int] = {}
+    for record in records:
+        key = (record["task"], record["trial"])
+        seen[key] = seen.get(key, 0) + 1
+    dups = [key for key, count in seen.items() if count > 1]
+    if dups:
+        shown = ", ".join(f"task {t!r} trial {i}" for t, i in dups[:5])
+        more = f" and {len(dups) - 5} more" if len(dups) > 5 else ""
+        raise ValueError(
+            f"duplicate (task, trial){_where(source)}: {shown}{more}. A result file holds each trial once; "
+            "were two runs concatenated? Load them as separate files: from_tau_bench([file_a, file_b])"
+        )
+
+
+def _missing_trials(records: list[dict[str, Any]], source: Any, *, fill: bool) -> list[dict[str, Any]]:
+    """Warn about tasks lacking some of the file's trial numbers; with ``fill``, failed rows for them."""
+    trials = sorted({record["trial"] for record in records})
+    by_task: dict[str, set[int]] = {}
+    template: dict[str, dict[str, Any]] = {}
+    for record in records:
+        by_task.setdefault(record["task"], set()).add(record["trial"])
+        template.setdefault(record["task"], record)
+    gaps = {
+        task: [t for t in trials if t not in have]
+        for task, have in by_task.items()
+        if len(have) < len(trials)
+    }
+    if not gaps:
+        return []
+    shown = ", ".join(f"task {task!r} lacks trial(s) {ts}" for task, ts in list(gaps.items())[:3])
+    more = f" and {len(gaps) - 3} more tasks" if len(gaps) > 3 else ""
+    if not fill:
+        warnings.warn(
+            f"missing trials{_where(source)}: {shown}{more}. They are left out (each task keeps its own n); "
+            "τ-bench's report counts them as failures: pass missing='fail' to reproduce it",
+            UserWarning,
+            stacklevel=3,
+        )
+        return []
+    added = []
+    for task, ts in gaps.items():
+        base = template[task]
+        for trial in ts:
+            added.append(
+                {
+                    **{key: base[key] for key in ("task", "suite", "provider", "model", "prompt_hash")},
+                    "trial": trial,
+                    "passed": False,
+                    "state_ok": False,
+                    "outcome": "wrong_state",
+                    "error": "missing from the result file (τ-bench counts it as a failure)",
+                }
+            )
+    return added
 
 
 def _content_id(data: Any) -> str:
@@ -102,19 +222,21 @@ def _load(source: Any) -> Any:
     return data
 
 
-def _tau_record(result: Mapping[str, Any], *, model: str | None, suite: str | None) -> dict[str, Any]:
+def _tau_record(result: Mapping[str, Any], *, model: str, suite: str | None) -> dict[str, Any]:
+    if not isinstance(result, Mapping):
+        raise ValueError(f"τ-bench result entries must be objects; got {_preview(result)}")
     missing = [key for key in ("task_id", "reward", "trial") if key not in result]
     if missing:
         raise ValueError(f"τ-bench result lacks {missing}: {_preview(result)}")
     info = result.get("info") or {}
     traj = result.get("traj") or []
     crashed = "error" in info
-    passed = _passed(result["reward"]) and not crashed
+    passed = not crashed and _passed(_reward(result))
     return {
         **_common(result, traj, passed),
         "suite": suite or "tau-bench",
         "provider": "tau-bench",
-        "model": model or "",
+        "model": model,
         "outcome": "pass" if passed else "infra_error" if crashed else "wrong_state",
         "error": str(info["error"]) if crashed else None,
     }
@@ -133,7 +255,7 @@ def _tau2_records(data: Mapping[str, Any], *, model: str | None, suite: str | No
         reward = (sim.get("reward_info") or {}).get("reward")
         reason = sim.get("termination_reason") or ""
         infra = reason in TAU2_INFRA_REASONS
-        passed = reward is not None and _passed(reward) and not infra
+        passed = not infra and reward is not None and _passed(_reward({**sim, "reward": reward}))
         failure = "infra_error" if infra else "max_turns" if reason == "max_steps" else "wrong_state"
         records.append(
             {
@@ -155,7 +277,7 @@ def _common(result: Mapping[str, Any], messages: list[Mapping[str, Any]], passed
     assistant = [m for m in messages if m.get("role") == "assistant"]
     return {
         "task": str(result["task_id"]),
-        "trial": int(result["trial"]),
+        "trial": _trial(result),
         "passed": passed,
         "state_ok": passed,
         "prompt_hash": prompt_hash(system) if isinstance(system, str) else "",
@@ -166,8 +288,34 @@ def _common(result: Mapping[str, Any], messages: list[Mapping[str, Any]], passed
     }
 
 
-def _passed(reward: Any) -> bool:
-    return abs(float(reward) - 1.0) <= REWARD_TOLERANCE
+def _passed(reward: float) -> bool:
+    return abs(reward - 1.0) <= REWARD_TOLERANCE
+
+
+def _reward(result: Mapping[str, Any]) -> float:
+    reward = result.get("reward")
+    if isinstance(reward, bool) or not isinstance(reward, int | float) or not math.isfinite(reward):
+        raise ValueError(
+            f"task {result.get('task_id')!r} trial {result.get('trial')!r}: reward must be a finite number "
+            f"(1 is a success); got {reward!r}. Fix or drop that entry"
+        )
+    return float(reward)
+
+
+def _trial(result: Mapping[str, Any]) -> int:
+    trial = result.get("trial")
+    if (
+        isinstance(trial, bool)
+        or not isinstance(trial, int | float)
+        or not math.isfinite(trial)
+        or trial != int(trial)
+        or trial < 0
+    ):
+        raise ValueError(
+            f"task {result.get('task_id')!r}: trial must be a whole number ≥ 0; got {trial!r}. "
+            "Fix or drop that entry"
+        )
+    return int(trial)
 
 
 def _preview(value: Any) -> str:

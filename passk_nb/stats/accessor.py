@@ -10,7 +10,7 @@ same keywords and defaults.
 >>> df = pd.DataFrame({"task": ["a"] * 4 + ["b"] * 4, "model": "m",
 ...                    "passed": [True, True, True, True, True, True, False, False]})
 >>> df["outcome"] = df["passed"].map({True: "pass", False: "wrong_state"})
->>> df.passk.summarize(k=2)[["model", "pass@k", "pass^k"]].round(4)
+>>> df.passk.summarize(k=2, n_boot=0)[["model", "pass@k", "pass^k"]].round(4)
   model  pass@k  pass^k
 0     m  0.9167  0.5833
 """
@@ -23,7 +23,7 @@ from typing import Any
 
 import pandas as pd
 
-from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED
+from passk_nb.stats.params import CI, INFRA, MIN_TASKS, N_BOOT, SEED
 
 #: Columns a frame needs for ``df.passk``.
 REQUIRED: tuple[str, ...] = ("task", "passed", "outcome")
@@ -56,9 +56,12 @@ class PasskAccessor:
         n_boot: int = N_BOOT,
         seed: int = SEED,
         infra: str = INFRA,
+        method: str = "korn-graubard",
+        min_tasks: int = MIN_TASKS,
     ) -> pd.DataFrame:
         """:func:`passk_nb.summarize` of this frame."""
         options = {"by": by, "ci": ci, "n_boot": n_boot, "seed": seed, "infra": infra}
+        options |= {"method": method, "min_tasks": min_tasks}
         return _call("summary", "summarize", self._df, k=k, **options)
 
     def curve(
@@ -70,9 +73,13 @@ class PasskAccessor:
         n_boot: int = N_BOOT,
         seed: int = SEED,
         infra: str = INFRA,
+        method: str = "korn-graubard",
+        min_tasks: int = MIN_TASKS,
     ) -> pd.DataFrame:
         """:func:`passk_nb.curve` of this frame."""
-        return _call("summary", "curve", self._df, ks, by=by, ci=ci, n_boot=n_boot, seed=seed, infra=infra)
+        options = {"by": by, "ci": ci, "n_boot": n_boot, "seed": seed, "infra": infra}
+        options |= {"method": method, "min_tasks": min_tasks}
+        return _call("summary", "curve", self._df, ks, **options)
 
     def compare(
         self,
@@ -86,9 +93,12 @@ class PasskAccessor:
         n_boot: int = N_BOOT,
         seed: int = SEED,
         infra: str = INFRA,
+        method: str = "t",
+        min_tasks: int = MIN_TASKS,
     ) -> pd.DataFrame:
         """:func:`passk_nb.compare` of arms ``a`` and ``b`` (values of column ``on``) in this frame."""
         options = {"by": by, "ci": ci, "n_boot": n_boot, "seed": seed, "infra": infra}
+        options |= {"method": method, "min_tasks": min_tasks}
         return _call("paired", "compare", self._df, on=on, a=a, b=b, k=k, **options)
 
     def flips(
@@ -100,6 +110,9 @@ class PasskAccessor:
         by: str | Sequence[str] | None = None,
         alpha: float = 0.05,
         infra: str = INFRA,
+        test: str = "fisher",
+        family: str = "tarone",
     ) -> pd.DataFrame:
         """:func:`passk_nb.flips` between arms ``a`` and ``b`` (values of column ``on``) in this frame."""
-        return _call("paired", "flips", self._df, on=on, a=a, b=b, by=by, alpha=alpha, infra=infra)
+        options = {"by": by, "alpha": alpha, "infra": infra, "test": test, "family": family}
+        return _call("paired", "flips", self._df, on=on, a=a, b=b, **options)

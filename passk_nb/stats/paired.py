@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -14,19 +15,30 @@ from passk_nb.stats.counts import (
     check_options,
     group_ids,
     group_means,
+    group_sums,
     require_columns,
     task_counts,
 )
 from passk_nb.stats.estimators import pass_at_k, pass_hat_k
 from passk_nb.stats.intervals import (
-    cluster_bootstrap,
+    check_method,
+    fixed_task_variance,
     group_corr,
     nan_interval,
+    population_interval,
 )
-from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by
-from passk_nb.stats.summary import METRICS
+from passk_nb.stats.params import CI, INFRA, MIN_TASKS, N_BOOT, SEED, default_by, share_docs
+from passk_nb.stats.summary import DECLINED, METRICS, warn_declined
+
+#: Interval methods of :func:`compare`; the first is the default.
+PAIRED_METHODS: tuple[str, ...] = ("t", "bootstrap")
+#: Per-task tests of :func:`flips`; the first is the default.
+TESTS: tuple[str, ...] = ("fisher", "boschloo")
+#: Multiple-testing families of :func:`flips`; the first is the default.
+FAMILIES: tuple[str, ...] = ("tarone", "all")
 
 
+@share_docs
 def compare(
     df: pd.DataFrame,
     *,
@@ -39,18 +51,31 @@ def compare(
     n_boot: int = N_BOOT,
     seed: int = SEED,
     infra: str = INFRA,
+    method: str = PAIRED_METHODS[0],
+    min_tasks: int = MIN_TASKS,
 ) -> pd.DataFrame:
     """Paired comparison of arm ``b`` against arm ``a`` (values of column ``on``), over tasks.
 
-    Only tasks with at least k usable trials under both arms are paired (a warning says
-    how many were left out). For each group of ``by`` and each metric the result holds
-    ``n_tasks`` paired tasks, the arm means ``a`` and ``b``, ``diff`` = b − a, its
-    ``ci`` interval ``lo``/``hi`` from a cluster bootstrap over tasks that uses the same
-    draw of tasks for both arms (the "new tasks like these" question), and ``corr``, the
-    correlation of the per-task values between arms (high correlation is what makes
-    pairing narrow the interval). ``by`` defaults to whichever of ``model`` and
-    ``prompt_hash`` is not ``on`` and takes values shared by both arms (so
-    ``on="prompt_name"`` does not also group by the prompt's hash). For one task at a time use :func:`flips`.
+    {df}
+    on: the column whose values ``a`` and ``b`` name the two arms.
+    {k}
+    {paired_by}
+    {ci}
+    {n_boot}
+    {seed}
+    {infra}
+    {paired_method}
+    {min_tasks}
+
+    Only tasks with at least k usable trials under both arms are paired (a warning says how many
+    were left out). For each group and metric: ``n_tasks`` paired tasks, the arm means ``a`` and
+    ``b``, ``diff`` = b − a; ``lo``/``hi``, the ``ci`` interval of the mean per-task difference
+    for new tasks like these (paired t on per-task differences, their spread floored at the
+    fixed-task variance of both arms; it covered ≥ 90 % of simulated suites from five tasks up,
+    where the bootstrap over tasks covered 78–85 % at five tasks; declined below ``min_tasks``);
+    ``se_fixed``, the difference's standard error for these tasks re-rolled; ``corr``, the
+    correlation of the per-task values between arms (high correlation is what makes pairing
+    narrow the interval); ``ci_method``. For one task at a time use :func:`flips`.
 
     >>> import pandas as pd
     >>> df = pd.DataFrame({"task": list("aabbcc") * 2, "model": "m", "prompt_hash": ["p1"] * 6 + ["p2"] * 6,
@@ -69,6 +94,7 @@ def compare(
             f"by={list(by)} must not contain 'task' or on={on!r}; for per-task differences use flips()"
         )
     check_options(ci=ci, n_boot=n_boot, seed=seed)
+    check_method(method, PAIRED_METHODS, min_tasks)
     check_k(k)
     keys = [*by, "task"]
     tables = task_counts(arm_a, by, infra), task_counts(arm_b, by, infra)
@@ -89,16 +115,36 @@ def compare(
     gid, groups = group_ids(paired, by)
     n_groups = len(groups)
 
-    def values(arm: str) -> np.ndarray:
-        n, c = paired[f"n_{arm}"].to_numpy(), paired[f"c_{arm}"].to_numpy()
-        return np.column_stack([pass_at_k(n, c, k), pass_hat_k(n, c, k)])
+    def arm(name: str) -> tuple[np.ndarray, np.ndarray]:
+        n, c = (
+            paired[f"n_{name}"].to_numpy().astype(np.int64),
+            paired[f"c_{name}"].to_numpy().astype(np.int64),
+        )
+        values = np.column_stack([pass_at_k(n, c, k), pass_hat_k(n, c, k)])
+        variances = np.column_stack([fixed_task_variance(n, n - c, k), fixed_task_variance(n, c, k)])
+        return values, variances
 
-    va, vb = values("a"), values("b")
+    (va, var_a), (vb, var_b) = arm("a"), arm("b")
     n_tasks = np.bincount(gid, minlength=n_groups)
     mean_a, mean_b = group_means(gid, va, n_tasks), group_means(gid, vb, n_tasks)
+    se_fixed = np.sqrt(group_sums(gid, var_a + var_b, n_groups)) / n_tasks[:, None]
     lo, hi = nan_interval(n_groups, len(METRICS))
+    ci_method = np.full(n_groups, "none", dtype=object)
     if n_boot:
-        lo, hi = cluster_bootstrap(gid, vb - va, n_groups, ci=ci, n_boot=n_boot, seed=seed)
+        lo, hi, declined = population_interval(
+            gid,
+            vb - va,
+            var_a + var_b,
+            n_groups,
+            method=method,
+            ci=ci,
+            n_boot=n_boot,
+            seed=seed,
+            min_tasks=min_tasks,
+            lower=-1.0,
+        )
+        ci_method[:] = method
+        ci_method[declined] = DECLINED
     corr = group_corr(gid, va, vb, mean_a, mean_b, n_groups)
     long = [
         groups.assign(
@@ -110,14 +156,18 @@ def compare(
             diff=mean_b[:, j] - mean_a[:, j],
             lo=lo[:, j],
             hi=hi[:, j],
+            se_fixed=se_fixed[:, j],
             corr=corr[:, j],
+            ci_method=ci_method,
         )
         for j, metric in enumerate(METRICS)
     ]
     out = pd.concat(long, ignore_index=True)
+    warn_declined(out.rename(columns={"n_tasks": "n_tasks_covered"}), by, min_tasks)
     return out.sort_values([*by, "metric"], kind="stable").reset_index(drop=True)
 
 
+@share_docs
 def flips(
     df: pd.DataFrame,
     *,
@@ -127,27 +177,47 @@ def flips(
     by: str | Sequence[str] | None = None,
     alpha: float = 0.05,
     infra: str = INFRA,
+    test: str = TESTS[0],
+    family: str = FAMILIES[0],
 ) -> pd.DataFrame:
     """Per task: did its success rate change between arm ``a`` and arm ``b`` of column ``on``?
 
+    {df}
+    on: the column whose values ``a`` and ``b`` name the two arms.
+    {paired_by} Each group is its own multiple-testing family.
+    {alpha}
+    {infra}
+    test: the per-task two-sided test: ``"fisher"`` (Fisher's exact, default) or ``"boschloo"``
+    (Boschloo's exact unconditional test, more powerful at small n: 4/4 → 0/4 gives p = 0.0078
+    where Fisher gives 0.029; slower).
+    family: ``"tarone"`` (default): Benjamini–Hochberg across only the tasks whose trial counts
+    and total successes can reach p < alpha/K at all (Tarone's rule; a task that passed every
+    trial under both arms cannot show a flip and does not dilute the others); ``"all"``: every
+    task.
+
     One row per task with usable trials under both arms: ``successes_a``/``trials_a``,
-    ``successes_b``/``trials_b``, ``delta`` (success rate b − a), ``p_value`` (Fisher's
-    exact test, two-sided), ``q_value`` (Benjamini–Hochberg across the tasks of each
-    ``by`` group), ``min_p`` (the smallest p the trial counts allow, reached by a
-    complete flip such as 4/4 → 0/4) and ``flip`` (q < ``alpha``). A warning says when
-    the trial counts are too small for any task to reach p < ``alpha``: 3 trials per arm
-    cannot (smallest p = 0.1), 4 can (p = 0.029). ``by`` defaults to whichever of
-    ``model`` and ``prompt_hash`` is not ``on``.
+    ``successes_b``/``trials_b``, ``delta`` (success rate b − a), ``p_value``, ``min_p`` (the
+    smallest p these trial counts allow, reached by a complete flip such as 4/4 → 0/4),
+    ``tested`` (in the family), ``q_value`` (Benjamini–Hochberg within the family; NaN outside)
+    and ``flip`` (q < ``alpha``). Warnings say when no flip can be significant at these trial
+    counts (3 per arm cannot reach p < 0.05 with Fisher), and when Benjamini–Hochberg across the
+    family cannot flag a single complete flip (a lone flip needs p ≤ alpha/m among m tasks).
 
     >>> import pandas as pd
-    >>> df = pd.DataFrame({"task": "t", "model": "m", "prompt_hash": ["p1"] * 4 + ["p2"] * 4,
-    ...                    "passed": [True] * 4 + [False] * 4})
+    >>> marks = {("p1", "t1"): "1111", ("p2", "t1"): "0000"}
+    >>> marks |= {(p, t): "1111" for p in ("p1", "p2") for t in ("t2", "t3", "t4", "t5")}
+    >>> df = pd.DataFrame([{"task": t, "model": "m", "prompt_hash": p, "passed": m == "1"}
+    ...                    for (p, t), ms in marks.items() for m in ms])
     >>> df["outcome"] = df["passed"].map({True: "pass", False: "wrong_state"})
-    >>> out = flips(df, a="p1", b="p2")
-    >>> out[["task", "successes_a", "trials_a", "successes_b", "trials_b", "flip"]]
-      task  successes_a  trials_a  successes_b  trials_b  flip
-    0    t            4         4            0         4  True
-    >>> round(float(out.loc[0, "p_value"]), 4)
+    >>> out = flips(df, a="p1", b="p2")  # the four steady tasks cannot flip: not in the family
+    >>> out[["task", "successes_a", "successes_b", "tested", "flip"]]
+      task  successes_a  successes_b  tested   flip
+    0   t1            4            0    True   True
+    1   t2            4            4   False  False
+    2   t3            4            4   False  False
+    3   t4            4            4   False  False
+    4   t5            4            4   False  False
+    >>> round(float(out.loc[0, "q_value"]), 4)
     0.0286
     """
     arm_a, arm_b = _arms(df, on, a, b)
@@ -156,6 +226,10 @@ def flips(
         raise ValueError(f"by={list(by)} must not contain on={on!r}")
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be between 0 and 1; got alpha={alpha}")
+    if test not in TESTS:
+        raise ValueError(f"test must be one of {list(TESTS)}; got test={test!r}")
+    if family not in FAMILIES:
+        raise ValueError(f"family must be one of {list(FAMILIES)}; got family={family!r}")
     by = tuple(col for col in by if col != "task")
     keys = [*by, "task"]
     tables = task_counts(arm_a, by, infra), task_counts(arm_b, by, infra)
@@ -163,42 +237,100 @@ def flips(
     paired = paired[(paired["n_a"] > 0) & (paired["n_b"] > 0)].sort_values(keys, kind="stable")
     if paired.empty:
         raise ValueError(f"no task has usable trials under both {on}={a!r} and {on}={b!r}")
-    counts = paired[["c_a", "n_a", "c_b", "n_b"]].to_numpy()
-    p_value = np.array([_fisher(*row) for row in counts])
-    min_p = np.array([_fisher(n_a, n_a, 0, n_b) for _, n_a, _, n_b in counts])
+    counts = paired[["c_a", "n_a", "c_b", "n_b"]].to_numpy().astype(np.int64)
+    p_value = np.array([_p_value(test, *map(int, row)) for row in counts])
+    min_p = np.array([_p_value(test, int(n_a), int(n_a), 0, int(n_b)) for _, n_a, _, n_b in counts])
+    reachable = np.array(
+        [_min_p_given_margins(test, int(n_a), int(n_b), int(c_a + c_b)) for c_a, n_a, c_b, n_b in counts]
+    )
     out = paired[keys].reset_index(drop=True)
     out["successes_a"], out["trials_a"], out["successes_b"], out["trials_b"] = counts.T
     out["delta"] = counts[:, 2] / counts[:, 3] - counts[:, 0] / counts[:, 1]
     out["p_value"] = p_value
-    gid, _ = group_ids(out, by)
-    bh = pd.Series(p_value).groupby(gid).transform(lambda p: sps.false_discovery_control(p, method="bh"))
-    out["q_value"] = bh.to_numpy()
     out["min_p"] = min_p
-    out["flip"] = out["q_value"] < alpha
-    _warn_power(out, alpha)
+    gid, _ = group_ids(out, by)
+    tested = np.ones(len(out), dtype=bool)
+    if family == "tarone":
+        for g in np.unique(gid):
+            rows = np.flatnonzero(gid == g)
+            tested[rows] = _tarone(reachable[rows], alpha)
+    q_value = np.full(len(out), np.nan)
+    for g in np.unique(gid):
+        rows = np.flatnonzero((gid == g) & tested)
+        if rows.size:
+            q_value[rows] = sps.false_discovery_control(p_value[rows], method="bh")
+    out["tested"] = tested
+    out["q_value"] = q_value
+    out["flip"] = np.nan_to_num(q_value, nan=1.0) < alpha
+    _warn_power(out, gid, reachable, alpha, test)
     return out
 
 
-def _fisher(c_a: int, n_a: int, c_b: int, n_b: int) -> float:
+def _tarone(reachable: np.ndarray, alpha: float) -> np.ndarray:
+    """Tarone's rule: the smallest K with at most K tasks able to reach p ≤ alpha/K; those tasks."""
+    for k in range(1, reachable.size + 1):
+        family = reachable <= alpha / k
+        if family.sum() <= k:
+            return family
+    return np.zeros(reachable.size, dtype=bool)
+
+
+@lru_cache(maxsize=4096)
+def _p_value(test: str, c_a: int, n_a: int, c_b: int, n_b: int) -> float:
     table = [[c_a, n_a - c_a], [c_b, n_b - c_b]]
+    if test == "boschloo":
+        if (c_a + c_b) in (0, n_a + n_b):  # no successes or no failures: nothing to test
+            return 1.0
+        return float(min(1.0, sps.boschloo_exact(table, alternative="two-sided").pvalue))
     return float(sps.fisher_exact(table, alternative="two-sided").pvalue)
 
 
-def _warn_power(out: pd.DataFrame, alpha: float) -> None:
-    """Warn when trial counts are too small for some or all tasks to ever be flagged."""
-    hopeless = out["min_p"] >= alpha
-    if not hopeless.any():
-        return
-    n_needed = next(n for n in range(1, 100) if _fisher(n, n, 0, n) < alpha)
-    smallest = out.loc[hopeless, ["trials_a", "trials_b"]].min(axis=None)
-    where = "no task can" if hopeless.all() else f"{int(hopeless.sum())} of {len(out)} tasks cannot"
-    warnings.warn(
-        f"{where} reach p < {alpha}: with as few as {smallest} trials in an arm, even a complete "
-        f"flip has two-sided Fisher p ≥ {out.loc[hopeless, 'min_p'].min():.3g}; "
-        f"run at least {n_needed} trials per arm",
-        UserWarning,
-        stacklevel=3,
-    )
+@lru_cache(maxsize=4096)
+def _min_p_given_margins(test: str, n_a: int, n_b: int, successes: int) -> float:
+    """The smallest p any split of ``successes`` between the arms could give (Tarone's bound)."""
+    low, high = max(0, successes - n_b), min(n_a, successes)
+    return min(_p_value(test, x, n_a, successes - x, n_b) for x in range(low, high + 1))
+
+
+def _trials_needed(test: str, p_max: float) -> int | None:
+    """Fewest trials per arm for which a complete flip n/n → 0/n has p ≤ p_max (None above 60)."""
+    return next((n for n in range(1, 61) if _p_value(test, n, n, 0, n) <= p_max), None)
+
+
+def _warn_power(out: pd.DataFrame, gid: np.ndarray, reachable: np.ndarray, alpha: float, test: str) -> None:
+    """Warn when trial counts are too small for a flip to be flagged, alone or within its family."""
+    hopeless = (out["min_p"] >= alpha).to_numpy()
+    name = "Boschloo" if test == "boschloo" else "Fisher"
+    if hopeless.any():
+        n_needed = _trials_needed(test, alpha)
+        smallest = out.loc[hopeless, ["trials_a", "trials_b"]].min(axis=None)
+        where = "no task can" if hopeless.all() else f"{int(hopeless.sum())} of {len(out)} tasks cannot"
+        warnings.warn(
+            f"{where} reach p < {alpha}: with as few as {smallest} trials in an arm, even a complete "
+            f"flip has two-sided {name} p ≥ {out.loc[hopeless, 'min_p'].min():.3g}; "
+            f"run at least {n_needed} trials per arm",
+            UserWarning,
+            stacklevel=3,
+        )
+    tested = out["tested"].to_numpy()
+    for g in np.unique(gid):
+        group = gid == g
+        m = int((group & tested).sum())
+        if m >= 2:
+            best = float(out.loc[group & tested, "min_p"].min())
+        else:  # Tarone left at most one task: say so when several could reach p < alpha alone
+            m, best = int((group & (reachable < alpha)).sum()), float("inf")
+        if m < 2 or best <= alpha / m:
+            continue
+        n_needed = _trials_needed(test, alpha / m)
+        warnings.warn(
+            f"Benjamini–Hochberg across {m} tasks cannot flag a single flip at these trial counts: "
+            f"a lone flip needs p ≤ {alpha}/{m} = {alpha / m:.3g} (smallest possible {name} p here: "
+            f"{float(out.loc[group, 'min_p'].min()):.3g}). Run at least {n_needed} trials per arm, "
+            "try test='boschloo', or read p_value task by task knowing the risk of false flips",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def _arms(df: pd.DataFrame, on: str, a: object, b: object) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -35,6 +35,10 @@ N_BOOT = 2000
 SEED = 0
 #: Default handling of infrastructure errors.
 INFRA = "exclude"
+#: Fewest tasks for which an interval for new tasks is given. Measured with
+#: ``benchmarks/coverage.py``: below five tasks the interval that keeps its coverage spans
+#: nearly [0, 1] (mean width ≥ 0.95 at three tasks), so it is declined instead.
+MIN_TASKS = 5
 
 DOCS: dict[str, str] = {
     "df": "df: trial records, one row per trial (see :mod:`passk_nb.data.records`).",
@@ -42,6 +46,11 @@ DOCS: dict[str, str] = {
         "by: columns to group by. Default None: every identity column the frame has "
         f"({', '.join(IDENTITY_COLUMNS)}; ``run_id`` where ``config`` is missing), so "
         "configurations are never pooled; ``by=()`` pools everything on purpose."
+    ),
+    "paired_by": (
+        "by: columns to group by. Default None: the identity columns except ``on`` and any column "
+        'whose values never overlap between the arms (so ``on="prompt_name"`` does not also group '
+        "by the prompt's hash)."
     ),
     "k": "k: the number of tries in pass@k and pass^k (≥ 1, at most a task's n).",
     "ks": "ks: the k values (default 1 .. the largest n of any task).",
@@ -52,6 +61,20 @@ DOCS: dict[str, str] = {
         'infra: "exclude" (default) leaves infra_error trials out of n, assuming they are unrelated '
         'to task difficulty; "fail" counts them as failures.'
     ),
+    "method": (
+        'method: the interval for new tasks like these: "korn-graubard" (default; exact binomial '
+        'with an effective number of tasks), "t" (Student-t) or "bootstrap" (percentile bootstrap '
+        "over tasks, ``n_boot`` resamples)."
+    ),
+    "paired_method": (
+        'method: the interval of the mean paired difference: "t" (default; paired t on per-task '
+        'differences) or "bootstrap" (the same draw of tasks for both arms).'
+    ),
+    "min_tasks": (
+        f"min_tasks: fewest tasks for an interval for new tasks (default {MIN_TASKS}, measured by "
+        'simulation); fewer gives NaN, a warning and ``ci_method`` "declined: too few tasks".'
+    ),
+    "alpha": "alpha: the false discovery rate of the flip test (default 0.05).",
     "ax": "ax: the matplotlib Axes to draw on (default: a new figure). Returns the Axes.",
     "title": 'title: the figure title (None: a default title; "" for none).',
 }

@@ -1,9 +1,11 @@
 """Matplotlib plots of trial records: curves, per-task heatmaps, prompt flips, outcomes.
 
-Every function takes the trial records (or the frame the matching statistic returns) as
-``data``, draws on ``ax`` (a new figure when None) and returns the Axes. They share one
-keyword vocabulary: ``by`` (the grouping columns: one colour, row or bar per group),
-``k``, ``ci``, ``n_boot``, ``seed``, ``title`` (None: a default title; ``""``: none).
+Every function takes the trial records as ``data``, or the frame the matching statistic
+returned through an explicit keyword (``plot_curve(curve=frame)``, ``plot_flips(flips=frame)``),
+draws on ``ax`` (a new figure when None) and returns the Axes. They share the keyword
+vocabulary of :mod:`passk_nb.stats.params`: ``by`` (default None: every identity column, so
+configurations are never pooled; one colour, row or bar per group), ``k``, ``ci``, ``n_boot``,
+``seed``, ``infra``, ``title`` (None: a default title; ``""``: none).
 Colours come from the Okabe–Ito palette (safe for colour-blind readers); legends sit
 outside the data area. Groups are labelled by their values, with prompt hashes shown as
 ``name (hash)`` when the records carry ``prompt_name``.
@@ -13,7 +15,7 @@ outside the data area. Groups are labelled by their values, with prompt hashes s
 ...     {"run_id": "r", "suite": "s", "task": task, "trial": i, "model": "toy", "prompt_hash": "p",
 ...      "passed": i < c, "outcome": "pass" if i < c else "wrong_state"}
 ...     for task, c in [("a", 4), ("b", 3), ("c", 1)] for i in range(4))
->>> ax = plot_curve(df, n_boot=200)
+>>> ax = plot_curve(df, by=("model", "prompt_hash"), n_boot=200)
 >>> [line.get_label() for line in ax.get_lines()]
 ['toy · p — pass@k', 'toy · p — pass^k']
 >>> import matplotlib.pyplot as plt; plt.close("all")
@@ -23,22 +25,25 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.transforms import offset_copy
+from scipy import stats as sps
 
 from passk_nb.data.records import OUTCOMES
-from passk_nb.stats.counts import as_columns
+from passk_nb.stats import paired as _paired
+from passk_nb.stats import summary as _summary
 from passk_nb.stats.estimators import pass_hat_k
-from passk_nb.stats.paired import flips
-from passk_nb.stats.summary import METRICS, curve, summarize
+from passk_nb.stats.params import CI, INFRA, MIN_TASKS, N_BOOT, SEED, default_by, share_docs
+from passk_nb.stats.summary import METRICS, summarize
 from passk_nb.view.labels import (
     OUTCOME_COLORS,
     PALETTE,
@@ -62,36 +67,57 @@ _METRIC_NAME = {
 _FIGSIZE = (7.5, 4.0)
 
 
+@share_docs
 def plot_curve(
-    data: pd.DataFrame,
+    data: pd.DataFrame | None = None,
     *,
+    curve: pd.DataFrame | None = None,
     ks: Sequence[int] | None = None,
-    by: str | Sequence[str] = ("model", "prompt_hash"),
+    by: str | Sequence[str] | None = None,
     metrics: Sequence[str] = METRICS,
     k: int | None = None,
-    ci: float = 0.95,
-    n_boot: int = 2000,
-    seed: int = 0,
+    ci: float = CI,
+    n_boot: int = N_BOOT,
+    seed: int = SEED,
+    infra: str = INFRA,
+    method: str = "korn-graubard",
+    min_tasks: int = MIN_TASKS,
     bands: bool = True,
     ax: Axes | None = None,
     title: str | None = None,
 ) -> Axes:
     """pass@k and pass^k against k: one colour per group of ``by``, one line style per metric.
 
-    ``data``: trial records (the curve is computed with :func:`passk_nb.stats.summary.curve`
-    and ``ks``, ``by``, ``ci``, ``n_boot``, ``seed``), or a frame ``curve`` already
-    returned. Shaded bands are the ``ci`` intervals: a cluster bootstrap over tasks
-    ("new tasks like these"), or per-task exact intervals when ``by`` contains
-    ``"task"``. With a single group the gap between the two metrics (capability the
-    agent has but does not deliver every time) is hatched. ``k`` marks one k with a
-    vertical line. Draws one line per (group, metric), labelled ``"<group> — <metric>"``.
+    data: trial records; the curve is computed with :func:`passk_nb.stats.summary.curve`.
+    curve: instead of ``data``, a frame :func:`~passk_nb.stats.summary.curve` returned (``by``
+    then defaults to its grouping columns, and ``ci`` should be the level it was computed at).
+    {ks}
+    {by}
+    metrics: which of pass@k and pass^k to draw.
+    k: mark this k with a vertical line.
+    {ci}
+    {n_boot}
+    {seed}
+    {infra}
+    {method}
+    {min_tasks}
+    bands: shade the intervals.
+    {ax}
+    {title}
+
+    Shaded bands are the ``ci`` intervals for new tasks like these (exact per-task intervals
+    when ``by`` contains ``"task"``); where a group has too few tasks for that interval, its band
+    is the fixed-task interval (these tasks, re-rolled) and the legend says so. Where k exceeds
+    some tasks' n those tasks drop out and the curve can rise: those points are hollow, with a
+    note. With a single group the gap between the two metrics is hatched. Draws one line per
+    (group, metric), labelled ``"<group> — <metric>"``.
 
     >>> from passk_nb.data.records import frame_from_records
     >>> df = frame_from_records(
     ...     {"run_id": "r", "suite": "s", "task": task, "trial": i, "model": m, "prompt_hash": "p",
     ...      "passed": i < c, "outcome": "pass" if i < c else "wrong_state"}
-    ...     for m, cs in [("big", (4, 4, 3)), ("small", (4, 1, 0))]
-    ...     for task, c in zip("abc", cs) for i in range(4))
+    ...     for m, cs in [("big", (4, 4, 3, 4, 2)), ("small", (4, 1, 0, 2, 0))]
+    ...     for task, c in zip("abcde", cs) for i in range(4))
     >>> ax = plot_curve(df, by="model", n_boot=200, k=2)
     >>> len([line for line in ax.get_lines() if not line.get_label().startswith("_")])  # 2 models x 2 metrics
     4
@@ -99,17 +125,32 @@ def plot_curve(
     'k (number of tries)'
     >>> import matplotlib.pyplot as plt; plt.close("all")
     """
-    by = as_columns(by)
     unknown = [m for m in metrics if m not in METRICS]
     if unknown or not metrics:
         raise ValueError(f"metrics must be a non-empty subset of {list(METRICS)}; got {list(metrics)}")
-    frame = data if _is_curve_frame(data) else curve(data, ks, by=by, ci=ci, n_boot=n_boot, seed=seed)
-    if ks is not None and _is_curve_frame(data):
-        frame = frame[frame["k"].isin(list(ks))]
-    labels = group_labels(frame, by, names=prompt_names(data))
+    if (data is None) == (curve is None):
+        raise ValueError("give trial records as data, or a curve() frame as curve=, not both")
+    if curve is not None:
+        _require_frame(curve, _CURVE_COLUMNS, "curve", "passk_nb.curve(df)")
+        frame = curve if ks is None else curve[curve["k"].isin(list(ks))]
+        minimal = by is None
+        by = tuple(frame.columns[: list(frame.columns).index("k")]) if by is None else default_by(frame, by)
+        names = prompt_names(frame)
+    else:
+        assert data is not None
+        _reject_frame(data, _CURVE_COLUMNS, "curve")
+        minimal = by is None
+        by = default_by(data, by)
+        frame = _summary.curve(
+            data, ks, by=by, ci=ci, n_boot=n_boot, seed=seed, infra=infra, method=method, min_tasks=min_tasks
+        )
+        names = prompt_names(data)
+    labels = group_labels(frame, _label_columns(frame, by, minimal=minimal), names=names)
     ax = _axes(ax)
     group_handles: list[Line2D] = []
     single = labels.nunique() == 1
+    z = float(sps.norm.ppf(0.5 + ci / 2))
+    fixed_bands = partial_any = False
     for i, (label, rows) in enumerate(frame.groupby(labels, sort=False)):
         color = PALETTE[i % len(PALETTE)]
         group_handles.append(Line2D([], [], color=color, linewidth=3, label=label))
@@ -119,15 +160,28 @@ def plot_curve(
             by_metric[metric] = line
             style = _METRIC_STYLE[metric]
             ax.plot(line["k"], line["value"], color=color, label=f"{label} — {metric}", **style)
-            finite = line["lo"].notna() & line["hi"].notna()
+            partial = line["partial"].to_numpy(dtype=bool) if "partial" in line else np.zeros(len(line), bool)
+            if partial.any():  # tasks dropped out: hollow markers over the filled ones
+                partial_any = True
+                ax.plot(
+                    line["k"][partial],
+                    line["value"][partial],
+                    linestyle="none",
+                    marker=style["marker"],
+                    markerfacecolor="white",
+                    markeredgecolor=color,
+                    label="_partial",
+                    zorder=3,
+                )
+            lo, hi = line["lo"], line["hi"]
+            if "ci_method" in line and (line["ci_method"] == _summary.DECLINED).all():
+                lo = (line["value"] - z * line["se_fixed"]).clip(0, 1)
+                hi = (line["value"] + z * line["se_fixed"]).clip(0, 1)
+                fixed_bands = fixed_bands or bool(lo.notna().any())
+            finite = lo.notna() & hi.notna()
             if bands and finite.any():
                 ax.fill_between(
-                    line["k"][finite],
-                    line["lo"][finite],
-                    line["hi"][finite],
-                    color=color,
-                    alpha=0.13,
-                    linewidth=0,
+                    line["k"][finite], lo[finite], hi[finite], color=color, alpha=0.13, linewidth=0
                 )
         if single and len(by_metric) == 2:
             at, hat = by_metric["pass@k"], by_metric["pass^k"]
@@ -151,48 +205,106 @@ def plot_curve(
     if kvals and len(kvals) <= 20:
         ax.set_xticks(kvals)
     ax.grid(True, alpha=0.3)
-    handles = group_handles + [
-        Line2D([], [], color="0.2", label=_METRIC_NAME[m], **_METRIC_STYLE[m]) for m in metrics
-    ]
+    handles: list[Artist] = [*group_handles]
+    handles += [Line2D([], [], color="0.2", label=_METRIC_NAME[m], **_METRIC_STYLE[m]) for m in metrics]
     if single and len(metrics) == 2:
         gap = Patch(facecolor="none", edgecolor=PALETTE[0], hatch="//", label="gap: pass@k − pass^k")
         handles.append(gap)
-    interval = "exact per-task interval" if "task" in by else "bootstrap over tasks"
+    if partial_any:
+        handles.append(
+            Line2D(
+                [],
+                [],
+                linestyle="none",
+                marker="o",
+                markerfacecolor="white",
+                markeredgecolor="0.2",
+                label="hollow: k above some tasks' n;\nthose tasks left out (can rise)",
+            )
+        )
+    if "task" in by:
+        interval = "exact per-task interval"
+    elif fixed_bands:
+        interval = "these tasks re-rolled\n(too few tasks for new tasks)"
+    else:
+        interval = "new tasks like these"
     _legend_outside(ax, handles=handles, title=f"bands: {ci:.0%} interval, {interval}" if bands else None)
     _title(ax, title, "Capability (pass@k) vs reliability (pass^k) as k grows")
     return ax
 
 
+_CURVE_COLUMNS = frozenset({"k", "metric", "value", "lo", "hi"})
+
+
+def _label_columns(frame: pd.DataFrame, by: Sequence[str], *, minimal: bool = True) -> tuple[str, ...]:
+    """The columns of ``by`` a label needs: for the default ``by`` (``minimal``), those that tell
+    the groups apart, without repeats; a ``by`` the caller chose is shown whole.
+
+    ``prompt_name`` goes when ``prompt_hash`` is there (its label shows the name); a column goes
+    when the others already separate the groups (``run_id`` next to ``model``).
+    """
+    columns = [col for col in by if not (col == "prompt_name" and "prompt_hash" in by)]
+    if not minimal or not columns or frame.empty:
+        return tuple(columns)
+    n_groups = len(frame[columns].drop_duplicates())
+    for col in reversed(list(columns)):
+        rest = [c for c in columns if c != col]
+        if rest and len(frame[rest].drop_duplicates()) == n_groups and col != "task":
+            columns = rest
+    return tuple(columns)
+
+
+def _require_frame(frame: pd.DataFrame, columns: frozenset[str], name: str, how: str) -> None:
+    missing = sorted(columns - set(frame.columns))
+    if missing:
+        raise ValueError(f"{name}= takes the frame {how} returns; this one lacks columns {missing}")
+
+
+def _reject_frame(data: pd.DataFrame, columns: frozenset[str], name: str) -> None:
+    if columns <= set(data.columns):
+        raise ValueError(f"data looks like a {name}() frame, not trial records: pass it as {name}=frame")
+
+
+@share_docs
 def plot_tasks(
     data: pd.DataFrame,
     *,
-    by: str | Sequence[str] = "model",
+    by: str | Sequence[str] | None = None,
     k: int | None = None,
-    infra: str = "exclude",
+    infra: str = INFRA,
     cmap: str = "cividis",
     ax: Axes | None = None,
     title: str | None = None,
 ) -> Axes:
     """Heatmap of per-task success: one row per task, one column per group of ``by``.
 
+    {df}
+    {by}
+    k: colour by the unbiased pass^k at this k instead of the success rate.
+    {infra}
+    cmap: the matplotlib colormap.
+    {ax}
+    {title}
+
     Each cell shows the counts ``successes/trials`` (e.g. ``3/4``) and is coloured by
     the success rate, or by the unbiased pass^k when ``k`` is given (then also written
-    in the cell). ``infra_error`` trials are left out of the counts by default, as in
-    :func:`passk_nb.stats.summary.summarize`. Cells of tasks a group never ran say "–".
+    in the cell). Cells of tasks a group never ran say "–".
 
     >>> from passk_nb.data.records import frame_from_records
     >>> df = frame_from_records(
     ...     {"run_id": "r", "suite": "s", "task": task, "trial": i, "model": "toy",
     ...      "passed": i < c, "outcome": "pass" if i < c else "wrong_state"}
     ...     for task, c in [("a", 4), ("b", 3)] for i in range(4))
-    >>> ax = plot_tasks(df)
+    >>> ax = plot_tasks(df, by="model")
     >>> sorted(t.get_text() for t in ax.texts)
     ['3/4', '4/4']
     >>> import matplotlib.pyplot as plt; plt.close("all")
     """
-    by = as_columns(by)
+    minimal = by is None
+    by = tuple(col for col in default_by(data, by) if col != "task")
     counts = summarize(data, k=1, by=(*by, "task"), n_boot=0, infra=infra)
-    labels = group_labels(counts, by, names=prompt_names(data))
+    shown_by = _label_columns(counts, by, minimal=minimal)
+    labels = group_labels(counts, shown_by, names=prompt_names(data))
     counts = counts.assign(_group=labels.to_numpy())
     tasks = list(pd.unique(data["task"]))
     groups = list(pd.unique(labels))
@@ -226,33 +338,43 @@ def plot_tasks(
         )
     ax.set_xticks(range(len(groups)), groups, rotation=20, ha="right")
     ax.set_yticks(range(len(tasks)), tasks)
-    ax.set_xlabel(" · ".join(by))
+    ax.set_xlabel(" · ".join(shown_by))
     ax.set_ylabel("task")
     bar = ax.figure.colorbar(image, ax=ax, shrink=0.85, pad=0.02)
     bar.set_label("success rate (successes / trials)" if k is None else f"pass^{k} (all {k} tries succeed)")
-    _title(ax, title, f"Per-task success by {' · '.join(by)}")
+    _title(ax, title, f"Per-task success by {' · '.join(shown_by)}")
     return ax
 
 
+@share_docs
 def plot_flips(
-    data: pd.DataFrame,
+    data: pd.DataFrame | None = None,
     *,
+    flips: pd.DataFrame | None = None,
     on: str = "prompt_hash",
     a: object = None,
     b: object = None,
     by: str | Sequence[str] | None = None,
     alpha: float = 0.05,
-    infra: str = "exclude",
+    infra: str = INFRA,
+    test: str = "fisher",
+    family: str = "tarone",
     ax: Axes | None = None,
     title: str | None = None,
 ) -> Axes:
     """Per task, the success rate under arm ``a`` and arm ``b`` of column ``on``, joined by a bar.
 
-    ``data``: trial records (then :func:`passk_nb.stats.summary.flips` runs with ``on``, ``a``,
-    ``b``, ``by``, ``alpha``) or a frame ``flips`` already returned. Tasks whose change
-    is significant after Benjamini–Hochberg (``flip``: q < ``alpha``) get a thick
-    vermillion bar and a star; the counts and q-value are written at the right. When
-    the trial counts are too small for any task to reach p < ``alpha``, the title says so.
+    data: trial records; :func:`passk_nb.stats.paired.flips` runs with ``on``, ``a``, ``b``,
+    ``by``, ``alpha``, ``infra``, ``test`` and ``family`` (see there).
+    flips: instead of ``data``, a frame :func:`~passk_nb.stats.paired.flips` returned (``a`` and
+    ``b`` then only label the arms).
+    {ax}
+    {title}
+
+    Tasks whose change is significant (``flip``: Benjamini–Hochberg q < ``alpha`` within the
+    family) get a thick vermillion bar and a star; the counts and q-value are written at the
+    right (``q=–``: not in the Tarone family, it could not reach significance). When the trial
+    counts are too small for any task to reach p < ``alpha``, the title says so.
 
     >>> from passk_nb.data.records import frame_from_records
     >>> df = frame_from_records(
@@ -264,13 +386,23 @@ def plot_flips(
     [1]
     >>> import matplotlib.pyplot as plt; plt.close("all")
     """
-    if "successes_a" in data.columns:
-        table = data.reset_index(drop=True)
+    if (data is None) == (flips is None):
+        raise ValueError("give trial records as data, or a flips() frame as flips=, not both")
+    if flips is not None:
+        _require_frame(
+            flips, frozenset({"task", "successes_a", "trials_a", "flip"}), "flips", "passk_nb.flips(df, ...)"
+        )
+        table = flips.reset_index(drop=True)
+        names = prompt_names(table)
     else:
+        assert data is not None
+        _reject_frame(data, frozenset({"successes_a", "successes_b", "flip"}), "flips")
         if a is None or b is None:
             raise ValueError("give the two arms to compare: a=... and b=... (values of column on=)")
-        table = flips(data, on=on, a=a, b=b, by=by, alpha=alpha, infra=infra)
-    names = prompt_names(data)
+        table = _paired.flips(
+            data, on=on, a=a, b=b, by=by, alpha=alpha, infra=infra, test=test, family=family
+        )
+        names = prompt_names(data)
     label_a = "A" if a is None else format_value(on, a, names)
     label_b = "B" if b is None else format_value(on, b, names)
     group_cols = [col for col in table.columns if col not in _FLIP_COLUMNS]
@@ -308,7 +440,8 @@ def plot_flips(
             label=f"flip: BH q < {alpha:g}",
         )
     for yi, row in zip(y, table.itertuples(index=False), strict=True):
-        note = f"{row.successes_a}/{row.trials_a} → {row.successes_b}/{row.trials_b}   q={row.q_value:.2g}"
+        q = "–" if pd.isna(row.q_value) else f"{row.q_value:.2g}"
+        note = f"{row.successes_a}/{row.trials_a} → {row.successes_b}/{row.trials_b}   q={q}"
         ax.annotate(
             note,
             xy=(1.14, yi),
@@ -322,7 +455,7 @@ def plot_flips(
     ax.set_ylim(-0.7, len(table) - 0.3)
     ax.set_xlabel("success rate (successes / trials)")
     ax.grid(True, axis="x", alpha=0.3)
-    below_ticks = offset_copy(ax.transAxes, fig=ax.figure, y=-34, units="points")
+    below_ticks = offset_copy(ax.transAxes, fig=cast(Figure, ax.figure), y=-34, units="points")
     ax.legend(
         loc="upper center",
         bbox_to_anchor=(0.5, 0.0),
@@ -340,18 +473,26 @@ def plot_flips(
 
 _FLIP_COLUMNS = frozenset(
     {"successes_a", "trials_a", "successes_b", "trials_b", "delta", "p_value", "q_value", "min_p", "flip"}
+    | {"tested"}
 )
 
 
+@share_docs
 def plot_outcomes(
     data: pd.DataFrame,
     *,
-    by: str | Sequence[str] = "model",
+    by: str | Sequence[str] | None = None,
     normalize: bool = True,
     ax: Axes | None = None,
     title: str | None = None,
 ) -> Axes:
     """Stacked horizontal bars: how the trials of each group of ``by`` ended.
+
+    {df}
+    {by}
+    normalize: shares of the group's trials (True) or counts.
+    {ax}
+    {title}
 
     One segment per outcome present in ``data`` (:data:`passk_nb.data.records.OUTCOMES`
     order, fixed colours from :data:`OUTCOME_COLORS`; ``infra_error`` hatched, as it
@@ -363,21 +504,23 @@ def plot_outcomes(
     ...     {"run_id": "r", "suite": "s", "task": "t", "trial": i, "model": "toy",
     ...      "passed": o == "pass", "outcome": o}
     ...     for i, o in enumerate(["pass", "pass", "format_error", "wrong_state"]))
-    >>> ax = plot_outcomes(df)
+    >>> ax = plot_outcomes(df, by="model")
     >>> [text.get_text() for text in ax.get_legend().get_texts()]
     ['pass', 'wrong_state', 'format_error']
     >>> import matplotlib.pyplot as plt; plt.close("all")
     """
-    by = as_columns(by)
+    minimal = by is None
+    by = default_by(data, by)
     missing = [col for col in (*by, "outcome") if col not in data.columns]
     if missing:
         raise ValueError(f"the frame lacks columns {missing}")
     if data.empty:
         raise ValueError("the frame has no trial rows")
-    labels = group_labels(data, by)
+    shown_by = _label_columns(data, by, minimal=minimal)
+    labels = group_labels(data, shown_by)
     table = pd.crosstab(labels.to_numpy(), data["outcome"].to_numpy())
     groups = data[list(by)].drop_duplicates().sort_values(list(by))  # ordered by value, as in the stats
-    table = table.reindex(pd.unique(group_labels(groups, by, names=prompt_names(data))))
+    table = table.reindex(pd.unique(group_labels(groups, shown_by, names=prompt_names(data))))
     present = [o for o in OUTCOMES if o in table.columns] + [o for o in table.columns if o not in OUTCOMES]
     table = table[present]
     totals = table.sum(axis=1)
@@ -416,7 +559,7 @@ def plot_outcomes(
     if normalize:
         ax.set_xlim(0, 1)
     _legend_outside(ax, title="outcome")
-    _title(ax, title, f"How the trials ended, by {' · '.join(by)}")
+    _title(ax, title, f"How the trials ended, by {' · '.join(shown_by)}")
     return ax
 
 
@@ -425,10 +568,6 @@ def figure_png(figure: Figure, dpi: int = 100) -> bytes:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
     return buffer.getvalue()
-
-
-def _is_curve_frame(frame: pd.DataFrame) -> bool:
-    return {"k", "metric", "value", "lo", "hi"} <= set(frame.columns)
 
 
 def _pass_hat_grid(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:

@@ -5,25 +5,30 @@ from __future__ import annotations
 import pandas as pd
 from scipy import stats as sps
 
-from passk_nb.stats.summary import summarize
+from passk_nb.stats.params import CI
+from passk_nb.stats.summary import DECLINED, summarize
 
 
-def summary_table(summary: pd.DataFrame, *, ci: float = 0.95) -> pd.DataFrame:
+def summary_table(summary: pd.DataFrame, *, ci: float = CI) -> pd.DataFrame:
     """A readable table from :func:`passk_nb.stats.summary.summarize`: values with both intervals.
 
+    summary: the frame ``summarize`` returned.
+    ci: the level it was computed at (default 0.95); it also sets z of the fixed-task interval.
+
     One row per group: the group columns, ``tasks`` (covered/all), ``trials``
-    (successes/trials), then for each metric the value, its interval for *new tasks
-    like these* (cluster bootstrap over tasks, or the exact per-task interval for
-    per-task rows) and its interval for *these tasks, re-rolled* (value ± z·pass^k_se_fixed,
-    clipped to [0, 1]; "n < 2k" when the trials are too few to estimate it).
+    (successes/trials), then for each metric the value, its interval for *new tasks like these*
+    (the summary's ``ci_method``: Korn–Graubard by default, the exact per-task interval for
+    per-task rows; "too few tasks" where it was declined) and its interval for *these tasks,
+    re-rolled* (value ± z·se_fixed, clipped to [0, 1]).
 
     >>> import pandas as pd
     >>> from passk_nb.stats.summary import summarize
-    >>> df = pd.DataFrame({"task": ["a"] * 4 + ["b"] * 4, "model": "m",
-    ...                    "passed": [True] * 6 + [False] * 2})
+    >>> df = pd.DataFrame({"task": [t for t in "abcde" for _ in range(4)], "model": "m",
+    ...                    "passed": [True] * 14 + [False] * 6})
     >>> df["outcome"] = df["passed"].map({True: "pass", False: "wrong_state"})
-    >>> summary_table(summarize(df, k=2, by="model", n_boot=200)).loc[0, "pass^k"]
-    '0.583'
+    >>> row = summary_table(summarize(df, k=2, by="model")).iloc[0]
+    >>> row["pass^k"], row["pass^k 95% CI, new tasks"], row["pass^k 95% CI, these tasks"]
+    ('0.633', '[0.056, 0.993]', '[0.419, 0.847]')
     """
     z = float(sps.norm.ppf(0.5 + ci / 2))
     group_cols = list(summary.columns[: list(summary.columns).index("k")])
@@ -31,16 +36,17 @@ def summary_table(summary: pd.DataFrame, *, ci: float = 0.95) -> pd.DataFrame:
     out["k"] = summary["k"]
     out["tasks"] = [f"{c}/{n}" for c, n in zip(summary["n_tasks_covered"], summary["n_tasks"], strict=True)]
     out["trials"] = [f"{c}/{n}" for c, n in zip(summary["successes"], summary["trials"], strict=True)]
+    declined = summary["ci_method"] == DECLINED if "ci_method" in summary else pd.Series(False, summary.index)
     for metric, se_col in (("pass@k", "pass@k_se_fixed"), ("pass^k", "pass^k_se_fixed")):
         value = summary[metric]
         out[metric] = value.map(lambda v: "NaN" if pd.isna(v) else f"{v:.3f}")
         out[f"{metric} {ci:.0%} CI, new tasks"] = [
-            _interval(lo, hi) for lo, hi in zip(summary[f"{metric}_lo"], summary[f"{metric}_hi"], strict=True)
+            "too few tasks" if no else _interval(lo, hi)
+            for lo, hi, no in zip(summary[f"{metric}_lo"], summary[f"{metric}_hi"], declined, strict=True)
         ]
         se = summary[se_col]
         out[f"{metric} {ci:.0%} CI, these tasks"] = [
-            "n < 2k" if pd.isna(s) and not pd.isna(v) else _interval(v - z * s, v + z * s)
-            for v, s in zip(value, se, strict=True)
+            _interval(v - z * s, v + z * s) for v, s in zip(value, se, strict=True)
         ]
     if "n_infra_excluded" in summary.columns and summary["n_infra_excluded"].any():
         out["infra excluded"] = summary["n_infra_excluded"]

@@ -11,6 +11,7 @@ import pytest
 import passk_nb
 from passk_nb.cli.main import main
 from passk_nb.harness.providers.base import BaseProvider
+from passk_nb.stats.summary import summarize
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -50,9 +51,9 @@ def test_run_prints_the_table_and_where_records_went(tmp_path, capsys):
     assert cells(row) == [
         "scripted/known-good",
         f"default ({prompt_hash})",
-        "1.000 [1.000, 1.000]",
-        "1.000 [1.000, 1.000]",
-        "n/a (n < 2k)",
+        "1.000 [0.228, 1.000]",  # five tasks: the new-tasks interval is honest, hence wide
+        "1.000 [0.228, 1.000]",
+        "± 0.298",  # never ± 0.000 (or n/a) for a group with trials
         "15/15 pass",
     ]
     run_id = passk_nb.load(tmp_path)["run_id"].iloc[0]
@@ -77,8 +78,9 @@ def test_report_reads_saved_records(tmp_path, capsys):
     assert main(["report", str(tmp_path), "--k", "2", "--n-boot", "0"]) == 0
     out = capsys.readouterr().out
     # only the refusal task ever passes: 2/4 -> pass@2 = 1 - C(2,2)/C(4,2) = 5/6, pass^2 = 1/6; mean over
-    # 5 tasks. Fixed-task variance of that task: U² - C(2,4)/C(4,4) = 1/36, so SE = (1/6)/5.
-    expected = [f"{5 / 6 / 5:.3f}", f"{1 / 6 / 5:.3f}", f"± {1.96 * (1 / 6) / 5:.3f}", "2/20 pass"]
+    # 5 tasks. The fixed-task SE: each task's exact variance at p~ = (c + 1/2)/5, summed, over 5.
+    se = float(summarize(passk_nb.load(tmp_path), k=2, by=(), n_boot=0)["pass^k_se_fixed"].iloc[0])
+    expected = [f"{5 / 6 / 5:.3f}", f"{1 / 6 / 5:.3f}", f"± {1.96 * se:.3f}", "2/20 pass"]
     assert cells(out.splitlines()[2])[2:] == expected
     assert "20 trials from" in out
 
@@ -101,7 +103,7 @@ def test_report_shows_infra_errors_excluded(tmp_path, capsys):
     assert row[2:] == [
         "0.000",
         "0.000",
-        "± 0.000",
+        "± 0.258",  # no pass in 8 usable trials is not certainty: never ± 0.000
         "0/10 pass, 2 infra errors excluded; k=1 covers 4/5 tasks",
     ]
 

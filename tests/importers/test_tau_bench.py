@@ -135,3 +135,64 @@ def test_tau2_folder_format_and_missing_trial_numbers(tmp_path: Path) -> None:
 def test_unknown_shapes_are_rejected(source: object, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         from_tau_bench(source)
+
+
+def tau_results(rewards: dict[int, list[float]]) -> list[dict]:
+    return [
+        {"task_id": task, "trial": t, "reward": r, "info": {}, "traj": []}
+        for task, rs in rewards.items()
+        for t, r in enumerate(rs)
+    ]
+
+
+def test_two_files_without_model_are_two_groups_never_pooled(tmp_path: Path) -> None:
+    # an all-pass file and a 1-in-4 file: pooled they would give pass^4 = 0.071
+    good = tmp_path / "tool-calling-gpt-4o-0.0_range_0--1_user-gpt-4o-llm_0814141533.json"
+    weak = tmp_path / "weak-run.json"
+    good.write_text(json.dumps(tau_results({0: [1.0] * 4, 1: [1.0] * 4})), encoding="utf-8")
+    weak.write_text(json.dumps(tau_results({0: [1.0, 0, 0, 0], 1: [0, 0, 0, 1.0]})), encoding="utf-8")
+    df = pd.concat([from_tau_bench(good), from_tau_bench(weak)], ignore_index=True)
+    assert sorted(df["model"].unique()) == ["gpt-4o", "weak-run"]  # from the τ-bench file name, else the stem
+    out = summarize(df, k=4, n_boot=0).set_index("model")
+    assert out["pass^k"].to_dict() == {"gpt-4o": 1.0, "weak-run": 0.0}
+    pd.testing.assert_frame_equal(from_tau_bench([good, weak]), df)
+    loaded = from_tau_bench(tau_results({0: [1.0]}))
+    assert loaded["model"].iloc[0] == f"unknown-{loaded['run_id'].iloc[0]}"
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"reward": None}, r"task 0 trial 1: reward must be a finite number .* got None"),
+        ({"reward": "1"}, "reward must be a finite number"),
+        ({"reward": float("nan")}, "reward must be a finite number"),
+        ({"trial": 1.7}, r"trial must be a whole number ≥ 0; got 1.7"),
+        ({"trial": -1}, "trial must be a whole number"),
+        ({"trial": "1"}, "trial must be a whole number"),
+    ],
+)
+def test_bad_reward_or_trial_values_are_clear_errors(entry: dict, message: str) -> None:
+    results = tau_results({0: [1.0, 0.0]})
+    results[1].update(entry)
+    with pytest.raises(ValueError, match=message):
+        from_tau_bench(results)
+
+
+def test_duplicate_task_trial_is_rejected() -> None:
+    results = tau_results({0: [1.0, 0.0]})
+    results.append(dict(results[0]))
+    with pytest.raises(ValueError, match=r"duplicate \(task, trial\).*task '0' trial 0"):
+        from_tau_bench(results)
+
+
+def test_missing_trials_warn_and_fail_reproduces_tau_bench() -> None:
+    results = [r for r in tau_results({0: [1.0] * 4, 1: [1.0] * 4}) if (r["task_id"], r["trial"]) != (1, 3)]
+    with pytest.warns(UserWarning, match=r"task '1' lacks trial\(s\) \[3\].*missing='fail'"):
+        df = from_tau_bench(results, model="m")
+    assert len(df) == 7 and summarize(df, k=3, by=(), n_boot=0)["pass^k"].iloc[0] == 1.0
+    filled = from_tau_bench(results, model="m", missing="fail")
+    assert len(filled) == 8
+    row = filled.set_index(["task", "trial"]).loc[("1", 3)]
+    assert not row["passed"] and "missing from the result file" in row["error"]
+    # τ-bench: mean over tasks of C(c, k) / C(4, k) with the missing trial failed: (1 + 1/4) / 2 at k=3
+    assert summarize(filled, k=3, by=(), n_boot=0)["pass^k"].iloc[0] == pytest.approx((1 + 1 / 4) / 2)

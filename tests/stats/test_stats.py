@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -56,7 +55,7 @@ TWO_TASKS = trials({("m", "p", "a"): "1111", ("m", "p", "b"): "1100"})
 
 
 def test_summarize_over_tasks_by_hand() -> None:
-    out = summarize(TWO_TASKS, k=2, by=("model", "prompt_hash"))
+    out = summarize(TWO_TASKS, k=2, by=("model", "prompt_hash"), method="bootstrap", min_tasks=2)
     assert list(out.columns) == ["model", "prompt_hash", *SUMMARY_COLUMNS]
     row = out.iloc[0]
     # task a: 4/4, task b: 2/4; pass@2(b) = 1 - C(2,2)/C(4,2) = 5/6, pass^2(b) = 1/6
@@ -69,13 +68,21 @@ def test_summarize_over_tasks_by_hand() -> None:
         8,
         6,
     )
-    assert row["ci_method"] == "cluster-bootstrap"
+    assert row["ci_method"] == "bootstrap"
     # two tasks: resamples are {a,a}, {a,b}, {b,b}; the percentile interval spans their range
     assert row["pass^k_lo"] == pytest.approx(1 / 6, rel=1e-12)
     assert row["pass^k_hi"] == pytest.approx(1.0)
-    # fixed-task-set SE: per-task U^2 - C(c,4)/C(4,4): task a 1 - 1 = 0; task b 1/36 - 0
-    assert row["pass^k_se_fixed"] == pytest.approx(math.sqrt(1 / 36) / 2, rel=1e-12)
-    assert row["pass@k_se_fixed"] == pytest.approx(math.sqrt(1 / 36) / 2, rel=1e-12)
+    # fixed-task-set SE: the exact variance of C(C,2)/C(4,2) for C ~ Binomial(4, (c + 1/2)/5), by hand
+    assert row["pass^k_se_fixed"] == pytest.approx(math.sqrt(exact_var(4, 4, 2) + exact_var(4, 2, 2)) / 2)
+    assert row["pass@k_se_fixed"] == pytest.approx(math.sqrt(exact_var(4, 0, 2) + exact_var(4, 2, 2)) / 2)
+
+
+def exact_var(n: int, c: int, k: int) -> float:
+    """Var(C(C, k)/C(n, k)) for C ~ Binomial(n, (c + 1/2)/(n + 1)), summing over the n + 1 outcomes."""
+    q = (c + 0.5) / (n + 1)
+    pmf = sps.binom.pmf(np.arange(n + 1), n, q)
+    u = np.array([math.comb(j, k) / math.comb(n, k) for j in range(n + 1)])
+    return float(pmf @ u**2 - (pmf @ u) ** 2)
 
 
 def test_summarize_group_keys_and_by_forms() -> None:
@@ -101,22 +108,24 @@ def test_per_task_rows_get_clopper_pearson_intervals() -> None:
     assert row["pass^k_hi"] == pytest.approx(hi**2, rel=1e-9)
     assert row["pass@k_lo"] == pytest.approx(1 - (1 - lo) ** 2, rel=1e-9)
     assert row["pass@k_hi"] == pytest.approx(1 - (1 - hi) ** 2, rel=1e-9)
-    assert math.isnan(row["pass^k_se_fixed"]) is False and row["pass^k_se_fixed"] == pytest.approx(
-        1 / 6, rel=1e-12
-    )
+    assert row["pass^k_se_fixed"] == pytest.approx(math.sqrt(exact_var(4, 2, 2)), rel=1e-9)
     edge = summarize(trials({("m", "p", "t"): "1111"}), k=2, by="task").iloc[0]
     assert (edge["pass^k_hi"], edge["pass^k_lo"]) == (1.0, pytest.approx(0.025 ** (2 / 4), rel=1e-9))
 
 
-def test_fixed_task_variance_estimator_is_unbiased() -> None:
-    n, k, p = 6, 2, Fraction(3, 10)
-    df = trials({("m", "p", f"c{c}"): "1" * c + "0" * (n - c) for c in range(n + 1)})
-    var = summarize(df, k=k, by=("task",), n_boot=0).set_index("task")["pass^k_se_fixed"] ** 2
-    pmf = [float(math.comb(n, c) * p**c * (1 - p) ** (n - c)) for c in range(n + 1)]
-    u = [math.comb(c, k) / math.comb(n, k) for c in range(n + 1)]
-    true_var = sum(w * x**2 for w, x in zip(pmf, u, strict=True)) - float(p ** (2 * k))
-    assert sum(w * var[f"c{c}"] for c, w in enumerate(pmf)) == pytest.approx(true_var, rel=1e-12)
-    assert summarize(df, k=4, by=("task",), n_boot=0)["pass^k_se_fixed"].isna().all()  # needs n >= 2k
+def test_fixed_task_interval_is_never_zero_width_and_needs_only_n_at_least_k() -> None:
+    # the acceptance case: tasks 1111, 1000, 0000 at k = 2 (the old unbiased estimate was exactly 0)
+    df = trials({("m", "p", "a"): "1111", ("m", "p", "b"): "1000", ("m", "p", "c"): "0000"})
+    row = summarize(df, k=2, by="model", n_boot=0).iloc[0]
+    assert row["pass^k_se_fixed"] > 0.05 and row["pass@k_se_fixed"] > 0.05
+    # every (n, c, k) with n >= k: positive; n = k is enough (the old one needed n >= 2k)
+    for n in range(1, 9):
+        cells = trials({("m", "p", f"c{c}"): "1" * c + "0" * (n - c) for c in range(n + 1)})
+        for k in range(1, n + 1):
+            per_task = summarize(cells, k=k, by="task", n_boot=0)
+            assert (per_task[["pass^k_se_fixed", "pass@k_se_fixed"]] > 0).all(axis=None), (n, k)
+            exact = [math.sqrt(exact_var(n, c, k)) for c in range(n + 1)]
+            np.testing.assert_allclose(per_task["pass^k_se_fixed"], exact, rtol=1e-9)
 
 
 def test_uneven_trials_are_handled_per_task_and_coverage_is_reported() -> None:
@@ -134,7 +143,7 @@ def test_uneven_trials_are_handled_per_task_and_coverage_is_reported() -> None:
 def test_k_above_every_n_in_a_group_is_nan_with_a_warning() -> None:
     df = trials({("m1", "p", "a"): "1111", ("m2", "p", "a"): "11"})
     with pytest.warns(UserWarning, match="no task has ≥ 3 usable trials in model='m2'"):
-        out = summarize(df, k=3, by="model")
+        out = summarize(df, k=3, by="model", min_tasks=2)
     assert out.set_index("model").loc["m2", ["pass@k", "pass^k", "pass^k_lo"]].isna().all()
 
 
@@ -168,44 +177,61 @@ def test_n_boot_zero_gives_point_estimates_only() -> None:
 def test_same_seed_same_interval_and_groups_do_not_influence_each_other() -> None:
     rng = np.random.default_rng(1)
     df = synthetic(rng.uniform(0.2, 0.9, size=(3, 12)), 6, rng)
-    first = summarize(df, k=2, by="model", seed=7)
-    pd.testing.assert_frame_equal(first, summarize(df, k=2, by="model", seed=7))
-    assert not first["pass^k_lo"].equals(summarize(df, k=2, by="model", seed=8)["pass^k_lo"])
-    alone = summarize(df[df["model"] == "s001"], k=2, by="model", seed=7)
+    boot = {"by": "model", "method": "bootstrap"}
+    first = summarize(df, k=2, seed=7, **boot)
+    pd.testing.assert_frame_equal(first, summarize(df, k=2, seed=7, **boot))
+    assert not first["pass^k_lo"].equals(summarize(df, k=2, seed=8, **boot)["pass^k_lo"])
+    alone = summarize(df[df["model"] == "s001"], k=2, seed=7, **boot)
     pd.testing.assert_frame_equal(alone.reset_index(drop=True), first.iloc[[1]].reset_index(drop=True))
 
 
 def test_bootstrap_interval_is_the_percentile_interval_of_task_resamples() -> None:
     # Two tasks (pass^2 = 1 and 1/6): resampled means are 1/6, 7/12, 1 with probability 1/4, 1/2, 1/4.
-    narrow = summarize(TWO_TASKS, k=2, by="model", ci=0.4).iloc[0]  # 30% and 70% quantiles
+    boot = {"by": "model", "method": "bootstrap", "min_tasks": 2}
+    narrow = summarize(TWO_TASKS, k=2, ci=0.4, **boot).iloc[0]  # 30% and 70% quantiles
     assert (narrow["pass^k_lo"], narrow["pass^k_hi"]) == (pytest.approx(7 / 12), pytest.approx(7 / 12))
-    wide = summarize(TWO_TASKS, k=2, by="model", ci=0.6).iloc[0]  # 20% and 80% quantiles
+    wide = summarize(TWO_TASKS, k=2, ci=0.6, **boot).iloc[0]  # 20% and 80% quantiles
     assert (wide["pass^k_lo"], wide["pass^k_hi"]) == (pytest.approx(1 / 6), pytest.approx(1.0))
 
 
-def test_bootstrap_interval_of_identical_tasks_is_a_point_and_one_task_has_none() -> None:
-    same = trials({("m", "p", t): "1100" for t in "abcde"})
-    row = summarize(same, k=2, by="model").iloc[0]
-    assert row["pass^k_lo"] == pytest.approx(1 / 6) and row["pass^k_hi"] == pytest.approx(1 / 6)
-    single = summarize(trials({("m", "p", "a"): "1100"}), k=2, by="model").iloc[0]
-    assert math.isnan(single["pass^k_lo"]) and single["pass^k"] == pytest.approx(1 / 6)
-
-
-def test_cluster_bootstrap_covers_the_population_value() -> None:
-    """400 simulated suites of 30 tasks, n = 8, p ~ Beta(2, 1): true pass^2 = E[p^2] = 1/2."""
-    rng = np.random.default_rng(20240611)
-    p = rng.beta(2, 1, size=(400, 30))
-    out = summarize(synthetic(p, 8, rng), k=2, by="model", n_boot=2000, seed=3)
-    assert len(out) == 400
-    covered = (out["pass^k_lo"] <= 0.5) & (0.5 <= out["pass^k_hi"])
-    assert 0.90 <= covered.mean() <= 0.98
-    # the fixed-task-set SE answers "these tasks, re-rolled": its normal interval covers mean(p_i^2)
-    fixed_truth = (p**2).mean(axis=1)
-    z = sps.norm.ppf(0.975)
-    fixed = (out["pass^k"] - z * out["pass^k_se_fixed"] <= fixed_truth) & (
-        fixed_truth <= out["pass^k"] + z * out["pass^k_se_fixed"]
+def test_population_interval_is_declined_below_min_tasks_with_a_warning() -> None:
+    four = trials({("m", "p", t): "1100" for t in "abcd"})
+    with pytest.warns(UserWarning, match=r"no interval for new tasks for model='m' \(4 tasks\).*fixed-task"):
+        row = summarize(four, k=2, by="model").iloc[0]
+    assert math.isnan(row["pass^k_lo"]) and row["ci_method"] == "declined: too few tasks"
+    assert row["pass^k_se_fixed"] > 0  # the fixed-task interval is always given
+    five = trials(
+        {
+            ("m", "p", t): marks
+            for t, marks in zip("abcde", ["1111", "1100", "1100", "1000", "0000"], strict=True)
+        }
     )
-    assert 0.90 <= fixed.mean() <= 0.98
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        given = summarize(five, k=2, by="model").iloc[0]
+    assert given["ci_method"] == "korn-graubard"
+    assert 0 <= given["pass^k_lo"] < given["pass^k"] < given["pass^k_hi"] <= 1
+    assert summarize(four, k=2, by="model", min_tasks=4)["ci_method"].iloc[0] == "korn-graubard"
+    with pytest.raises(ValueError, match="method must be one of"):
+        summarize(five, k=2, method="percentile")
+
+
+def test_no_interval_is_zero_width_when_every_task_has_n_at_least_k() -> None:
+    # identical tasks, all-pass and all-fail suites: the old bootstrap and se_fixed were points here
+    for marks in ("1111", "0000", "1100"):
+        same = trials({("m", "p", t): marks for t in "abcdef"})
+        for k in (1, 2, 4):
+            row = summarize(same, k=k, by="model").iloc[0]
+            for metric in ("pass@k", "pass^k"):
+                assert row[f"{metric}_hi"] - row[f"{metric}_lo"] > 0.01, (marks, k, metric)
+                assert row[f"{metric}_se_fixed"] > 0, (marks, k, metric)
+            per_task = summarize(same, k=k, by="task")
+            assert (per_task["pass^k_hi"] > per_task["pass^k_lo"]).all()
+        arms = pd.concat([same, same.assign(prompt_hash="q")])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            diff = compare(arms, a="p", b="q", k=2, by="model")
+        assert ((diff["hi"] - diff["lo"]) > 0.01).all() and (diff["se_fixed"] > 0).all()
 
 
 @pytest.mark.parametrize(
@@ -239,7 +265,8 @@ def test_frames_missing_columns_or_with_bad_passed_are_rejected() -> None:
 
 
 def test_curve_is_tidy_and_agrees_with_summarize() -> None:
-    out = curve(TWO_TASKS, by=("model", "prompt_hash"), n_boot=200)
+    boot = {"by": ("model", "prompt_hash"), "n_boot": 200, "method": "bootstrap", "min_tasks": 2}
+    out = curve(TWO_TASKS, **boot)
     assert list(out.columns) == [
         "model",
         "prompt_hash",
@@ -248,14 +275,18 @@ def test_curve_is_tidy_and_agrees_with_summarize() -> None:
         "value",
         "lo",
         "hi",
+        "se_fixed",
+        "n_tasks",
         "n_tasks_covered",
+        "partial",
+        "ci_method",
     ]
     assert out["k"].tolist() == [1, 2, 3, 4] * 2 and out["metric"].tolist() == ["pass@k"] * 4 + ["pass^k"] * 4
     # pass^k of task b (2/4) is 1/2, 1/6, 0, 0; task a is always 1
     hat = out[out["metric"] == "pass^k"]["value"].to_numpy()
     np.testing.assert_allclose(hat, [0.75, 7 / 12, 0.5, 0.5], rtol=1e-12)
     for k in (1, 3):
-        s = summarize(TWO_TASKS, k=k, by=("model", "prompt_hash"), n_boot=200).iloc[0]
+        s = summarize(TWO_TASKS, k=k, **boot).iloc[0]
         row = out[(out["k"] == k) & (out["metric"] == "pass@k")].iloc[0]
         assert (row["value"], row["lo"], row["hi"]) == (s["pass@k"], s["pass@k_lo"], s["pass@k_hi"])
 
@@ -268,6 +299,7 @@ def test_curve_with_uneven_trials_warns_once_and_explicit_ks() -> None:
     assert len(caught) == 1 and "[4, 5]" in str(caught[0].message)
     assert out["k"].max() == 5
     assert out.loc[out["k"] == 5, "n_tasks_covered"].tolist() == [1, 1]
+    assert out.loc[out["metric"] == "pass^k", "partial"].tolist() == [False] * 3 + [True] * 2
     assert curve(df, ks=[2], by=(), n_boot=0)["k"].tolist() == [2, 2]
     with pytest.raises(ValueError, match="k must be a whole number"):
         curve(df, ks=[0, 1])
@@ -284,20 +316,27 @@ PROMPTS = trials(
 
 
 def test_compare_paired_difference_by_hand() -> None:
-    out = compare(PROMPTS, a="p1", b="p2", k=2, by="model", n_boot=2000)
-    assert list(out.columns) == ["model", "metric", "k", "n_tasks", "a", "b", "diff", "lo", "hi", "corr"]
+    out = compare(PROMPTS, a="p1", b="p2", k=2, by="model", n_boot=2000, min_tasks=4)
+    assert list(out.columns) == [
+        *["model", "metric", "k", "n_tasks", "a", "b", "diff", "lo", "hi", "se_fixed", "corr", "ci_method"]
+    ]
     hat = out[out["metric"] == "pass^k"].iloc[0]
     va, vb = np.array([1, 1 / 6, 0, 0]), np.array([1, 1 / 2, 1 / 6, 0])
     assert (hat["a"], hat["b"]) == (pytest.approx(va.mean()), pytest.approx(vb.mean()))
     assert hat["diff"] == pytest.approx((vb - va).mean())
     assert hat["corr"] == pytest.approx(np.corrcoef(va, vb)[0, 1], rel=1e-12)
-    # paired: the interval is that of the mean per-task difference, within its range
-    assert 0 <= hat["lo"] <= hat["diff"] <= hat["hi"] <= (vb - va).max()
+    # paired t on the per-task differences, their variance floored at both arms' fixed-task variance
+    d = vb - va
+    pairs = zip([4, 2, 1, 0], [4, 3, 2, 1], strict=True)
+    floor = np.mean([exact_var(4, ca, 2) + exact_var(4, cb, 2) for ca, cb in pairs])
+    half = sps.t.ppf(0.975, 3) * math.sqrt(max(d.var(ddof=1), floor) / 4)
+    assert (hat["lo"], hat["hi"]) == (pytest.approx(d.mean() - half), pytest.approx(d.mean() + half))
+    assert hat["ci_method"] == "t"
 
 
 def test_compare_uses_the_same_draw_for_both_arms() -> None:
     same = pd.concat([PROMPTS[PROMPTS["prompt_hash"] == "p1"].assign(prompt_hash=h) for h in ("x", "y")])
-    out = compare(same, a="x", b="y", k=2)
+    out = compare(same, a="x", b="y", k=2, method="bootstrap", min_tasks=2)
     assert (out["diff"] == 0).all() and (out["lo"] == 0).all() and (out["hi"] == 0).all()
     assert out["corr"].tolist() == [pytest.approx(1.0), pytest.approx(1.0)]
 
@@ -352,7 +391,7 @@ def test_flips_benjamini_hochberg_across_tasks_per_group() -> None:
     spec = {"t1": ("11111111", "00000000"), "t2": ("11111111", "11000000"), "t3": ("1111", "1110")}
     df = trials({("m", arm, t): marks[i] for t, marks in spec.items() for i, arm in enumerate(("p1", "p2"))})
     other = trials({("m2", arm, "t1"): marks for arm, marks in (("p1", "11111111"), ("p2", "00000000"))})
-    out = flips(pd.concat([df, other]), a="p1", b="p2")
+    out = flips(pd.concat([df, other]), a="p1", b="p2", family="all")
     assert out[["model", "task"]].values.tolist() == [["m", "t1"], ["m", "t2"], ["m", "t3"], ["m2", "t1"]]
     p = np.array(
         [
@@ -369,6 +408,46 @@ def test_flips_benjamini_hochberg_across_tasks_per_group() -> None:
     np.testing.assert_allclose(out["q_value"].to_numpy()[:3], bh, rtol=1e-12)
     assert out["q_value"].iloc[3] == pytest.approx(out["p_value"].iloc[3])  # its own family of one
     assert out["flip"].tolist() == [True, True, False, True]
+
+
+def five_tasks_one_flip(n: int = 4) -> pd.DataFrame:
+    steady = {("m", arm, t): "1" * n for arm in ("p1", "p2") for t in ("t2", "t3", "t4", "t5")}
+    return trials({("m", "p1", "t1"): "1" * n, ("m", "p2", "t1"): "0" * n, **steady})
+
+
+def test_flips_tarone_family_flags_a_lone_complete_flip_among_five_tasks() -> None:
+    df = five_tasks_one_flip()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = flips(df, a="p1", b="p2")
+    assert out["tested"].tolist() == [True, False, False, False, False]  # steady tasks cannot flip
+    assert out.loc[0, "q_value"] == pytest.approx(2 / 70) and out["flip"].tolist() == [True] + [False] * 4
+    assert out["q_value"].iloc[1:].isna().all()
+    # plain BH over all five: q = 5 * 0.029 = 0.143, and a warning says a lone flip cannot be flagged
+    with pytest.warns(
+        UserWarning, match=r"across 5 tasks cannot flag a single flip.*at least 5 trials per arm"
+    ):
+        plain = flips(df, a="p1", b="p2", family="all")
+    assert plain.loc[0, "q_value"] == pytest.approx(5 * 2 / 70) and not plain["flip"].any()
+
+
+def test_flips_warns_from_what_the_tarone_family_can_reach() -> None:
+    # five tasks that could each reach p = 0.029 alone: Tarone needs p <= 0.05/K, none qualifies
+    spec = {("m", "p1", t): "1100" for t in "abcde"} | {("m", "p2", t): "1001" for t in "abcde"}
+    with pytest.warns(UserWarning, match=r"Benjamini–Hochberg across 5 tasks cannot flag a single flip"):
+        out = flips(trials(spec), a="p1", b="p2")
+    assert not out["tested"].any() and not out["flip"].any()
+
+
+def test_flips_boschloo_option() -> None:
+    df = five_tasks_one_flip()
+    out = flips(df, a="p1", b="p2", test="boschloo", family="all")
+    table = [[4, 0], [0, 4]]
+    assert out.loc[0, "p_value"] == pytest.approx(sps.boschloo_exact(table).pvalue, rel=1e-9)
+    assert out.loc[0, "p_value"] < 0.01  # 0.0078: even plain BH over five tasks flags it
+    assert out["flip"].tolist() == [True] + [False] * 4
+    with pytest.raises(ValueError, match="test must be one of"):
+        flips(df, a="p1", b="p2", test="chi2")
 
 
 def test_flips_warns_when_some_tasks_are_underpowered() -> None:

@@ -100,10 +100,32 @@ def test_curve_single_group_hatches_the_gap_and_marks_k():
 def test_curve_accepts_a_curve_frame_metric_subset_and_an_existing_axes():
     frame = curve(TWO_MODELS, by=["model"], n_boot=0)
     fig, ax = plt.subplots()
-    returned = plot_curve(frame, by="model", metrics=["pass^k"], ax=ax, title="")
+    returned = plot_curve(curve=frame, metrics=["pass^k"], ax=ax, title="")
     assert returned is ax
     assert len(data_lines(ax)) == 2
     assert ax.get_title(loc="left") == ""
+    with pytest.raises(ValueError, match="pass it as curve=frame"):
+        plot_curve(frame)
+    with pytest.raises(ValueError, match="not both"):
+        plot_curve(TWO_MODELS, curve=frame)
+
+
+def test_curve_marks_partially_covered_k_with_hollow_markers_and_a_note():
+    # hard: 000, easy: 11111 -> pass^k .5, .5, .5, 1, 1: k = 4, 5 leave the hard task out
+    df = records({("m", "p", "hard"): "000", ("m", "p", "easy"): "11111"})
+    with pytest.warns(UserWarning, match="can rise"):
+        ax = plot_curve(df, by="model", n_boot=0, metrics=["pass^k"])
+    hollow = [line for line in ax.get_lines() if line.get_label() == "_partial"]
+    assert len(hollow) == 1 and list(hollow[0].get_xdata()) == [4, 5]
+    assert hollow[0].get_markerfacecolor() == "white"
+    assert any("hollow" in t.get_text() for t in ax.get_legend().get_texts())
+
+
+def test_curve_band_is_the_fixed_task_interval_when_tasks_are_too_few():
+    with pytest.warns(UserWarning, match="no interval for new tasks"):
+        ax = plot_curve(TWO_MODELS, by="model", n_boot=200)
+    assert "these tasks re-rolled" in ax.get_legend().get_title().get_text()
+    assert len(ax.collections) >= 4  # a band per model and metric
 
 
 def test_curve_labels_prompts_by_name_and_hash():
@@ -111,7 +133,7 @@ def test_curve_labels_prompts_by_name_and_hash():
         {("m", "aaaaaaaaaaaa", "t"): "11", ("m", "bbbbbbbbbbbb", "t"): "10"},
         prompt_names={"aaaaaaaaaaaa": "default", "bbbbbbbbbbbb": "strict"},
     )
-    ax = plot_curve(df, n_boot=0)
+    ax = plot_curve(df, by=("model", "prompt_hash"), n_boot=0)
     assert {line.get_label() for line in data_lines(ax)} == {  # only what differs: the prompt
         f"{name} — {metric}"
         for name in ("default (aaaaaaa)", "strict (bbbbbbb)")
@@ -198,10 +220,13 @@ def test_flips_title_says_when_no_task_can_reach_significance():
 
 def test_flips_accepts_a_flips_frame_and_requires_arms_otherwise():
     table = flips(FLIPPED, a="p1", b="p2")
-    ax = plot_flips(table)
+    ax = plot_flips(flips=table)
     assert len([line for line in ax.get_lines() if line.get_label() == "_bar"]) == 3
+    assert any(t.get_text().endswith("q=–") for t in ax.texts)  # steady 5/5 -> 5/5: not in the family
     with pytest.raises(ValueError, match="a=... and b="):
         plot_flips(FLIPPED)
+    with pytest.raises(ValueError, match="pass it as flips=frame"):
+        plot_flips(table)
 
 
 # ---- plot_outcomes ------------------------------------------------------------------------------

@@ -302,15 +302,18 @@ def test_summary_table_shows_both_intervals():
             "passed": i < c,
             "outcome": "pass" if i < c else "wrong_state",
         }
-        for t, c in (("a", 4), ("b", 2), ("c", 3))
+        for t, c in (("a", 4), ("b", 2), ("c", 3), ("d", 4), ("e", 0))
         for i in range(4)
     )
     table = summary_table(summarize(df, k=2, by="model", n_boot=200))
-    assert table.loc[0, "trials"] == "9/12" and table.loc[0, "tasks"] == "3/3"
+    assert table.loc[0, "trials"] == "13/20" and table.loc[0, "tasks"] == "5/5"
     assert table.loc[0, "pass^k 95% CI, new tasks"].startswith("[")
     assert table.loc[0, "pass^k 95% CI, these tasks"].startswith("[")
     wide = summary_table(summarize(df, k=3, by="model", n_boot=200))
-    assert wide.loc[0, "pass^k 95% CI, these tasks"] == "n < 2k"  # 4 trials < 2k = 6
+    assert wide.loc[0, "pass^k 95% CI, these tasks"].startswith("[")  # n >= k is enough (no n >= 2k)
+    with pytest.warns(UserWarning, match="no interval for new tasks"):
+        few = summary_table(summarize(df[df["task"] < "d"], k=2, by="model"))
+    assert few.loc[0, "pass^k 95% CI, new tasks"] == "too few tasks"
 
 
 def test_explore_reports_a_k_above_the_selection_instead_of_raising(runs):
