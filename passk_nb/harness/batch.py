@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 from tqdm.auto import tqdm
 
-from passk_nb.data.records import frame_from_records
+from passk_nb.data.records import frame_from_records, storable_record
 from passk_nb.data.store import compact, load, write_part
 
 
@@ -181,6 +181,7 @@ def execute_trials(
             if record is None:
                 writer.flush_if_due()
                 continue
+            record = storable_record(record)  # the boundary: texts escaped, numbers range-checked
             records.append(record)
             if writer is not None:
                 writer.add(record)

@@ -27,6 +27,14 @@ import pandas as pd
 from passk_nb._version import __version__
 from passk_nb.data.ids import prompt_hash
 from passk_nb.data.store import existing_trials, write_spec
+from passk_nb.harness.arguments import (
+    check_bool,
+    check_seconds,
+    check_seed,
+    check_text,
+    check_trials,
+    check_unique,
+)
 from passk_nb.harness.batch import execute_trials, load_trials
 from passk_nb.harness.episode import run_episode
 from passk_nb.harness.providers import BaseProvider, make_provider
@@ -123,29 +131,45 @@ def run(
     Returns every record of this spec for the chosen tasks and trials, the
     ones from earlier runs included, sorted by task and trial.
     """
+    # Every argument is checked here, before the first trial: a bad one costs no agent call.
     the_suite = get_suite(suite)
-    trials = check_positive("trials", trials)
+    trials = check_trials(trials)
     concurrency = check_positive("concurrency", concurrency)
     max_turns = check_positive("max_turns", max_turns)
     max_format_errors = check_positive("max_format_errors", max_format_errors)
-    if trial_timeout is not None and not (isinstance(trial_timeout, int | float) and trial_timeout > 0):
-        raise ValueError(f"trial_timeout must be a positive number of seconds, got {trial_timeout!r}")
+    check_seconds("trial_timeout", trial_timeout)
+    seed = check_seed(seed, trials)
+    check_text("model", model)
+    check_text("prompt_name", prompt_name, allow_empty=False)
+    check_bool("json_mode", json_mode)
+    check_bool("progress", progress)
+    if on_record is not None and not callable(on_record):
+        raise TypeError(f"on_record must be a function of one record, got {type(on_record).__name__}")
+    if not isinstance(out, str | os.PathLike):
+        raise TypeError(f"out must be a folder path, got {type(out).__name__} {out!r}")
     task_ids = list(the_suite.task_ids if tasks is None else tasks)
     if isinstance(tasks, str) or not task_ids:
         raise ValueError(f"tasks must be a non-empty list of task ids from {the_suite.task_ids}")
     for task_id in task_ids:
+        if not isinstance(task_id, str):
+            raise TypeError(f"task ids must be strings from {the_suite.task_ids}, got {task_id!r}")
         the_suite.task(task_id)
+    check_unique("tasks", task_ids)
     name, text = resolve_prompt(the_suite, prompt, prompt_name)
+    check_text("prompt", text)
     if temperature is not None and (
-        not isinstance(temperature, int | float) or not math.isfinite(temperature)
+        isinstance(temperature, bool)
+        or not isinstance(temperature, int | float)
+        or not math.isfinite(temperature)
     ):
-        raise ValueError(f"temperature must be a number, got {temperature!r}")
+        raise ValueError(f"temperature must be a finite number, got {temperature!r}")
 
     if isinstance(provider, str):
         provider_options.update(temperature=temperature, json_mode=json_mode)
         if provider == "scripted":
             provider_options.setdefault("suite", the_suite)
     backend = make_provider(provider, model, **provider_options)
+    backend.check_prompt(text)
     described = backend.describe()
     spec = RunSpec(
         suite=the_suite.name,

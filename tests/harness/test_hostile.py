@@ -275,5 +275,132 @@ def test_a_process_with_a_hung_backend_still_exits(tmp_path):
 
 
 def test_bad_trial_timeout(tmp_path):
-    with pytest.raises(ValueError, match="trial_timeout must be a positive number"):
+    with pytest.raises(ValueError, match="trial_timeout must be a finite number of seconds > 0"):
         passk_nb.run(out=tmp_path, trial_timeout=0)
+
+
+# -- the record boundary: nothing a backend sends can keep a trial off the disk ---------------------
+
+
+class Surrogates(BaseProvider):
+    """Answers with a lone surrogate (half an emoji escape) and absurd token counts."""
+
+    name = "surrogates"
+
+    def chat(self, messages):
+        from passk_nb.harness.providers.base import Reply
+
+        tokens = {0: 10**30, 1: -5, 2: 7}[self.seed % 3]
+        return Reply('{"answer": "Sorry \\ud83d \\\\ done"}', input_tokens=tokens, output_tokens=3)
+
+
+def test_lone_surrogates_and_absurd_token_counts_are_stored_not_fatal(tmp_path):
+    from passk_nb.data.records import unescape_text
+    from passk_nb.data.transcript import parse_transcript
+
+    seen = []
+    df = passk_nb.run(Surrogates(model="m"), trials=6, out=tmp_path, progress=False, on_record=seen.append)
+    assert len(df) == 30 and len(seen) == 30
+    assert df["text_escaped"].all()
+    answer = df["final_answer"].iloc[0]
+    assert unescape_text(answer) == "Sorry \ud83d \\ done"  # lossless
+    replies = [e for e in parse_transcript(df["transcript"].iloc[0]) if e["kind"] == "reply"]
+    assert replies[0]["action"]["answer"] == "Sorry \ud83d \\ done"
+    by_seed = df.set_index("trial")
+    assert pd.isna(by_seed.loc[0, "input_tokens"]).all()  # 10**30: out of range, null
+    assert pd.isna(by_seed.loc[1, "input_tokens"]).all()  # negative: null
+    assert (by_seed.loc[2, "input_tokens"] == 7).all()
+    assert by_seed.loc[0, "record_notes"].str.contains("input_tokens=10000").all()
+    assert by_seed.loc[1, "record_notes"].str.contains("input_tokens=-5 out of range").all()
+    # every reader sees the rows; a rerun resumes (nothing to do) instead of crashing again
+    assert len(pd.read_parquet(tmp_path)) == 30
+    assert len(passk_nb.run(Surrogates(model="m"), trials=6, out=tmp_path, progress=False)) == 30
+
+
+def test_run_cases_outputs_with_lone_surrogates_are_stored(tmp_path):
+    cases = [{"name": "c", "input": "x", "expected": "x"}]
+    df = passk_nb.run_cases(lambda x: "x \udcff", cases, trials=3, out=tmp_path)
+    assert len(df) == 3 and df["passed"].all() and df["text_escaped"].all()
+    memory = passk_nb.run_cases(lambda x: "x \udcff", cases, trials=2)
+    assert memory["final_answer"].tolist() == ["x \\udcff"] * 2
+
+
+def test_a_record_that_cannot_be_stored_becomes_its_own_error_row():
+    from passk_nb.data.records import table_from_records
+
+    good = {"run_id": "r", "suite": "s", "task": "t", "passed": True, "outcome": "pass"}
+    rows = [{**good, "trial": 0}, {**good, "trial": 1, "started_at": "not a time"}, {**good, "trial": 2}]
+    stored = table_from_records(rows).to_pylist()
+    assert [r["outcome"] for r in stored] == ["pass", "infra_error", "pass"]
+    assert stored[1]["error"].startswith("record could not be stored")
+    assert stored[1]["trial"] == 1
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"model": 123}, "model must be a string"),
+        ({"prompt_name": 123}, "prompt_name must be a string"),
+        ({"json_mode": "no"}, "json_mode must be True or False"),
+        ({"seed": 2**70}, "seed=.* is out of range"),
+        ({"seed": 1.5}, "seed must be a whole number"),
+        ({"trial_timeout": True}, "trial_timeout must be a finite number"),
+        ({"trial_timeout": float("inf")}, "trial_timeout must be a finite number"),
+        ({"tasks": ["refund-delivered", "refund-delivered"]}, r"tasks lists \['refund-delivered'\] more"),
+        ({"trials": 10**12}, "more than 100,000 per task"),
+        ({"temperature": float("nan")}, "temperature must be a finite number"),
+    ],
+)
+def test_bad_run_arguments_fail_before_the_first_trial(kwargs, message, tmp_path):
+    calls = []
+
+    def agent(messages):
+        calls.append(1)
+        return '{"answer": "no"}'
+
+    with pytest.raises((ValueError, TypeError), match=message):
+        passk_nb.run(agent, out=tmp_path, progress=False, **kwargs)
+    assert calls == []
+    assert not list(tmp_path.rglob("*"))
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"timeout": float("nan")}, "timeout must be a finite number"),
+        ({"timeout": float("inf")}, "timeout must be a finite number"),
+        ({"backoff_base": float("nan")}, "backoff_base must be a finite number"),
+    ],
+)
+def test_bad_backend_options_fail_up_front(options, message, tmp_path):
+    with pytest.raises(ValueError, match=message):
+        passk_nb.run("openai", "m", base_url="http://127.0.0.1:9", out=tmp_path, progress=False, **options)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"model": 123}, "model must be a string"),
+        ({"prompt_name": 123}, "prompt_name must be a string"),
+        ({"trials": 10**12}, "more than 100,000"),
+    ],
+)
+def test_bad_run_cases_arguments_fail_before_the_first_trial(kwargs, message):
+    calls = []
+    with pytest.raises((ValueError, TypeError), match=message):
+        passk_nb.run_cases(lambda x: calls.append(x), [{"input": 1, "expected": "1"}], **kwargs)
+    assert calls == []
+
+
+def test_a_huge_integer_tool_argument_is_fed_back_not_an_infra_error(tmp_path):
+    amount = "1" + "0" * 400
+
+    def agent(messages):
+        if sum(m["role"] == "assistant" for m in messages) == 0:
+            return '{"tool": "refund_order", "args": {"order_id": "O1001", "amount": ' + amount + "}}"
+        return '{"answer": "done"}'
+
+    df = passk_nb.run(agent, trials=1, tasks=["refund-delivered"], out=tmp_path, progress=False)
+    assert df["outcome"].tolist() == ["wrong_state"]
+    assert df["n_tool_errors"].tolist() == [1]
+    assert "too large" in df["transcript"].iloc[0]

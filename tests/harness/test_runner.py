@@ -125,7 +125,7 @@ def test_a_crashing_provider_never_stops_the_run(tmp_path):
         ({"tasks": "refund-delivered"}, "non-empty list of task ids"),
         ({"provider": "nope"}, "unknown provider 'nope'"),
         ({"suite": "nope"}, "unknown suite 'nope'"),
-        ({"temperature": float("nan")}, "temperature must be a number"),
+        ({"temperature": float("nan")}, "temperature must be a finite number"),
     ],
 )
 def test_bad_arguments_say_what_to_fix(tmp_path, kwargs, message):

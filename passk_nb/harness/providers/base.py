@@ -92,6 +92,9 @@ class BaseProvider:
     def chat(self, messages: list[Message]) -> str | Reply:
         raise NotImplementedError
 
+    def check_prompt(self, system_prompt: str) -> None:
+        """Raise ``ValueError`` before any trial when this backend cannot send ``system_prompt``."""
+
     def with_seed(self, seed: int | None) -> BaseProvider:
         """A shallow copy that sends ``seed`` (shared clients stay shared)."""
         clone = copy.copy(self)

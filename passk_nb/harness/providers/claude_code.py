@@ -73,6 +73,7 @@ import subprocess
 import tempfile
 from typing import Any
 
+from passk_nb.harness.arguments import check_seconds
 from passk_nb.harness.providers.base import BaseProvider, Message, ProviderError, Reply
 from passk_nb.harness.providers.redact import Redactor, short
 from passk_nb.harness.providers.retry import provider_error
@@ -166,8 +167,7 @@ class ClaudeCodeProvider(BaseProvider):
             )
         if json_mode:
             raise ValueError("the claude CLI has no JSON mode; run claude-code with json_mode=False")
-        if not isinstance(timeout, int | float) or timeout <= 0:
-            raise ValueError(f"timeout must be a number of seconds > 0, got {timeout!r}")
+        check_seconds("timeout", timeout, allow_none=False)
         super().__init__(model, seed=seed, base_url=base_url.rstrip("/") if base_url else None)
         wanted = executable or os.environ.get("PASSK_CLAUDE_EXECUTABLE") or "claude"
         found = shutil.which(wanted)
@@ -249,6 +249,15 @@ class ClaudeCodeProvider(BaseProvider):
         if self.model:
             cmd += ["--model", self.model]
         return cmd
+
+    def check_prompt(self, system_prompt: str) -> None:
+        """A NUL character cannot go into a command-line argument: refuse it before any trial."""
+        for what, text in (("system prompt", system_prompt), ("model name", self.model)):
+            if "\x00" in text:
+                raise ValueError(
+                    f"the {what} contains a NUL character (\\x00), which the claude CLI cannot take as an "
+                    "argument; remove it"
+                )
 
     def with_seed(self, seed: int | None) -> ClaudeCodeProvider:
         """A copy for one trial; its ``cost_usd`` in ``provider_meta`` sums that trial's calls."""

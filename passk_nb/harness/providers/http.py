@@ -37,6 +37,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from passk_nb.harness.arguments import check_seconds
 from passk_nb.harness.providers.base import BaseProvider, Message, ProviderError, Reply
 from passk_nb.harness.providers.redact import BODY_EXCERPT_CHARS, Redactor, short
 from passk_nb.harness.providers.retry import (
@@ -121,8 +122,7 @@ class RemoteProvider(BaseProvider):
             raise ValueError(f"the {self.name} provider needs a model name (model=... / --model)")
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise ValueError(f"max_tokens must be a whole number ≥ 1, got {max_tokens!r}")
-        if not isinstance(timeout, int | float) or timeout <= 0:
-            raise ValueError(f"timeout must be a number of seconds > 0, got {timeout!r}")
+        check_seconds("timeout", timeout, allow_none=False)
         from_env = os.environ.get(self.base_url_env) if self.base_url_env else None
         if from_env and "://" not in from_env:  # OLLAMA_HOST is often host:port
             from_env = "http://" + from_env.strip()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import email.utils
 import logging
+import math
 import random
 import threading
 import time
@@ -84,8 +85,8 @@ class RetryPolicy:
             raise ValueError(f"max_attempts must be a whole number ≥ 1, got {self.max_attempts!r}")
         for name in ("backoff_base", "backoff_max", "retry_after_max"):
             value = getattr(self, name)
-            if not isinstance(value, int | float) or value < 0:
-                raise ValueError(f"{name} must be a number ≥ 0, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
+                raise ValueError(f"{name} must be a finite number ≥ 0, got {value!r}")
 
     def delay(self, attempt: int, rng: random.Random, retry_after: float | None = None) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""

@@ -54,9 +54,15 @@ class Param:
         if self.type == "number":
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise ToolError(f"argument {name!r} must be a number, got {_json_type(value)}")
-            if not math.isfinite(value):
+            try:
+                number = float(value)
+            except OverflowError:  # an integer too large for a float: the agent's bad argument
+                raise ToolError(
+                    f"argument {name!r} is too large to be a number here; send a plain amount"
+                ) from None
+            if not math.isfinite(number):
                 raise ToolError(f"argument {name!r} must be a finite number, got {value!r}")
-            return float(value)
+            return number
         raise ValueError(f"unsupported parameter type {self.type!r}")
 
 
