@@ -312,6 +312,7 @@ def run_cases(
         run_id=run_id,
         desc=f"{suite}/{model}",
         progress=show,
+        trial_key=lambda i, t: (names[i], t),
     )
     order = {name: i for i, name in enumerate(names)}
     if out_dir is None:

@@ -4,6 +4,7 @@ One bad trial must never stop a run, lose a record, or corrupt the numbers.
 """
 
 import errno
+import functools
 import json
 import random
 import subprocess
@@ -203,6 +204,9 @@ def test_concurrent_processes_in_one_folder(tmp_path):
     df = passk_nb.load(out)
     assert sorted(df.groupby("run_id").size().tolist()) == [5 * 40, 5 * 40]
     assert not df.duplicated(["run_id", "task", "trial"]).any()
+    # claims: the two processes of one spec split its trials, so any reader sees each trial once
+    raw = pd.read_parquet(out)
+    assert len(raw) == 2 * 5 * 40 and not raw.duplicated(["run_id", "task", "trial"]).any()
 
 
 def test_write_failure_is_clear_and_earlier_trials_stay_readable(tmp_path, monkeypatch):
@@ -216,7 +220,7 @@ def test_write_failure_is_clear_and_earlier_trials_stay_readable(tmp_path, monke
         return real_write(table, where, **kwargs)
 
     monkeypatch.setattr(store.pq, "write_table", failing_write)
-    monkeypatch.setattr(batch._Writer, "__init__", lambda self, out, run_id: _small_writer(self, out, run_id))
+    monkeypatch.setattr(batch._Writer, "__init__", _small_writer)
     with pytest.raises(StoreError, match=r"No space left on device.*records written before are intact"):
         passk_nb.run("scripted", trials=4, out=tmp_path, progress=False, concurrency=1)
     monkeypatch.undo()
@@ -227,9 +231,7 @@ def test_write_failure_is_clear_and_earlier_trials_stay_readable(tmp_path, monke
     assert len(passk_nb.run("scripted", trials=4, out=tmp_path, progress=False)) == 20
 
 
-def _small_writer(writer, out, run_id):
-    writer.out, writer.run_id, writer.every_s, writer.every_n = out, run_id, 3600.0, 5
-    writer.pending, writer.parts, writer.last = [], [], time.monotonic()
+_small_writer = functools.partialmethod(batch._Writer.__init__, every_s=3600.0, every_n=5)
 
 
 def test_a_hung_backend_times_out_and_the_run_goes_on(tmp_path):
@@ -404,3 +406,54 @@ def test_a_huge_integer_tool_argument_is_fed_back_not_an_infra_error(tmp_path):
     assert df["outcome"].tolist() == ["wrong_state"]
     assert df["n_tool_errors"].tolist() == [1]
     assert "too large" in df["transcript"].iloc[0]
+
+
+def test_a_failed_final_merge_says_the_trials_are_safe(tmp_path, monkeypatch):
+    real_write = store.pq.write_table
+
+    def disk_full_for_the_merge(table, where, **kwargs):
+        if table.num_rows > 5:  # the parts (5 rows each) fit; the merged file does not
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(table, where, **kwargs)
+
+    monkeypatch.setattr(store.pq, "write_table", disk_full_for_the_merge)
+    monkeypatch.setattr(batch._Writer, "__init__", _small_writer)
+    with pytest.warns(RuntimeWarning, match=r"merging the parts .*No space left.*every trial is safe"):
+        df = passk_nb.run("scripted", trials=4, out=tmp_path, progress=False, concurrency=1)
+    assert len(df) == 20
+    assert len(store.part_files(tmp_path)) == 4
+    assert len(pd.read_parquet(tmp_path)) == 20
+
+
+SIGTERM_CHILD = textwrap.dedent(
+    """
+    import json, sys, time
+    import passk_nb
+
+    def slow(messages):
+        time.sleep(0.05)
+        return json.dumps({"answer": "no"})
+
+    def report(record):
+        print(record["task"], record["trial"], flush=True)
+
+    passk_nb.run(slow, trials=400, concurrency=8, out=sys.argv[1], progress=False, on_record=report)
+    """
+)
+
+
+def test_sigterm_writes_every_completed_trial_like_sigint(tmp_path):
+    import signal
+
+    script = tmp_path / "child.py"
+    script.write_text(SIGTERM_CHILD)
+    out = tmp_path / "runs"
+    child = subprocess.Popen([sys.executable, str(script), str(out)], stdout=subprocess.PIPE, text=True)
+    reported = [child.stdout.readline() for _ in range(30)]
+    child.send_signal(signal.SIGTERM)
+    reported += child.stdout.readlines()
+    assert child.wait(timeout=30) == -signal.SIGTERM
+    reported_keys = {(line.split()[0], int(line.split()[1])) for line in reported if line.strip()}
+    stored = passk_nb.load(out)
+    assert len(reported_keys) >= 30 and len(stored) < 5 * 400
+    assert reported_keys <= set(zip(stored["task"], stored["trial"], strict=True))
