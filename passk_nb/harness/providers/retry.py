@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from passk_nb.harness.providers.base import ProviderError
+from passk_nb.harness.providers.base import ProviderError, cancel_event, cancelled
 from passk_nb.harness.providers.redact import Redactor, short
 
 log = logging.getLogger("passk_nb.harness.providers")
@@ -97,6 +97,15 @@ class RetryPolicy:
         return wait
 
 
+def _sleep(seconds: float) -> None:
+    """Sleep, but wake up as soon as the trial running in this thread is given up on."""
+    event = cancel_event()
+    if event is None:
+        time.sleep(seconds)
+    else:
+        event.wait(seconds)
+
+
 class Transient(Exception):
     """A failure worth retrying: 429, 5xx, a dropped connection, a timeout.
 
@@ -147,15 +156,19 @@ class Retrier:
         while True:
             with self._lock:
                 remaining = self._paused_until - time.monotonic()
-            if remaining <= 0:
+            if remaining <= 0 or cancelled():
                 return
-            time.sleep(remaining)
+            _sleep(min(remaining, 1.0))
 
     def call(self, request: Callable[[], T]) -> tuple[T, int]:
         """Run ``request`` until it succeeds, fails for good, or the attempts are used up."""
         attempts = self.policy.max_attempts
         for attempt in range(1, attempts + 1):
             self._wait_for_pause()
+            if attempt > 1 and cancelled():
+                raise provider_error(
+                    "the trial was given up on (trial_timeout); no further attempts", attempt - 1
+                )
             try:
                 return request(), attempt
             except ProviderError as exc:
@@ -178,5 +191,5 @@ class Retrier:
                     attempts,
                     wait,
                 )
-                time.sleep(wait)
+                _sleep(wait)
         raise AssertionError("unreachable")  # pragma: no cover
