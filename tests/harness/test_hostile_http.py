@@ -1,4 +1,4 @@
-"""Hostile HTTP servers on 127.0.0.1: slow, endless, huge and compressed bodies, odd statuses, echoed secrets."""
+"""Hostile HTTP servers on 127.0.0.1: slow, endless, huge and gzip bodies, odd statuses, echoed secrets."""
 
 from __future__ import annotations
 
