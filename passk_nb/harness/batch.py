@@ -79,6 +79,10 @@ class BackendHung(RuntimeError):
     """Trials given up on (``trial_timeout``) never return, and no thread is left to run the rest."""
 
 
+#: How long a run waits, with every thread stuck in a trial it gave up on, before it stops with
+#: :class:`BackendHung` (HTTP backends end such requests at their ``timeout``).
+STALL_GRACE_S = 60.0
+
 #: Returned in place of a record for a trial another process stored meanwhile.
 _SKIPPED: dict[str, Any] = {}
 
@@ -225,7 +229,7 @@ def _run_concurrently(
             stalled_since = None
             return False
         stalled_since = stalled_since or time.monotonic()
-        return time.monotonic() - stalled_since > max(10.0, 4 * (timeout or 0.0))
+        return time.monotonic() - stalled_since > STALL_GRACE_S + 4 * (timeout or 0.0)
 
     with lock:
         count["workers"] = min(concurrency, len(jobs))

@@ -457,3 +457,52 @@ def test_sigterm_writes_every_completed_trial_like_sigint(tmp_path):
     stored = passk_nb.load(out)
     assert len(reported_keys) >= 30 and len(stored) < 5 * 400
     assert reported_keys <= set(zip(stored["task"], stored["trial"], strict=True))
+
+
+def test_abandoned_threads_are_bounded_and_end(tmp_path):
+    import threading
+
+    from tests.helpers.fake_servers import FakeServer, Fault
+
+    def trial_threads():
+        return [t for t in threading.enumerate() if t.name == "passk-trial"]
+
+    most = []
+    with FakeServer("openai", rule=lambda body: Fault.hang(30)) as server:
+        df = passk_nb.run(
+            "openai",
+            "m",
+            base_url=server.url,
+            api_key_env=None,
+            trials=4,
+            concurrency=3,
+            trial_timeout=0.3,
+            timeout=1.0,
+            max_attempts=1,
+            out=tmp_path,
+            progress=False,
+            on_record=lambda record: most.append(len(trial_threads())),
+        )
+        assert set(df["outcome"]) == {"infra_error"} and len(df) == 20
+        assert max(most) <= 2 * 3, most  # the workers plus at most `concurrency` abandoned ones
+        deadline = time.monotonic() + 15
+        while trial_threads() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not trial_threads(), "abandoned trials still running after their requests timed out"
+
+
+def test_a_backend_that_never_returns_stops_the_run_instead_of_piling_up_threads(tmp_path, monkeypatch):
+    release = __import__("threading").Event()
+    monkeypatch.setattr(batch, "STALL_GRACE_S", 1.0)
+
+    def never(messages):
+        release.wait(60)
+        return '{"answer": "no"}'
+
+    try:
+        with pytest.raises(batch.BackendHung, match="ignore cancellation.*run again to resume"):
+            passk_nb.run(never, trials=4, concurrency=2, trial_timeout=0.2, out=tmp_path, progress=False)
+    finally:
+        release.set()
+    stored = passk_nb.load(tmp_path)
+    assert 0 < len(stored) < 20 and set(stored["outcome"]) == {"infra_error"}

@@ -486,6 +486,12 @@ if mode == "not_logged_in":
     sys.exit(1)
 if mode == "sleep":
     time.sleep(30)
+if mode == "spawn":  # a helper process of its own, as the real CLI starts, then hang
+    import subprocess
+    helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    with open(os.environ["FAKE_CLAUDE_HELPER_PID"], "w") as f:
+        f.write(str(helper.pid))
+    time.sleep(30)
 if mode == "garbage":
     sys.stderr.write("crashed; key was " + os.environ.get("ANTHROPIC_API_KEY", "") + "\n")
     print("Segmentation fault")
@@ -513,7 +519,8 @@ def write_fake_claude(folder: Path, log: Path, suite: str = "orders") -> Path:
     prompt from stdin, finds the task by its prompt in a ``[user]`` block and
     the step by the number of ``[assistant]`` blocks, and prints the CLI's JSON
     result with the next step of the task's known-good script. ``FAKE_CLAUDE_MODE``
-    selects a failure instead: ``not_logged_in``, ``sleep``, ``garbage``,
+    selects a failure instead: ``not_logged_in``, ``sleep``, ``spawn`` (starts a helper process,
+    writes its pid to ``$FAKE_CLAUDE_HELPER_PID``, hangs), ``garbage``,
     ``echo_key``, ``old`` (a ``--help`` without ``--bare``).
     """
     from passk_nb.harness.suites import get_suite
