@@ -167,6 +167,11 @@ def _json_escape(text: str) -> str:
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+_INT_COLUMNS = frozenset(name for name, dtype in DTYPES.items() if dtype in ("int64", "Int64"))
+_FLOAT_COLUMNS = frozenset(name for name, dtype in DTYPES.items() if dtype == "float64")
+_LOW = {name: 0 if name in _COUNTS else -_INT64_MAX - 1 for name in _INT_COLUMNS}
+
+
 def _check_int(name: str, value: Any, notes: list[str]) -> Any:
     if value is None or isinstance(value, bool):
         return value
@@ -216,14 +221,18 @@ def storable_record(record: Mapping[str, Any]) -> dict[str, Any]:
     notes: list[str] = []
     escaped: list[str] = []
     for name, value in record.items():
-        dtype = DTYPES.get(name)
-        if isinstance(value, str):
-            if _SURROGATE.search(value):
+        kind = type(value)
+        if kind is str:
+            if not value.isascii() and _SURROGATE.search(value):
                 escaped.append(name)
-        elif dtype in ("int64", "Int64"):
+        elif value is None or (kind is int and name in _INT_COLUMNS and _LOW[name] <= value <= _INT64_MAX):
+            continue  # the common case, checked first
+        elif name in _INT_COLUMNS:
             row[name] = _check_int(name, value, notes)
-        elif dtype == "float64":
+        elif name in _FLOAT_COLUMNS and kind is not float:
             row[name] = _check_float(name, value, notes)
+        elif isinstance(value, str) and _SURROGATE.search(value):
+            escaped.append(name)
     if escaped:
         row["text_escaped"] = True
         for name in escaped:

@@ -278,9 +278,10 @@ def existing_trials(folder: str | os.PathLike[str], run_id: str) -> set[tuple[st
 class StoredTrials:
     """The trials of ``run_id`` already stored with a real outcome, kept up to date cheaply.
 
-    :meth:`has` lists the run's parts and reads the key columns of the
-    files it has not seen yet (a merged part included), so asking again after
-    another process wrote a part costs one directory listing and one small read.
+    :meth:`has` lists the run's parts (one directory, no recursion) and reads
+    the key columns of the files it has not seen yet (a merged part included),
+    so asking again costs one directory listing, plus one small read after
+    another process wrote a part.
     """
 
     def __init__(self, folder: str | os.PathLike[str], run_id: str):
@@ -294,9 +295,17 @@ class StoredTrials:
             self._refresh()
             return any(key in keys for keys in self._files.values())
 
+    def _listing(self) -> list[Path]:
+        try:
+            with os.scandir(self.run_dir) as entries:
+                names = [e.name for e in entries if e.name.endswith(".parquet") and e.name[0] not in "._"]
+        except FileNotFoundError:
+            return []
+        return [self.run_dir / name for name in sorted(names)]
+
     def _refresh(self) -> None:
         for _ in range(RELIST_ATTEMPTS):
-            files = part_files(self.run_dir) if self.run_dir.is_dir() else []
+            files = self._listing()
             try:
                 for f in files:
                     if f not in self._files:
