@@ -5,10 +5,13 @@ reader (pandas, DuckDB, Polars, Spark) opens the folder as one dataset.
 
 Writes are crash-safe: each part is written to a hidden temporary file and
 renamed into place, so a process killed at any moment leaves only complete
-files (plus, at worst, a hidden ``.tmp`` file every reader ignores). When two
-files hold the same trial (a crash between compaction steps, or two processes
-running the same spec at once), :func:`load` keeps one row per
-``(run_id, task, trial)``.
+files (plus, at worst, a hidden ``.tmp`` file every reader ignores). Writers
+claim each trial first (:class:`TrialClaims`), and :func:`merge` leaves one row
+per trial. Two files can hold the same trial only while a resume retries an
+``infra_error`` (until its merge) or after a merge was killed (until the next
+merge); :func:`load` keeps one row per ``(run_id, task, trial)`` in every case,
+and a file that vanishes while being read (merged by another process) makes it
+list the folder again, never skip.
 
 >>> import tempfile
 >>> from passk_nb.data.records import frame_from_records

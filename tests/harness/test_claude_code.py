@@ -154,6 +154,12 @@ def test_a_timeout_ends_the_clis_whole_process_group(fake_claude, tmp_path, monk
     assert not _alive(helper), "the CLI's helper process outlived the timeout"
 
 
+def test_a_nul_in_a_claude_code_prompt_fails_before_the_first_trial(fake_claude, tmp_path):
+    with pytest.raises(ValueError, match="NUL character"):
+        _run(tmp_path, prompt="You are an agent.\x00 Reply in JSON only, please.")
+    assert fake_claude() == []  # not a single call: the CLI was asked only --version and --help
+
+
 def test_output_that_is_not_a_result_is_an_infra_error(fake_claude, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_CLAUDE_MODE", "garbage")
     df = _run(tmp_path, tasks=["refund-delivered"])
