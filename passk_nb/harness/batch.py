@@ -75,7 +75,7 @@ class _Writer:
         self.last = time.monotonic()
 
 
-class BackendHung(RuntimeError):
+class BackendHung(TimeoutError):
     """Trials given up on (``trial_timeout``) never return, and no thread is left to run the rest."""
 
 
