@@ -12,6 +12,8 @@ True
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -82,6 +84,12 @@ _SPEC: dict[str, tuple[pa.DataType, str, str]] = {
     "error": (pa.string(), "str", "what went wrong (format, infra), if anything"),
     "provider_meta": (pa.string(), "str", "JSON object of backend details (CLI version, cost)"),
     "harness_version": (pa.string(), "str", "passk-nb version that produced the row"),
+    "text_escaped": (
+        pa.bool_(),
+        "bool",
+        "some text of the row held invalid Unicode (lone surrogates), stored escaped: see unescape_text",
+    ),
+    "record_notes": (pa.string(), "str", "what the write boundary changed to store the row, if anything"),
 }
 
 COLUMNS: tuple[str, ...] = tuple(_SPEC)
@@ -112,7 +120,187 @@ DEFAULTS: dict[str, Any] = {
     "transcript": "[]",
     "provider_meta": "{}",
     "harness_version": "",
+    "text_escaped": False,
 }
+
+#: Columns holding JSON text: lone surrogates there become standard ``\\uXXXX`` JSON escapes.
+JSON_COLUMNS: frozenset[str] = frozenset({"state_diff", "transcript", "provider_meta"})
+#: Columns that must hold a value in every row (no nulls), besides :data:`REQUIRED`.
+NOT_NULL: frozenset[str] = frozenset(
+    name for name, (_, dtype, _) in _SPEC.items() if dtype in ("bool", "int64")
+)
+_INT64_MAX = 2**63 - 1
+_SURROGATE = re.compile("[\ud800-\udfff]")
+#: Columns whose integers must be ≥ 0 (counts reported by a backend or counted by the harness).
+_COUNTS: frozenset[str] = frozenset(
+    {
+        "input_tokens",
+        "output_tokens",
+        "n_turns",
+        "n_tool_calls",
+        "n_tool_errors",
+        "n_format_errors",
+        "attempts",
+    }
+)
+
+
+def escape_text(text: str) -> str:
+    """``text`` made storable when it holds lone surrogates (invalid Unicode), losslessly.
+
+    Backslashes are doubled and each lone surrogate is written as ``\\uXXXX``;
+    :func:`unescape_text` gives the original back. Text without surrogates is
+    returned unchanged (rows store it unescaped; ``text_escaped`` says which).
+
+    >>> escape_text("Sorry \\ud83d") == "Sorry \\\\ud83d"
+    True
+    >>> unescape_text(escape_text("a\\\\b \\udcff")) == "a\\\\b \\udcff"
+    True
+    """
+    if not _SURROGATE.search(text):
+        return text
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text.replace("\\", "\\\\"))
+
+
+_ESCAPE = re.compile(r"\\\\|\\u([0-9a-f]{4})")
+
+
+def unescape_text(text: str) -> str:
+    """The original of a text escaped by :func:`escape_text` (``final_answer`` and ``error`` of a
+    row whose ``text_escaped`` is true; JSON columns need no unescaping: ``json.loads`` restores them).
+
+    >>> unescape_text("Sorry \\\\ud83d") == "Sorry \\ud83d"
+    True
+    """
+    return _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)) if m.group(1) else "\\", text)
+
+
+#: Plain-text columns escaped as a whole (see :func:`escape_text`) in a row with ``text_escaped``.
+ESCAPED_TEXT_COLUMNS: tuple[str, ...] = ("final_answer", "error")
+
+
+def _json_escape(text: str) -> str:
+    # In JSON text a lone surrogate can only sit inside a string literal, where \uXXXX is its escape.
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+_INT_COLUMNS = frozenset(name for name, dtype in DTYPES.items() if dtype in ("int64", "Int64"))
+_FLOAT_COLUMNS = frozenset(name for name, dtype in DTYPES.items() if dtype == "float64")
+_LOW = {name: 0 if name in _COUNTS else -_INT64_MAX - 1 for name in _INT_COLUMNS}
+
+
+def _check_int(name: str, value: Any, notes: list[str]) -> Any:
+    if value is None or isinstance(value, bool):
+        return value
+    try:
+        number = int(value) if not isinstance(value, float) or value.is_integer() else None
+    except (TypeError, ValueError, OverflowError):
+        number = None
+    low = 0 if name in _COUNTS else -_INT64_MAX - 1
+    if number is not None and low <= number <= _INT64_MAX:
+        return number
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "…"
+    if DTYPES[name] == "Int64":
+        notes.append(f"{name}={shown} out of range, stored as null")
+        return None
+    if name in _COUNTS:
+        notes.append(f"{name}={shown} out of range, stored as 0")
+        return 0
+    return value  # an identity field (trial): the row cannot be stored, see _error_row
+
+
+def _check_float(name: str, value: Any, notes: list[str]) -> Any:
+    if value is None or isinstance(value, float):
+        return value
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "…"
+        notes.append(f"{name}={shown} is not a storable number, stored as NaN")
+        return math.nan
+
+
+def storable_record(record: Mapping[str, Any]) -> dict[str, Any]:
+    """``record`` with every text made storable and every number range-checked.
+
+    Lone surrogates (half an emoji escape from a model or a server) cannot be
+    written as UTF-8: JSON columns get the standard ``\\uXXXX`` escape, and
+    ``final_answer`` and ``error`` are escaped with :func:`escape_text`; the row's
+    ``text_escaped`` is then true. Counts out of range (negative, above 2**63)
+    become null (token counts) or 0, other numbers that do not fit become NaN;
+    ``record_notes`` says what was changed. A clean record is returned as is.
+
+    >>> row = storable_record({"final_answer": "hi \\ud83d", "input_tokens": -3})
+    >>> row["text_escaped"], row["input_tokens"], row["record_notes"]
+    (True, None, 'input_tokens=-3 out of range, stored as null; lone surrogates in final_answer escaped')
+    """
+    row = dict(record)
+    notes: list[str] = []
+    escaped: list[str] = []
+    for name, value in record.items():
+        kind = type(value)
+        if kind is str:
+            if not value.isascii() and _SURROGATE.search(value):
+                escaped.append(name)
+        elif value is None or (kind is int and name in _INT_COLUMNS and _LOW[name] <= value <= _INT64_MAX):
+            continue  # the common case, checked first
+        elif name in _INT_COLUMNS:
+            row[name] = _check_int(name, value, notes)
+        elif name in _FLOAT_COLUMNS and kind is not float:
+            row[name] = _check_float(name, value, notes)
+        elif isinstance(value, str) and _SURROGATE.search(value):
+            escaped.append(name)
+    if escaped:
+        row["text_escaped"] = True
+        for name in escaped:
+            if name in JSON_COLUMNS:
+                row[name] = _json_escape(row[name])
+            elif name not in ESCAPED_TEXT_COLUMNS:
+                row[name] = escape_text(row[name])
+                notes.append(f"{name} escaped with escape_text")
+        for name in ESCAPED_TEXT_COLUMNS:
+            if isinstance(row.get(name), str):
+                row[name] = row[name].replace("\\", "\\\\") if name not in escaped else escape_text(row[name])
+        notes.append(f"lone surrogates in {', '.join(escaped)} escaped")
+    if notes:
+        earlier = row.get("record_notes")
+        row["record_notes"] = "; ".join([earlier, *notes] if isinstance(earlier, str) and earlier else notes)
+    return row
+
+
+def _error_row(row: Mapping[str, Any], exc: BaseException) -> dict[str, Any]:
+    """The stand-in for a record that cannot be stored: its identity and why, as an infra error."""
+    keep = {
+        name: value
+        for name, value in row.items()
+        if name in DEFAULTS or name in REQUIRED or name in ("base_url_host", "started_at", "seed")
+    }
+    kept = {name: value for name, value in keep.items() if _fits(name, value)}
+    raw = f"record could not be stored: {type(exc).__name__}: {str(exc)[:500]}"
+    reason = escape_text(raw)
+    return {
+        **DEFAULTS,
+        **kept,
+        "passed": False,
+        "outcome": "infra_error",
+        "state_ok": False,
+        "error": reason,
+        "final_answer": None,
+        "text_escaped": reason != raw,
+        "record_notes": "the trial's record could not be stored; this row stands in for it",
+    }
+
+
+def _fits(name: str, value: Any) -> bool:
+    try:
+        pa.array([value], type=SCHEMA.field(name).type)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        return False
+    return True
+
+
+def _arrays(rows: list[dict[str, Any]]) -> list[pa.Array]:
+    return [pa.array([row.get(name) for row in rows], type=SCHEMA.field(name).type) for name in COLUMNS]
 
 
 def table_from_records(records: Iterable[Mapping[str, Any]]) -> pa.Table:
@@ -120,7 +308,10 @@ def table_from_records(records: Iterable[Mapping[str, Any]]) -> pa.Table:
 
     Fields in :data:`DEFAULTS` may be left out; other missing fields become
     nulls. Missing :data:`REQUIRED` fields and unknown fields are errors, so a
-    typo never silently drops data.
+    typo never silently drops data. Every row first goes through
+    :func:`storable_record`; a row that still cannot be stored is replaced by
+    an ``infra_error`` row of the same trial saying why, and never takes the
+    other rows with it.
 
     >>> table_from_records([]).num_rows
     0
@@ -133,8 +324,20 @@ def table_from_records(records: Iterable[Mapping[str, Any]]) -> pa.Table:
         missing = [name for name in REQUIRED if row.get(name) is None]
         if missing:
             raise ValueError(f"record {i}: missing required fields {missing}")
-        rows.append({**DEFAULTS, **row})
-    arrays = [pa.array([row.get(name) for row in rows], type=SCHEMA.field(name).type) for name in COLUMNS]
+        rows.append(storable_record({**DEFAULTS, **row}))
+    try:
+        arrays = _arrays(rows)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        # One bad row must not take the others with it: find it and store why instead.
+        for i, row in enumerate(rows):
+            try:
+                _arrays([row])
+            except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
+                rows[i] = _error_row(row, exc)
+        try:
+            arrays = _arrays(rows)
+        except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
+            raise ValueError(f"records cannot be stored, not even as error rows: {exc}") from exc
     return pa.Table.from_arrays(arrays, schema=SCHEMA)
 
 

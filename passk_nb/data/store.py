@@ -5,10 +5,13 @@ reader (pandas, DuckDB, Polars, Spark) opens the folder as one dataset.
 
 Writes are crash-safe: each part is written to a hidden temporary file and
 renamed into place, so a process killed at any moment leaves only complete
-files (plus, at worst, a hidden ``.tmp`` file every reader ignores). When two
-files hold the same trial (a crash between compaction steps, or two processes
-running the same spec at once), :func:`load` keeps one row per
-``(run_id, task, trial)``.
+files (plus, at worst, a hidden ``.tmp`` file every reader ignores). Writers
+claim each trial first (:class:`TrialClaims`), and :func:`merge` leaves one row
+per trial. Two files can hold the same trial only while a resume retries an
+``infra_error`` (until its merge) or after a merge was killed (until the next
+merge); :func:`load` keeps one row per ``(run_id, task, trial)`` in every case,
+and a file that vanishes while being read (merged by another process) makes it
+list the folder again, never skip.
 
 >>> import tempfile
 >>> from passk_nb.data.records import frame_from_records
@@ -22,12 +25,18 @@ running the same spec at once), :func:`load` keeps one row per
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import errno
+import hashlib
 import json
 import os
+import struct
+import threading
+import time
 import uuid
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +44,28 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from passk_nb.data.records import KEY, SCHEMA, empty_frame, frame_from_table, table_from_records
+from passk_nb.data.records import (
+    DEFAULTS,
+    KEY,
+    NOT_NULL,
+    REQUIRED,
+    SCHEMA,
+    empty_frame,
+    frame_from_table,
+    table_from_records,
+)
 
-__all__ = ["write_part", "load", "existing_trials", "compact", "part_files", "write_spec", "read_specs"]
+__all__ = [
+    "write_part",
+    "load",
+    "existing_trials",
+    "merge",
+    "part_files",
+    "write_spec",
+    "read_specs",
+    "TrialClaims",
+    "StoreError",
+]
 
 SPEC_FILE = "_spec.json"
 
@@ -108,13 +136,49 @@ def read_specs(folder: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
     return specs
 
 
+class _Vanished(Exception):
+    """A file listed a moment ago is gone: another process merged it. Re-list, never skip."""
+
+
+#: How often a reader re-lists a folder whose files vanish under it (a merge elsewhere) before giving up.
+RELIST_ATTEMPTS = 50
+
+
 def _read(path: Path, columns: list[str] | None = None) -> pa.Table:
-    table = pq.read_table(path, columns=columns)
+    """One record file as a table with the standard schema (``columns`` only), or an error naming it.
+
+    Columns an older version did not write get their default (or null); a file
+    without the required columns (not a record file: a saved summary, another
+    tool's data) or with nulls where every record has a value is refused.
+    """
+    try:
+        table = pq.read_table(path, columns=None if columns is None else _present(path, columns))
+    except FileNotFoundError:
+        raise _Vanished(path) from None
     names = columns or list(SCHEMA.names)
-    missing = [n for n in names if n not in table.column_names]
-    for n in missing:  # files from an older version: absent columns are null
-        table = table.append_column(n, pa.nulls(table.num_rows, SCHEMA.field(n).type))
-    return table.select(names).cast(pa.schema([SCHEMA.field(n) for n in names]))
+    absent_required = [n for n in REQUIRED if n in names and n not in table.column_names]
+    if absent_required:
+        raise ValueError(f"not a trial record file: it lacks the columns {absent_required}")
+    for n in names:
+        if n not in table.column_names:  # files from an older version: absent columns get their default
+            default = DEFAULTS.get(n)
+            column = pa.nulls(table.num_rows, SCHEMA.field(n).type)
+            if default is not None:
+                column = pa.array([default] * table.num_rows, type=SCHEMA.field(n).type)
+            table = table.append_column(n, column)
+    table = table.select(names).cast(pa.schema([SCHEMA.field(n) for n in names]))
+    holes = [n for n in names if (n in NOT_NULL or n in REQUIRED) and table.column(n).null_count]
+    if holes:
+        raise ValueError(f"missing values in columns {holes}, which every trial record fills")
+    return table
+
+
+def _present(path: Path, columns: list[str]) -> list[str]:
+    try:
+        names = set(pq.read_schema(path).names)
+    except FileNotFoundError:
+        raise _Vanished(path) from None
+    return [c for c in columns if c in names]
 
 
 def _read_all(files: list[Path], strict: bool, columns: list[str] | None = None) -> list[pa.Table]:
@@ -122,27 +186,62 @@ def _read_all(files: list[Path], strict: bool, columns: list[str] | None = None)
     for path in files:
         try:
             tables.append(_read(path, columns))
+        except _Vanished:
+            raise
         except Exception as exc:
             message = f"cannot read record file {path}: {type(exc).__name__}: {exc}"
             if strict:
                 raise ValueError(
-                    message + ". Move or delete the file, or call load(..., strict=False) to skip it."
+                    message + ". Move the file out of the folder, or call load(..., strict=False) "
+                    "(passk report --skip-bad-files) to skip it."
                 ) from exc
-            warnings.warn(message + "; skipped", RuntimeWarning, stacklevel=3)
+            warnings.warn(message + "; skipped", RuntimeWarning, stacklevel=4)
     return tables
+
+
+def _read_folder(root: Path, strict: bool, columns: list[str] | None = None) -> list[pa.Table]:
+    """Every record file under ``root``, read from one listing; re-listed when a file vanishes.
+
+    A file that disappears between listing and reading was merged by another
+    process into a new file that is already in place: reading a fresh listing
+    sees its rows exactly once more (and :func:`load` keeps one per trial).
+    """
+    for _ in range(RELIST_ATTEMPTS):
+        files = [root] if root.is_file() else part_files(root)
+        try:
+            return _read_all(files, strict, columns)
+        except _Vanished:
+            time.sleep(0.01)
+    raise StoreError(
+        f"record files under {root} kept vanishing while being read ({RELIST_ATTEMPTS} listings): "
+        "another process is merging them; try again"
+    )
+
+
+def _one_row_per_trial(table: pa.Table) -> pa.Table:
+    """Keep one row per ``(run_id, task, trial)``: a real outcome over an infra error, else the first."""
+    if table.num_rows == 0:
+        return table
+    keys = table.select(list(KEY)).to_pandas()
+    keys["_infra"] = table.column("outcome").to_numpy(zero_copy_only=False) == "infra_error"
+    keys["_row"] = range(table.num_rows)
+    keep = keys.sort_values([*KEY, "_infra", "_row"], kind="stable").drop_duplicates(list(KEY), keep="first")
+    return table.take(pa.array(keep["_row"].to_numpy()))
 
 
 def load(path: str | os.PathLike[str], *, strict: bool = True) -> pd.DataFrame:
     """Read every trial record under ``path`` (a folder or one file) as one DataFrame.
 
     Rows are unique by ``(run_id, task, trial)`` and sorted by it; where a
-    trial was stored twice (a resumed run retried an ``infra_error``, or two
-    processes ran the same spec at once), a real outcome is kept over an infra
-    error, else the first row read.
+    trial was stored twice (a resumed run retried an ``infra_error``, or a run
+    was killed in the middle of its final merge), a real outcome is kept over
+    an infra error, else the first row read.
 
-    With ``strict=True`` (the default) an unreadable file raises an error
-    naming it; with ``strict=False`` it is skipped with a warning and every
-    other file still loads.
+    With ``strict=True`` (the default) a file that is not readable as trial
+    records raises an error naming it; with ``strict=False`` it is skipped
+    with a warning naming it and every other file still loads. A file that
+    another process merges away while it is being read is never skipped: the
+    folder is listed again.
 
     >>> load("no/such/folder")
     Traceback (most recent call last):
@@ -154,15 +253,11 @@ def load(path: str | os.PathLike[str], *, strict: bool = True) -> pd.DataFrame:
         raise FileNotFoundError(
             f"no records at {str(path)!r}: run `passk run --out {path}` first, or check the path"
         )
-    files = [root] if root.is_file() else part_files(root)
-    tables = _read_all(files, strict)
+    tables = _read_folder(root, strict)
     if not tables:
         return empty_frame()
-    frame = frame_from_table(pa.concat_tables(tables))
-    # One row per trial: a real outcome beats an infra error that a resumed run retried.
-    frame = frame.assign(_infra=frame["outcome"] == "infra_error")
-    frame = frame.sort_values([*KEY, "_infra"], kind="stable").drop_duplicates(subset=list(KEY), keep="first")
-    return frame.drop(columns="_infra").reset_index(drop=True)
+    frame = frame_from_table(_one_row_per_trial(pa.concat_tables(tables)))
+    return frame.sort_values(list(KEY), kind="stable").reset_index(drop=True)
 
 
 def existing_trials(folder: str | os.PathLike[str], run_id: str) -> set[tuple[str, int]]:
@@ -174,7 +269,7 @@ def existing_trials(folder: str | os.PathLike[str], run_id: str) -> set[tuple[st
     run_dir = Path(folder) / run_id
     if not run_dir.is_dir():
         return set()
-    tables = _read_all(part_files(run_dir), strict=True, columns=["task", "trial", "outcome"])
+    tables = _read_folder(run_dir, strict=True, columns=["task", "trial", "outcome"])
     return {
         (task, int(trial))
         for table in tables
@@ -183,15 +278,201 @@ def existing_trials(folder: str | os.PathLike[str], run_id: str) -> set[tuple[st
     }
 
 
-def compact(files: list[Path], folder: str | os.PathLike[str], run_id: str) -> Path | None:
-    """Merge ``files`` (parts of ``run_id``) into one new part, then delete them.
+class StoredTrials:
+    """The trials of ``run_id`` already stored with a real outcome, kept up to date cheaply.
 
-    Crash-safe: the merged file is complete before any part is removed, and
-    :func:`load` drops the duplicate rows if a crash leaves both.
+    :meth:`has` lists the run's parts (one directory, no recursion) and reads
+    the key columns of the files it has not seen yet (a merged part included),
+    so asking again costs one directory listing, plus one small read after
+    another process wrote a part.
     """
-    if len(files) < 2:
-        return files[0] if files else None
-    merged = write_part(pa.concat_tables([_read(f) for f in files]), folder, run_id)
+
+    def __init__(self, folder: str | os.PathLike[str], run_id: str):
+        self.run_dir = Path(folder) / run_id
+        self._files: dict[Path, set[tuple[str, int]]] = {}
+        self._lock = threading.Lock()
+
+    def has(self, key: tuple[str, int]) -> bool:
+        """Whether ``(task, trial)`` is stored with a real outcome, as of now."""
+        with self._lock:
+            self._refresh()
+            return any(key in keys for keys in self._files.values())
+
+    def _listing(self) -> list[Path]:
+        try:
+            with os.scandir(self.run_dir) as entries:
+                names = [e.name for e in entries if e.name.endswith(".parquet") and e.name[0] not in "._"]
+        except FileNotFoundError:
+            return []
+        return [self.run_dir / name for name in sorted(names)]
+
+    def _refresh(self) -> None:
+        for _ in range(RELIST_ATTEMPTS):
+            files = self._listing()
+            try:
+                for f in files:
+                    if f not in self._files:
+                        t = _read(f, ["task", "trial", "outcome"]).to_pydict()
+                        self._files[f] = {
+                            (task, int(trial))
+                            for task, trial, outcome in zip(t["task"], t["trial"], t["outcome"], strict=True)
+                            if outcome != "infra_error"
+                        }
+            except _Vanished:
+                continue
+            current = set(files)
+            self._files = {f: keys for f, keys in self._files.items() if f in current}
+            return
+        raise StoreError(f"record files under {self.run_dir} kept vanishing while being listed")
+
+
+#: Parts at least this large are left alone by :func:`merge` unless they hold a trial twice.
+MERGE_BELOW_BYTES = 64 * 2**20
+
+
+def _delete_parts(files: list[Path]) -> None:
     for f in files:
         f.unlink(missing_ok=True)
+
+
+def merge(folder: str | os.PathLike[str], run_id: str) -> Path | None:
+    """Merge the small parts of ``run_id`` into one, with exactly one row per trial; return it.
+
+    Every part smaller than :data:`MERGE_BELOW_BYTES`, and every part that
+    shares a trial with another part (an ``infra_error`` a resume retried, the
+    leftovers of a merge that was killed), is read, reduced to one row per
+    ``(run_id, task, trial)`` as :func:`load` does, written as one new part,
+    and then deleted. One process merges a run at a time (a lock file beside
+    the parts); the parts of writers still running are merged too, which is
+    safe: a writer never rewrites a part. Crash-safe: the merged part is
+    complete before any input is deleted; a crash between the two leaves each
+    trial twice until the next merge, and :func:`load` keeps one.
+
+    After a merge, and until another process adds parts, every parquet reader
+    sees exactly one row per trial. Returns None when nothing needed merging.
+    """
+    run_dir = Path(folder) / run_id
+    if not run_dir.is_dir():
+        return None
+    with _merge_lock(run_dir):
+        for _ in range(RELIST_ATTEMPTS):
+            try:
+                return _merge_locked(folder, run_id, run_dir)
+            except _Vanished:
+                time.sleep(0.01)
+    raise StoreError(f"parts of {run_dir} kept vanishing while being merged; is an older passk merging them?")
+
+
+def _merge_locked(folder: str | os.PathLike[str], run_id: str, run_dir: Path) -> Path | None:
+    files = part_files(run_dir)
+    keys = {f: _read(f, ["task", "trial"]) for f in files}
+    seen: dict[tuple[str, int], int] = {}
+    for table in keys.values():
+        for task, trial in zip(
+            table.column("task").to_pylist(), table.column("trial").to_pylist(), strict=True
+        ):
+            seen[(task, trial)] = seen.get((task, trial), 0) + 1
+    doubled = {k for k, n in seen.items() if n > 1}
+
+    def wanted(f: Path) -> bool:
+        try:
+            small = f.stat().st_size < MERGE_BELOW_BYTES
+        except FileNotFoundError:
+            raise _Vanished(f) from None
+        if small:
+            return True
+        t = keys[f].to_pydict()
+        return any(k in doubled for k in zip(t["task"], t["trial"], strict=True))
+
+    inputs = [f for f in files if wanted(f)]
+    if len(inputs) < 2 and not doubled:
+        return inputs[0] if inputs else None
+    table = _one_row_per_trial(pa.concat_tables([_read(f) for f in inputs]))
+    merged = write_part(table, folder, run_id)
+    _delete_parts(inputs)
     return merged
+
+
+@contextlib.contextmanager
+def _merge_lock(run_dir: Path) -> Iterator[None]:
+    """Hold ``<run_dir>/_merge.lock`` exclusively (released by the system if the process dies)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no lock; merges of one run must then not overlap
+        yield
+        return
+    with open(run_dir / "_merge.lock", "a+b") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+class TrialClaims:
+    """Per-trial claims on ``<folder>/<run_id>/_claims.lock``: two processes never run the same trial.
+
+    A claim is a byte-range lock on the lock file at an offset derived from
+    ``(task, trial)`` (an open-file-description lock on Linux, so it also
+    excludes another run of the same spec in the same process). The system
+    releases every claim of a process that dies, even by ``kill -9``, so a
+    killed run never blocks its resume. A writer holds a trial's claim from
+    before the trial starts until its record is on disk.
+
+    >>> import tempfile
+    >>> claims = TrialClaims(tempfile.mkdtemp(), "r1")
+    >>> claims.try_claim(("t", 0)), TrialClaims(claims.run_dir.parent, "r1").try_claim(("t", 0))
+    (True, False)
+    >>> claims.release([("t", 0)]); claims.close()
+    """
+
+    def __init__(self, folder: str | os.PathLike[str], run_id: str):
+        self.run_dir = Path(folder) / run_id
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._fh = open(self.run_dir / "_claims.lock", "a+b")  # noqa: SIM115 - held until close()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _offset(key: tuple[str, int]) -> int:
+        digest = hashlib.sha256(f"{key[0]}\0{key[1]}".encode("utf-8", "surrogatepass")).digest()
+        return int.from_bytes(digest[:6], "big")
+
+    def _fcntl(self, kind: int, offset: int, wait: bool) -> bool:
+        try:
+            import fcntl
+        except ImportError:
+            return True  # Windows: claims are not available; concurrent runs may repeat trials
+        ofd = getattr(fcntl, "F_OFD_SETLKW" if wait else "F_OFD_SETLK", None)
+        try:
+            if ofd is not None:
+                lock = struct.pack("hhqqi4x", kind, os.SEEK_SET, offset, 1, 0)
+                fcntl.fcntl(self._fh.fileno(), ofd, lock)
+            else:
+                flags = {fcntl.F_WRLCK: fcntl.LOCK_EX, fcntl.F_UNLCK: fcntl.LOCK_UN}[kind]
+                fcntl.lockf(self._fh.fileno(), flags | (0 if wait else fcntl.LOCK_NB), 1, offset)
+        except OSError as exc:
+            if exc.errno in (errno.EAGAIN, errno.EACCES):
+                return False
+            raise
+        return True
+
+    def try_claim(self, key: tuple[str, int]) -> bool:
+        """Claim ``key`` if no other process (or run) holds it; True when it is now ours."""
+        import fcntl
+
+        with self._lock:
+            return self._fcntl(fcntl.F_WRLCK, self._offset(key), wait=False)
+
+    def release(self, keys: Iterable[tuple[str, int]]) -> None:
+        """Give up the claims of ``keys`` (their records are on disk, or they were not run)."""
+        try:
+            import fcntl
+        except ImportError:
+            return
+        with self._lock:
+            for key in keys:
+                self._fcntl(fcntl.F_UNLCK, self._offset(key), wait=False)
+
+    def close(self) -> None:
+        """Release every claim."""
+        self._fh.close()

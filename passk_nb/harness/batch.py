@@ -1,10 +1,25 @@
-"""The batch layer: run many trials concurrently and stream their records to disk."""
+"""The batch layer: run many trials concurrently and stream their records to disk.
+
+With an output folder, every trial is claimed before it runs
+(:class:`passk_nb.data.store.TrialClaims`): two processes running the same
+spec into one folder split the trials between them instead of running each
+twice. Records reach disk at least every second; the claim of a trial is
+released once its record is on disk. SIGINT (Ctrl-C) and SIGTERM both stop
+the run after writing every completed trial. At the end the run's parts are
+merged into one (:func:`passk_nb.data.store.merge`).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
 import queue
+import signal
 import threading
 import time
+import warnings
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -12,8 +27,11 @@ from typing import Any
 import pandas as pd
 from tqdm.auto import tqdm
 
-from passk_nb.data.records import frame_from_records
-from passk_nb.data.store import compact, load, write_part
+from passk_nb.data.records import frame_from_records, storable_record
+from passk_nb.data.store import StoredTrials, TrialClaims, load, merge, write_part
+from passk_nb.harness.providers.base import cancel_scope
+
+log = logging.getLogger("passk_nb")
 
 
 def load_trials(out: Path, run_id: str, tasks: Sequence[str], trials: int) -> pd.DataFrame:
@@ -23,13 +41,18 @@ def load_trials(out: Path, run_id: str, tasks: Sequence[str], trials: int) -> pd
 
 
 class _Writer:
-    """Buffers records and writes a part file every ``every_s`` seconds or ``every_n`` records."""
+    """Buffers records and writes a part file every ``every_s`` seconds or ``every_n`` records.
+
+    After each write it releases the claims of the trials written (``claims``).
+    """
 
     def __init__(self, out: Path, run_id: str, every_s: float = 1.0, every_n: int = 200):
         self.out, self.run_id, self.every_s, self.every_n = out, run_id, every_s, every_n
         self.pending: list[dict[str, Any]] = []
         self.parts: list[Path] = []
         self.last = time.monotonic()
+        self.written = 0
+        self.claims: TrialClaims | None = None
 
     def add(self, record: dict[str, Any]) -> None:
         self.pending.append(record)
@@ -46,7 +69,22 @@ class _Writer:
         if self.pending:
             records, self.pending = self.pending, []
             self.parts.append(write_part(records, self.out, self.run_id))
+            self.written += len(records)
+            if self.claims is not None:
+                self.claims.release((r["task"], r["trial"]) for r in records)
         self.last = time.monotonic()
+
+
+class BackendHung(TimeoutError):
+    """Trials given up on (``trial_timeout``) never return, and no thread is left to run the rest."""
+
+
+#: How long a run waits, with every thread stuck in a trial it gave up on, before it stops with
+#: :class:`BackendHung` (HTTP backends end such requests at their ``timeout``).
+STALL_GRACE_S = 60.0
+
+#: Returned in place of a record for a trial another process stored meanwhile.
+_SKIPPED: dict[str, Any] = {}
 
 
 def _run_concurrently(
@@ -56,44 +94,91 @@ def _run_concurrently(
     timeout: float | None = None,
     on_timeout: Callable[[Any, int, float], dict[str, Any]] | None = None,
     tick: float | None = None,
+    claim: Callable[[tuple[Any, int]], bool] | None = None,
+    is_done: Callable[[tuple[Any, int]], bool] | None = None,
 ) -> Iterator[dict[str, Any] | None]:
     """Yield ``fn(*job)`` for every job as it completes, at most ``concurrency`` at a time.
 
     With ``tick``, None is yielded whenever ``tick`` seconds pass with no job
     finishing, so the caller can do periodic work (flush records to disk).
 
+    With ``claim``, a job runs only once ``claim(job)`` is true: a job claimed
+    elsewhere is put back and waited for after the others; once claimed, a job
+    for which ``is_done(job)`` holds is skipped (another process stored it).
+
     Jobs run on daemon threads, so a backend that never answers cannot keep
     the process alive. A job still running after ``timeout`` seconds is
-    abandoned: ``on_timeout(*job, elapsed)`` is yielded in its place, a new
-    worker takes over, and the late result is dropped. On an early exit (an
-    exception, Ctrl-C, the generator closed) no new job starts.
+    abandoned: its cancel event is set (see
+    :func:`passk_nb.harness.providers.base.cancel_scope`; the built-in backends
+    stop their requests), ``on_timeout(*job, elapsed)`` is yielded in its
+    place, a new worker takes over, and the late result is dropped. At most
+    ``concurrency`` abandoned threads are alive at once: beyond that, a
+    replacement starts only when an abandoned thread ends, and when none ever
+    does, :class:`BackendHung` is raised. On an early exit (an exception,
+    Ctrl-C, the generator closed) no new job starts and every running job's
+    cancel event is set.
     """
-    todo: queue.SimpleQueue[tuple[Any, int]] = queue.SimpleQueue()
-    for job in jobs:
-        todo.put(job)
+    lock = threading.Lock()
+    todo: deque[tuple[Any, int]] = deque(jobs)
+    later: deque[tuple[Any, int]] = deque()  # claimed by another process when first tried
     results: queue.SimpleQueue[tuple[tuple[Any, int], dict[str, Any] | None, BaseException | None]]
     results = queue.SimpleQueue()
     started: dict[tuple[Any, int], float] = {}
+    cancels: dict[tuple[Any, int], threading.Event] = {}
     abandoned: set[tuple[Any, int]] = set()
-    lock = threading.Lock()
+    count = {"workers": 0, "abandoned_alive": 0, "owed": 0}
     stop = threading.Event()
+
+    def next_job() -> tuple[tuple[Any, int] | None, bool]:
+        with lock:
+            if todo:
+                return todo.popleft(), False
+            if later:
+                return later.popleft(), True
+        return None, False
+
+    def acquire(job: tuple[Any, int], wait: bool) -> bool:
+        if claim is None:
+            return True
+        while not stop.is_set():
+            if claim(job):
+                return True
+            if not wait:
+                return False
+            stop.wait(0.05)
+        return False
 
     def worker() -> None:
         while not stop.is_set():
-            try:
-                job = todo.get_nowait()
-            except queue.Empty:
-                return
+            job, waited = next_job()
+            if job is None:
+                break
+            if not acquire(job, wait=waited):
+                with lock:
+                    later.append(job)
+                continue
+            if is_done is not None and is_done(job):
+                results.put((job, _SKIPPED, None))
+                continue
+            event = threading.Event()
             with lock:
-                started[job] = time.monotonic()
+                started[job], cancels[job] = time.monotonic(), event
             try:
-                outcome: tuple[Any, Any, Any] = (job, fn(*job), None)
+                with cancel_scope(event):
+                    outcome: tuple[Any, Any, Any] = (job, fn(*job), None)
             except BaseException as exc:  # re-raised in the caller's thread
                 outcome = (job, None, exc)
             results.put(outcome)
             with lock:
+                cancels.pop(job, None)
                 if job in abandoned:
-                    return  # a replacement worker took this one's place
+                    count["abandoned_alive"] -= 1
+                    if count["owed"] == 0:
+                        return  # a replacement worker took this one's place
+                    count["owed"] -= 1  # this thread becomes the replacement that was owed
+                    count["workers"] += 1
+        with lock:
+            count["workers"] -= 1
 
     def spawn() -> None:
         threading.Thread(target=worker, daemon=True, name="passk-trial").start()
@@ -111,6 +196,17 @@ def _run_concurrently(
                 return None
             del started[job]
             abandoned.add(job)
+            if job in cancels:
+                cancels[job].set()
+            count["workers"] -= 1
+            count["abandoned_alive"] += 1
+            replace_now = count["abandoned_alive"] <= concurrency
+            if replace_now:
+                count["workers"] += 1
+            else:
+                count["owed"] += 1
+        if replace_now:
+            spawn()
         return job, elapsed
 
     def wait_time() -> float | None:
@@ -119,8 +215,24 @@ def _run_concurrently(
             with lock:
                 oldest = min(started.values(), default=time.monotonic())
             waits.append(max(0.0, oldest + timeout - time.monotonic()))
+            waits.append(1.0)  # to notice a stall (see stalled())
         return min(waits, default=None)
 
+    stalled_since: float | None = None
+
+    def stalled() -> bool:
+        """No worker left, replacements owed, jobs waiting, for longer than a grace period."""
+        nonlocal stalled_since
+        with lock:
+            stuck = count["workers"] == 0 and count["owed"] > 0 and bool(todo or later)
+        if not stuck:
+            stalled_since = None
+            return False
+        stalled_since = stalled_since or time.monotonic()
+        return time.monotonic() - stalled_since > STALL_GRACE_S + 4 * (timeout or 0.0)
+
+    with lock:
+        count["workers"] = min(concurrency, len(jobs))
     for _ in range(min(concurrency, len(jobs))):
         spawn()
     delivered = 0
@@ -131,9 +243,15 @@ def _run_concurrently(
             except queue.Empty:
                 expired = pop_expired()
                 if expired is None:
+                    if stalled():
+                        raise BackendHung(
+                            f"{count['abandoned_alive']} trials given up on after trial_timeout={timeout} s "
+                            "are still running and ignore cancellation, so no thread is left for the "
+                            f"{len(todo) + len(later)} trials not started; the records so far are saved: "
+                            "fix the backend (or raise trial_timeout) and run again to resume"
+                        ) from None
                     yield None  # a tick: nothing finished yet
                     continue
-                spawn()  # the stuck worker's replacement
                 delivered += 1
                 (task_id, trial), elapsed = expired
                 assert on_timeout is not None
@@ -142,13 +260,68 @@ def _run_concurrently(
             with lock:
                 if job in abandoned:
                     continue  # finished after it was given up on: already recorded
-                del started[job]
+                started.pop(job, None)
             if error is not None:
                 raise error
             delivered += 1
-            yield record
+            if record is not _SKIPPED:
+                yield record
     finally:
         stop.set()
+        with lock:
+            for event in cancels.values():
+                event.set()
+
+
+class _Terminated(BaseException):
+    """SIGTERM arrived: stop like Ctrl-C (completed trials are written), then end as SIGTERM asks."""
+
+
+@contextlib.contextmanager
+def _sigterm_flushes() -> Iterator[None]:
+    """While running, turn SIGTERM into :class:`_Terminated`; after cleanup, end the process by SIGTERM.
+
+    Only in the main thread and only when SIGTERM has its default action (a
+    handler the program installed is left alone).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    try:
+        previous = signal.getsignal(signal.SIGTERM)
+    except (ValueError, AttributeError):  # pragma: no cover - no signals here
+        previous = None
+    if previous is not signal.SIG_DFL:
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise _Terminated()
+
+    signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    except _Terminated:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)  # ends the process now, every completed trial on disk
+        raise
+    finally:
+        if signal.getsignal(signal.SIGTERM) is handler:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _merge_at_end(writer: _Writer) -> None:
+    """Merge the run's parts; a failure leaves every trial safe in its parts, and says so."""
+    try:
+        merge(writer.out, writer.run_id)
+    except (OSError, ValueError) as exc:
+        message = (
+            f"merging the parts of run {writer.run_id} in {writer.out} failed ({exc}); every trial is "
+            f"safe: this run's {writer.written} records are on disk in their own part files, and the "
+            "next run of this spec merges them"
+        )
+        log.warning(message)
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
 def execute_trials(
@@ -163,34 +336,72 @@ def execute_trials(
     on_record: Callable[[dict[str, Any]], None] | None = None,
     timeout: float | None = None,
     on_timeout: Callable[[Any, int, float], dict[str, Any]] | None = None,
+    trial_key: Callable[[Any, int], tuple[str, int]] | None = None,
 ) -> list[dict[str, Any]]:
     """The batch layer: run ``one_trial(*job)`` for every job and keep the records.
 
     Runs at most ``concurrency`` jobs at once with a progress bar, streams the
     records to ``out/<run_id>/`` as crash-safe parts (nothing is written when
-    ``out`` is None), merges this call's parts at the end, and returns the new
-    records in completion order. Shared by :func:`run` and
-    :func:`passk_nb.harness.cases.run_cases`.
+    ``out`` is None), claims each trial before running it so that another
+    process running the same spec never runs it too (``trial_key(*job)`` is its
+    ``(task, trial)``; default: the job itself), merges the run's parts at the
+    end, and returns the new records in completion order. Shared by :func:`run`
+    and :func:`passk_nb.harness.cases.run_cases`.
     """
     writer = None if out is None else _Writer(out, run_id)
+    key_of = trial_key or (lambda task, trial: (task, trial))
+    claims = stored = None
+    if writer is not None and jobs:
+        claims, stored = TrialClaims(writer.out, run_id), StoredTrials(writer.out, run_id)
+        writer.claims = claims
+
+    def claim(job: tuple[Any, int]) -> bool:
+        assert claims is not None
+        return claims.try_claim(key_of(*job))
+
+    def is_done(job: tuple[Any, int]) -> bool:
+        assert claims is not None and stored is not None
+        key = key_of(*job)
+        if stored.has(key):
+            claims.release([key])
+            return True
+        return False
+
     records: list[dict[str, Any]] = []
     bar = tqdm(total=len(jobs), desc=desc, unit="trial", disable=not progress)
     try:
-        ticks = None if writer is None else writer.every_s
-        for record in _run_concurrently(one_trial, jobs, concurrency, timeout, on_timeout, tick=ticks):
-            if record is None:
-                writer.flush_if_due()
-                continue
-            records.append(record)
-            if writer is not None:
-                writer.add(record)
-            if on_record is not None:
-                on_record(record)
-            bar.update(1)
+        with _sigterm_flushes():
+            try:
+                ticks = None if writer is None else writer.every_s
+                results = _run_concurrently(
+                    one_trial,
+                    jobs,
+                    concurrency,
+                    timeout,
+                    on_timeout,
+                    tick=ticks,
+                    claim=None if claims is None else claim,
+                    is_done=None if claims is None else is_done,
+                )
+                for record in results:
+                    if record is None:
+                        if writer is not None:
+                            writer.flush_if_due()
+                        continue
+                    record = storable_record(record)  # the boundary: texts escaped, numbers range-checked
+                    records.append(record)
+                    if writer is not None:
+                        writer.add(record)
+                    if on_record is not None:
+                        on_record(record)
+                    bar.update(1)
+            finally:
+                if writer is not None:
+                    writer.flush()
     finally:
         bar.close()
-        if writer is not None:
-            writer.flush()
-    if writer is not None:
-        compact(writer.parts, writer.out, run_id)
+        if claims is not None:
+            claims.close()
+    if writer is not None and (writer.out / run_id).is_dir():
+        _merge_at_end(writer)  # also when nothing ran: a killed merge left trials twice
     return records

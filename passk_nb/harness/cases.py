@@ -35,6 +35,7 @@ from passk_nb.data.ids import prompt_hash, spec_hash
 from passk_nb.data.records import frame_from_records
 from passk_nb.data.store import existing_trials
 from passk_nb.data.transcript import cap_text, transcript_entry
+from passk_nb.harness.arguments import check_bool, check_text, check_trials
 from passk_nb.harness.batch import execute_trials, load_trials
 from passk_nb.harness.spec import check_positive
 
@@ -158,6 +159,7 @@ def validate_cases(cases: Any, source: str = "cases") -> list[str]:
         name = case_name(case, i)
         if not isinstance(name, str) or not name:
             raise ValueError(f"{source}: case {i} has name {name!r}; names must be non-empty strings")
+        check_text(f"{source}: the name of case {i}", name)
         if "check" in case and not callable(case["check"]):
             raise ValueError(f"{source}: case {name!r} has a 'check' that is not a function of the output")
         names.append(name)
@@ -274,10 +276,17 @@ def run_cases(
     (4, 'flaky', [False, False, True, True])
     """
     names = validate_cases(cases)
-    trials = check_positive("trials", trials)
+    trials = check_trials(trials)
     concurrency = check_positive("concurrency", concurrency)
     if not callable(agent_fn):
         raise TypeError(f"agent_fn must be a function of the case input, got {type(agent_fn).__name__}")
+    check_text("suite", suite, allow_none=False, allow_empty=False)
+    check_text("model", model)
+    check_text("prompt_name", prompt_name, allow_none=False, allow_empty=False)
+    if progress is not None:
+        check_bool("progress", progress)
+    if out is not None and not isinstance(out, str | os.PathLike):
+        raise TypeError(f"out must be a folder path or None, got {type(out).__name__} {out!r}")
     model = model or getattr(agent_fn, "__name__", type(agent_fn).__name__)
     case_hash = cases_hash(cases)
     spec = {"suite": suite, "provider": "callable", "model": model, "prompt_hash": case_hash}
@@ -303,6 +312,7 @@ def run_cases(
         run_id=run_id,
         desc=f"{suite}/{model}",
         progress=show,
+        trial_key=lambda i, t: (names[i], t),
     )
     order = {name: i for i, name in enumerate(names)}
     if out_dir is None:

@@ -26,6 +26,14 @@ import pandas as pd
 from passk_nb._version import __version__
 from passk_nb.data.ids import prompt_hash
 from passk_nb.data.store import existing_trials, write_spec
+from passk_nb.harness.arguments import (
+    check_bool,
+    check_seconds,
+    check_seed,
+    check_text,
+    check_trials,
+    check_unique,
+)
 from passk_nb.harness.batch import execute_trials, load_trials
 from passk_nb.harness.episode import run_episode
 from passk_nb.harness.providers import BaseProvider, make_provider
@@ -140,21 +148,31 @@ def run(
             "run() takes backend_seed= for the seed sent to the backend (trial i sends backend_seed + i); "
             "seed= names the bootstrap seed of the analysis functions"
         )
+    # Every argument is checked here, before the first trial: a bad one costs no agent call.
     the_suite = get_suite(suite)
-    trials = check_positive("trials", trials)
+    trials = check_trials(trials)
     concurrency = check_positive("concurrency", concurrency)
     max_turns = check_positive("max_turns", max_turns)
     max_format_errors = check_positive("max_format_errors", max_format_errors)
-    if trial_timeout is not None and not (
-        isinstance(trial_timeout, int | float) and not isinstance(trial_timeout, bool) and trial_timeout > 0
-    ):
-        raise ValueError(f"trial_timeout must be a positive number of seconds, got {trial_timeout!r}")
+    check_seconds("trial_timeout", trial_timeout)
+    backend_seed = check_seed(backend_seed, trials)
+    check_text("model", model)
+    check_text("prompt_name", prompt_name, allow_empty=False)
+    check_bool("progress", progress)
+    if on_record is not None and not callable(on_record):
+        raise TypeError(f"on_record must be a function of one record, got {type(on_record).__name__}")
+    if not isinstance(out, str | os.PathLike):
+        raise TypeError(f"out must be a folder path, got {type(out).__name__} {out!r}")
     task_ids = list(the_suite.task_ids if tasks is None else tasks)
     if isinstance(tasks, str) or not task_ids:
         raise ValueError(f"tasks must be a non-empty list of task ids from {the_suite.task_ids}")
     for task_id in task_ids:
+        if not isinstance(task_id, str):
+            raise TypeError(f"task ids must be strings from {the_suite.task_ids}, got {task_id!r}")
         the_suite.task(task_id)
+    check_unique("tasks", task_ids)
     name, text = resolve_prompt(the_suite, prompt, prompt_name)
+    check_text("prompt", text)
     temperature = normalize_temperature(temperature)
     mode = normalize_json_mode(json_mode)
 
@@ -174,6 +192,7 @@ def run(
         provider_options["version"] = version
     backend = make_provider(provider, model, **provider_options)
     try:
+        backend.check_prompt(text)
         return _run_trials(
             the_suite,
             backend,

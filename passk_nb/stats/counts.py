@@ -45,6 +45,7 @@ def task_counts(df: pd.DataFrame, by: tuple[str, ...], infra: str) -> pd.DataFra
         )
     if df.empty:
         raise ValueError("the frame has no trial rows")
+    refuse_repeated_trials(df, by)
     is_infra = (df["outcome"] == INFRA_OUTCOME).to_numpy(dtype=bool, na_value=False)
     excluded = is_infra if infra == "exclude" else np.zeros(len(df), dtype=bool)
     keys = list(dict.fromkeys([*by, "task"]))
@@ -59,6 +60,35 @@ def task_counts(df: pd.DataFrame, by: tuple[str, ...], infra: str) -> pd.DataFra
     )
     grouped = counts.groupby(keys, sort=True, observed=True, dropna=False)
     return grouped[["n", "c", "n_infra"]].sum().reset_index()
+
+
+#: The identity of one trial (as in passk_nb.data.records.KEY).
+TRIAL_KEY: tuple[str, ...] = ("run_id", "task", "trial")
+
+
+def refuse_repeated_trials(df: pd.DataFrame, by: Sequence[str] = ()) -> None:
+    """Raise when a trial appears twice (same ``run_id``, ``task``, ``trial`` and ``by`` columns):
+    it would be counted twice. Frames without those three columns are not checked.
+
+    >>> import pandas as pd
+    >>> refuse_repeated_trials(pd.DataFrame({"run_id": ["r", "r"], "task": ["t", "t"], "trial": [0, 0]}))
+    Traceback (most recent call last):
+    ...
+    ValueError: 1 trial appears more than once (same run_id, task, trial; e.g. ('r', 't', 0)), and would be counted twice. Read records with passk_nb.load(folder), which keeps one row per trial, or drop the repeats: df.drop_duplicates(['run_id', 'task', 'trial'])
+    """  # noqa: E501
+    if not all(col in df.columns for col in TRIAL_KEY):
+        return
+    repeated = df.duplicated(list(dict.fromkeys([*by, *TRIAL_KEY])), keep="first")
+    if repeated.any():
+        n = int(repeated.sum())
+        example = tuple(
+            v.item() if hasattr(v, "item") else v for v in df.loc[repeated, list(TRIAL_KEY)].iloc[0]
+        )
+        raise ValueError(
+            f"{n} trial{' appears' if n == 1 else 's appear'} more than once (same run_id, task, trial; "
+            f"e.g. {example}), and would be counted twice. Read records with passk_nb.load(folder), which "
+            f"keeps one row per trial, or drop the repeats: df.drop_duplicates({list(TRIAL_KEY)})"
+        )
 
 
 def group_ids(table: pd.DataFrame, by: tuple[str, ...]) -> tuple[np.ndarray, pd.DataFrame]:

@@ -133,6 +133,33 @@ def test_a_hanging_cli_is_cut_off_by_the_timeout(fake_claude, tmp_path, monkeypa
     assert "no result within 1 s" in df["error"].iloc[0]
 
 
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1][0] != "Z"  # a zombie has ended
+    except FileNotFoundError:
+        return False
+
+
+def test_a_timeout_ends_the_clis_whole_process_group(fake_claude, tmp_path, monkeypatch):
+    pid_file = tmp_path / "helper.pid"
+    monkeypatch.setenv("FAKE_CLAUDE_MODE", "spawn")
+    monkeypatch.setenv("FAKE_CLAUDE_HELPER_PID", str(pid_file))
+    df = _run(tmp_path, tasks=["refund-delivered"], timeout=1.5)
+    assert "no result within 1.5 s" in df["error"].iloc[0]
+    helper = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while _alive(helper) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(helper), "the CLI's helper process outlived the timeout"
+
+
+def test_a_nul_in_a_claude_code_prompt_fails_before_the_first_trial(fake_claude, tmp_path):
+    with pytest.raises(ValueError, match="NUL character"):
+        _run(tmp_path, prompt="You are an agent.\x00 Reply in JSON only, please.")
+    assert fake_claude() == []  # not a single call: the CLI was asked only --version and --help
+
+
 def test_output_that_is_not_a_result_is_an_infra_error(fake_claude, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_CLAUDE_MODE", "garbage")
     df = _run(tmp_path, tasks=["refund-delivered"])

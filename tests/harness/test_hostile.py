@@ -4,6 +4,7 @@ One bad trial must never stop a run, lose a record, or corrupt the numbers.
 """
 
 import errno
+import functools
 import json
 import random
 import subprocess
@@ -204,6 +205,9 @@ def test_concurrent_processes_in_one_folder(tmp_path):
     df = passk_nb.load(out)
     assert sorted(df.groupby("run_id").size().tolist()) == [5 * 40, 5 * 40]
     assert not df.duplicated(["run_id", "task", "trial"]).any()
+    # claims: the two processes of one spec split its trials, so any reader sees each trial once
+    raw = pd.read_parquet(out)
+    assert len(raw) == 2 * 5 * 40 and not raw.duplicated(["run_id", "task", "trial"]).any()
 
 
 def test_write_failure_is_clear_and_earlier_trials_stay_readable(tmp_path, monkeypatch):
@@ -217,7 +221,7 @@ def test_write_failure_is_clear_and_earlier_trials_stay_readable(tmp_path, monke
         return real_write(table, where, **kwargs)
 
     monkeypatch.setattr(store.pq, "write_table", failing_write)
-    monkeypatch.setattr(batch._Writer, "__init__", lambda self, out, run_id: _small_writer(self, out, run_id))
+    monkeypatch.setattr(batch._Writer, "__init__", _small_writer)
     with pytest.raises(StoreError, match=r"No space left on device.*records written before are intact"):
         passk_nb.run("scripted", trials=4, out=tmp_path, progress=False, concurrency=1)
     monkeypatch.undo()
@@ -228,9 +232,7 @@ def test_write_failure_is_clear_and_earlier_trials_stay_readable(tmp_path, monke
     assert len(passk_nb.run("scripted", trials=4, out=tmp_path, progress=False)) == 20
 
 
-def _small_writer(writer, out, run_id):
-    writer.out, writer.run_id, writer.every_s, writer.every_n = out, run_id, 3600.0, 5
-    writer.pending, writer.parts, writer.last = [], [], time.monotonic()
+_small_writer = functools.partialmethod(batch._Writer.__init__, every_s=3600.0, every_n=5)
 
 
 class HangsOnEva(BaseProvider):
@@ -285,5 +287,232 @@ def test_a_process_with_a_hung_backend_still_exits(tmp_path):
 
 
 def test_bad_trial_timeout(tmp_path):
-    with pytest.raises(ValueError, match="trial_timeout must be a positive number"):
+    with pytest.raises(ValueError, match="trial_timeout must be a finite number of seconds > 0"):
         passk_nb.run(out=tmp_path, trial_timeout=0)
+
+
+# -- the record boundary: nothing a backend sends can keep a trial off the disk ---------------------
+
+
+class Surrogates(BaseProvider):
+    """Answers with a lone surrogate (half an emoji escape) and absurd token counts."""
+
+    name = "surrogates"
+
+    def chat(self, messages):
+        from passk_nb.harness.providers.base import Reply
+
+        tokens = {0: 10**30, 1: -5, 2: 7}[self.seed % 3]
+        return Reply('{"answer": "Sorry \\ud83d \\\\ done"}', input_tokens=tokens, output_tokens=3)
+
+
+def test_lone_surrogates_and_absurd_token_counts_are_stored_not_fatal(tmp_path):
+    from passk_nb.data.records import unescape_text
+    from passk_nb.data.transcript import parse_transcript
+
+    seen = []
+    df = passk_nb.run(Surrogates(model="m"), trials=6, out=tmp_path, progress=False, on_record=seen.append)
+    assert len(df) == 30 and len(seen) == 30
+    assert df["text_escaped"].all()
+    answer = df["final_answer"].iloc[0]
+    assert unescape_text(answer) == "Sorry \ud83d \\ done"  # lossless
+    replies = [e for e in parse_transcript(df["transcript"].iloc[0]) if e["kind"] == "reply"]
+    assert replies[0]["action"]["answer"] == "Sorry \ud83d \\ done"
+    by_seed = df.set_index("trial")
+    assert pd.isna(by_seed.loc[0, "input_tokens"]).all()  # 10**30: out of range, null
+    assert pd.isna(by_seed.loc[1, "input_tokens"]).all()  # negative: null
+    assert (by_seed.loc[2, "input_tokens"] == 7).all()
+    assert by_seed.loc[0, "record_notes"].str.contains("input_tokens=10000").all()
+    assert by_seed.loc[1, "record_notes"].str.contains("input_tokens=-5 out of range").all()
+    # every reader sees the rows; a rerun resumes (nothing to do) instead of crashing again
+    assert len(pd.read_parquet(tmp_path)) == 30
+    assert len(passk_nb.run(Surrogates(model="m"), trials=6, out=tmp_path, progress=False)) == 30
+
+
+def test_run_cases_outputs_with_lone_surrogates_are_stored(tmp_path):
+    cases = [{"name": "c", "input": "x", "expected": "x"}]
+    df = passk_nb.run_cases(lambda x: "x \udcff", cases, trials=3, out=tmp_path)
+    assert len(df) == 3 and df["passed"].all() and df["text_escaped"].all()
+    memory = passk_nb.run_cases(lambda x: "x \udcff", cases, trials=2)
+    assert memory["final_answer"].tolist() == ["x \\udcff"] * 2
+
+
+def test_a_record_that_cannot_be_stored_becomes_its_own_error_row():
+    from passk_nb.data.records import table_from_records
+
+    good = {"run_id": "r", "suite": "s", "task": "t", "passed": True, "outcome": "pass"}
+    rows = [{**good, "trial": 0}, {**good, "trial": 1, "started_at": "not a time"}, {**good, "trial": 2}]
+    stored = table_from_records(rows).to_pylist()
+    assert [r["outcome"] for r in stored] == ["pass", "infra_error", "pass"]
+    assert stored[1]["error"].startswith("record could not be stored")
+    assert stored[1]["trial"] == 1
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"model": 123}, "model must be a string"),
+        ({"prompt_name": 123}, "prompt_name must be a string"),
+        ({"json_mode": "no"}, "json_mode must be one of"),
+        ({"backend_seed": 2**70}, "backend_seed=.* is out of range"),
+        ({"backend_seed": 1.5}, "backend_seed must be a whole number"),
+        ({"trial_timeout": True}, "trial_timeout must be a finite number"),
+        ({"trial_timeout": float("inf")}, "trial_timeout must be a finite number"),
+        ({"tasks": ["refund-delivered", "refund-delivered"]}, r"tasks lists \['refund-delivered'\] more"),
+        ({"trials": 10**12}, "more than 100,000 per task"),
+        ({"temperature": float("nan")}, "temperature must be a number ≥ 0"),
+    ],
+)
+def test_bad_run_arguments_fail_before_the_first_trial(kwargs, message, tmp_path):
+    calls = []
+
+    def agent(messages):
+        calls.append(1)
+        return '{"answer": "no"}'
+
+    with pytest.raises((ValueError, TypeError), match=message):
+        passk_nb.run(agent, out=tmp_path, progress=False, **kwargs)
+    assert calls == []
+    assert not list(tmp_path.rglob("*"))
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"timeout": float("nan")}, "timeout must be a finite number"),
+        ({"timeout": float("inf")}, "timeout must be a finite number"),
+        ({"backoff_base": float("nan")}, "backoff_base must be a finite number"),
+    ],
+)
+def test_bad_backend_options_fail_up_front(options, message, tmp_path):
+    with pytest.raises(ValueError, match=message):
+        passk_nb.run("openai", "m", base_url="http://127.0.0.1:9", out=tmp_path, progress=False, **options)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"model": 123}, "model must be a string"),
+        ({"prompt_name": 123}, "prompt_name must be a string"),
+        ({"trials": 10**12}, "more than 100,000"),
+    ],
+)
+def test_bad_run_cases_arguments_fail_before_the_first_trial(kwargs, message):
+    calls = []
+    with pytest.raises((ValueError, TypeError), match=message):
+        passk_nb.run_cases(lambda x: calls.append(x), [{"input": 1, "expected": "1"}], **kwargs)
+    assert calls == []
+
+
+def test_a_huge_integer_tool_argument_is_fed_back_not_an_infra_error(tmp_path):
+    amount = "1" + "0" * 400
+
+    def agent(messages):
+        if sum(m["role"] == "assistant" for m in messages) == 0:
+            return '{"tool": "refund_order", "args": {"order_id": "O1001", "amount": ' + amount + "}}"
+        return '{"answer": "done"}'
+
+    df = passk_nb.run(agent, trials=1, tasks=["refund-delivered"], out=tmp_path, progress=False)
+    assert df["outcome"].tolist() == ["wrong_state"]
+    assert df["n_tool_errors"].tolist() == [1]
+    assert "too large" in df["transcript"].iloc[0]
+
+
+def test_a_failed_final_merge_says_the_trials_are_safe(tmp_path, monkeypatch):
+    real_write = store.pq.write_table
+
+    def disk_full_for_the_merge(table, where, **kwargs):
+        if table.num_rows > 5:  # the parts (5 rows each) fit; the merged file does not
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(table, where, **kwargs)
+
+    monkeypatch.setattr(store.pq, "write_table", disk_full_for_the_merge)
+    monkeypatch.setattr(batch._Writer, "__init__", _small_writer)
+    with pytest.warns(RuntimeWarning, match=r"merging the parts .*No space left.*every trial is safe"):
+        df = passk_nb.run("scripted", trials=4, out=tmp_path, progress=False, concurrency=1)
+    assert len(df) == 20
+    assert len(store.part_files(tmp_path)) == 4
+    assert len(pd.read_parquet(tmp_path)) == 20
+
+
+SIGTERM_CHILD = textwrap.dedent(
+    """
+    import json, sys, time
+    import passk_nb
+
+    def slow(messages):
+        time.sleep(0.05)
+        return json.dumps({"answer": "no"})
+
+    def report(record):
+        print(record["task"], record["trial"], flush=True)
+
+    passk_nb.run(slow, trials=400, concurrency=8, out=sys.argv[1], progress=False, on_record=report)
+    """
+)
+
+
+def test_sigterm_writes_every_completed_trial_like_sigint(tmp_path):
+    import signal
+
+    script = tmp_path / "child.py"
+    script.write_text(SIGTERM_CHILD)
+    out = tmp_path / "runs"
+    child = subprocess.Popen([sys.executable, str(script), str(out)], stdout=subprocess.PIPE, text=True)
+    reported = [child.stdout.readline() for _ in range(30)]
+    child.send_signal(signal.SIGTERM)
+    reported += child.stdout.readlines()
+    assert child.wait(timeout=30) == -signal.SIGTERM
+    reported_keys = {(line.split()[0], int(line.split()[1])) for line in reported if line.strip()}
+    stored = passk_nb.load(out)
+    assert len(reported_keys) >= 30 and len(stored) < 5 * 400
+    assert reported_keys <= set(zip(stored["task"], stored["trial"], strict=True))
+
+
+def test_abandoned_threads_are_bounded_and_end(tmp_path):
+    import threading
+
+    from tests.helpers.fake_servers import FakeServer, Fault
+
+    def trial_threads():
+        return [t for t in threading.enumerate() if t.name == "passk-trial"]
+
+    most = []
+    with FakeServer("openai", rule=lambda body: Fault.hang(30)) as server:
+        df = passk_nb.run(
+            "openai",
+            "m",
+            base_url=server.url,
+            api_key_env=None,
+            trials=4,
+            concurrency=3,
+            trial_timeout=0.3,
+            timeout=1.0,
+            max_attempts=1,
+            out=tmp_path,
+            progress=False,
+            on_record=lambda record: most.append(len(trial_threads())),
+        )
+        assert set(df["outcome"]) == {"infra_error"} and len(df) == 20
+        assert max(most) <= 2 * 3, most  # the workers plus at most `concurrency` abandoned ones
+        deadline = time.monotonic() + 15
+        while trial_threads() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not trial_threads(), "abandoned trials still running after their requests timed out"
+
+
+def test_a_backend_that_never_returns_stops_the_run_instead_of_piling_up_threads(tmp_path, monkeypatch):
+    release = __import__("threading").Event()
+    monkeypatch.setattr(batch, "STALL_GRACE_S", 1.0)
+
+    def never(messages):
+        release.wait(60)
+        return '{"answer": "no"}'
+
+    try:
+        with pytest.raises(batch.BackendHung, match="ignore cancellation.*run again to resume"):
+            passk_nb.run(never, trials=4, concurrency=2, trial_timeout=0.2, out=tmp_path, progress=False)
+    finally:
+        release.set()
+    stored = passk_nb.load(tmp_path)
+    assert 0 < len(stored) < 20 and set(stored["outcome"]) == {"agent_error"}  # a Python agent that hangs

@@ -221,8 +221,8 @@ def test_client_errors_are_not_retried(wire, tmp_path):
 @pytest.mark.parametrize(
     ("wire", "kind", "message"),
     [
-        ("ollama", "not_json", "reply to POST /api/chat is not JSON"),
-        ("openai", "not_json", "reply to POST /v1/chat/completions is not JSON"),
+        ("ollama", "not_json", "reply to POST /api/chat (HTTP 200, text/html) is not JSON"),
+        ("openai", "not_json", "reply to POST /v1/chat/completions (HTTP 200, text/html) is not JSON"),
         ("ollama", "no_text", "Ollama reply has no message.content (a str)"),
         ("openai", "no_text", "chat-completions reply has no choices.0.message.content (a str)"),
         ("anthropic", "no_text", "Anthropic reply has no text content block"),

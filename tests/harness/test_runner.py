@@ -150,7 +150,7 @@ class SometimesDown(BaseProvider):
         ({"tasks": "refund-delivered"}, "non-empty list of task ids"),
         ({"provider": "nope"}, "unknown provider 'nope'"),
         ({"suite": "nope"}, "unknown suite 'nope'"),
-        ({"temperature": float("nan")}, "temperature must be a number"),
+        ({"temperature": float("nan")}, "temperature must be a number ≥ 0"),
     ],
 )
 def test_bad_arguments_say_what_to_fix(tmp_path, kwargs, message):

@@ -21,6 +21,7 @@ skips a test whose tool is missing, or fails it when ``PASSK_REQUIRE_ALL`` is se
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import socket
@@ -45,11 +46,15 @@ CHAT_PATHS = {"ollama": "/api/chat", "openai": "/v1/chat/completions", "anthropi
 class Fault:
     """What the server does instead of answering normally."""
 
-    kind: str  # "status", "drop", "hang", "not_json", "no_text", "echo_headers"
+    # "status", "drop", "hang", "not_json", "no_text", "echo_headers", and hostile bodies:
+    # "trickle" (one byte every `seconds`), "endless" (a chunked body that never ends),
+    # "big" (`size` bytes), "gzip_bomb" (a small gzip body that inflates to `size` bytes)
+    kind: str
     status: int = 500
     headers: dict[str, str] = field(default_factory=dict)
     body: str = '{"error": "injected fault"}'
     seconds: float = 0.0
+    size: int = 0
 
     @classmethod
     def http(cls, status: int, body: str = '{"error": "injected fault"}', **headers: str) -> Fault:
@@ -109,6 +114,8 @@ class FakeServer:
         self.rule = rule
         self.latency = latency  # seconds before each chat reply (faults included)
         self.requests: list[Seen] = []
+        self.body_bytes_sent = 0  # bytes of hostile bodies written so far
+        self.hostile_body_done = threading.Event()  # a hostile body ended (the client stopped reading)
         self.scripted = ScriptedProvider(suite=suite)
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -242,6 +249,9 @@ class FakeServer:
                         except OSError:
                             pass
                         return
+                    if fault.kind in ("trickle", "endless", "big", "gzip_bomb"):
+                        self._hostile_body(fault)
+                        return
                     if fault.kind == "hang":
                         server._stop.wait(fault.seconds)
                     if fault.kind == "not_json":
@@ -257,6 +267,38 @@ class FakeServer:
                     self._stream_anthropic(seen.body, text, n_in, n_out)
                     return
                 self._send(200, json.dumps(server.reply_json(seen.body, text, n_in, n_out)))
+
+            def _hostile_body(self, fault: Fault) -> None:
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    if fault.kind in ("big", "gzip_bomb"):
+                        data = b" " * fault.size
+                        if fault.kind == "gzip_bomb":
+                            data = gzip.compress(data)
+                            self.send_header("Content-Encoding", "gzip")
+                        self.send_header("Content-Length", str(len(data)))
+                        self.end_headers()
+                        for i in range(0, len(data), 65536):
+                            self.wfile.write(data[i : i + 65536])
+                            server.body_bytes_sent += len(data[i : i + 65536])
+                    else:
+                        self.send_header("Transfer-Encoding", "chunked")
+                        self.end_headers()
+                        deadline = time.monotonic() + 30  # even an unprotected client gets an end
+                        chunk = b" " * (1 if fault.kind == "trickle" else 65536)
+                        while not server._stop.is_set() and time.monotonic() < deadline:
+                            self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                            self.wfile.flush()
+                            server.body_bytes_sent += len(chunk)
+                            if fault.seconds:
+                                server._stop.wait(fault.seconds)
+                        self.wfile.write(b"0\r\n\r\n")
+                except OSError:
+                    pass
+                finally:
+                    self.close_connection = True
+                    server.hostile_body_done.set()
 
             def _stream_anthropic(self, body: dict[str, Any], text: str, n_in: int, n_out: int) -> None:
                 message = {
@@ -444,6 +486,12 @@ if mode == "not_logged_in":
     sys.exit(1)
 if mode == "sleep":
     time.sleep(30)
+if mode == "spawn":  # a helper process of its own, as the real CLI starts, then hang
+    import subprocess
+    helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    with open(os.environ["FAKE_CLAUDE_HELPER_PID"], "w") as f:
+        f.write(str(helper.pid))
+    time.sleep(30)
 if mode == "garbage":
     sys.stderr.write("crashed; key was " + os.environ.get("ANTHROPIC_API_KEY", "") + "\n")
     print("Segmentation fault")
@@ -471,7 +519,8 @@ def write_fake_claude(folder: Path, log: Path, suite: str = "orders") -> Path:
     prompt from stdin, finds the task by its prompt in a ``[user]`` block and
     the step by the number of ``[assistant]`` blocks, and prints the CLI's JSON
     result with the next step of the task's known-good script. ``FAKE_CLAUDE_MODE``
-    selects a failure instead: ``not_logged_in``, ``sleep``, ``garbage``,
+    selects a failure instead: ``not_logged_in``, ``sleep``, ``spawn`` (starts a helper process,
+    writes its pid to ``$FAKE_CLAUDE_HELPER_PID``, hangs), ``garbage``,
     ``echo_key``, ``old`` (a ``--help`` without ``--bare``).
     """
     from passk_nb.harness.suites import get_suite

@@ -19,12 +19,60 @@ against the agent.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
-__all__ = ["Message", "Reply", "ChatProvider", "BaseProvider", "ProviderError", "url_host"]
+__all__ = [
+    "Message",
+    "Reply",
+    "ChatProvider",
+    "BaseProvider",
+    "ProviderError",
+    "url_host",
+    "cancel_scope",
+    "cancelled",
+]
+
+_scope = threading.local()
+
+
+@contextlib.contextmanager
+def cancel_scope(event: threading.Event) -> Iterator[None]:
+    """Run the calls in this thread under ``event``: once it is set, :func:`cancelled` is true.
+
+    The batch layer sets the event of a trial it gave up on (``trial_timeout``)
+    or of every trial when the run stops early; the built-in backends then stop
+    reading replies, skip retries and end their subprocesses.
+
+    >>> stop = threading.Event()
+    >>> with cancel_scope(stop):
+    ...     before = cancelled(); stop.set(); after = cancelled()
+    >>> before, after, cancelled()
+    (False, True, False)
+    """
+    previous = getattr(_scope, "event", None)
+    _scope.event = event
+    try:
+        yield
+    finally:
+        _scope.event = previous
+
+
+def cancelled() -> bool:
+    """Whether the trial running in this thread was given up on (see :func:`cancel_scope`)."""
+    event = getattr(_scope, "event", None)
+    return event is not None and event.is_set()
+
+
+def cancel_event() -> threading.Event | None:
+    """The event of the trial running in this thread, if any."""
+    return getattr(_scope, "event", None)
+
 
 Message = dict[str, str]
 
@@ -104,6 +152,9 @@ class BaseProvider:
 
     def chat(self, messages: list[Message]) -> str | Reply:
         raise NotImplementedError
+
+    def check_prompt(self, system_prompt: str) -> None:
+        """Raise ``ValueError`` before any trial when this backend cannot send ``system_prompt``."""
 
     def with_seed(self, seed: int | None) -> BaseProvider:
         """A shallow copy that sends ``seed`` (shared clients stay shared)."""

@@ -65,15 +65,19 @@ Thanks!
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
+import time
 from typing import Any
 
-from passk_nb.harness.providers.base import BaseProvider, Message, ProviderError, Reply
+from passk_nb.harness.arguments import check_seconds
+from passk_nb.harness.providers.base import BaseProvider, Message, ProviderError, Reply, cancelled
 from passk_nb.harness.providers.redact import Redactor, short
 from passk_nb.harness.providers.retry import provider_error
 
@@ -125,6 +129,22 @@ def _version(text: str) -> str:
     return match.group(0) if match else short(text, 60)
 
 
+def _end_group(proc: subprocess.Popen[str]) -> None:
+    """Kill ``proc``'s whole process group (the CLI and everything it started) and reap the CLI."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL not delivered
+        pass
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.close()
+
+
 class ClaudeCodeProvider(BaseProvider):
     """Chat through the ``claude`` CLI, isolated from its coding-agent context.
 
@@ -166,8 +186,7 @@ class ClaudeCodeProvider(BaseProvider):
             )
         if json_mode:
             raise ValueError("the claude CLI has no JSON mode; run claude-code with json_mode=False")
-        if not isinstance(timeout, int | float) or timeout <= 0:
-            raise ValueError(f"timeout must be a number of seconds > 0, got {timeout!r}")
+        check_seconds("timeout", timeout, allow_none=False)
         super().__init__(model, seed=seed, base_url=base_url.rstrip("/") if base_url else None)
         wanted = executable or os.environ.get("PASSK_CLAUDE_EXECUTABLE") or "claude"
         found = shutil.which(wanted)
@@ -250,6 +269,15 @@ class ClaudeCodeProvider(BaseProvider):
             cmd += ["--model", self.model]
         return cmd
 
+    def check_prompt(self, system_prompt: str) -> None:
+        """A NUL character cannot go into a command-line argument: refuse it before any trial."""
+        for what, text in (("system prompt", system_prompt), ("model name", self.model)):
+            if "\x00" in text:
+                raise ValueError(
+                    f"the {what} contains a NUL character (\\x00), which the claude CLI cannot take as an "
+                    "argument; remove it"
+                )
+
     def with_seed(self, seed: int | None) -> ClaudeCodeProvider:
         """A copy for one trial; its ``cost_usd`` in ``provider_meta`` sums that trial's calls."""
         clone = super().with_seed(seed)
@@ -260,21 +288,7 @@ class ClaudeCodeProvider(BaseProvider):
     def chat(self, messages: list[Message]) -> Reply:
         system, prompt = flatten_messages(messages)
         with tempfile.TemporaryDirectory(prefix="passk-claude-") as workdir:
-            try:
-                done = subprocess.run(
-                    self.command(system),
-                    input=prompt,
-                    capture_output=True,
-                    text=True,
-                    cwd=workdir,
-                    env=self._env(),
-                    timeout=self.timeout,
-                    shell=False,
-                )
-            except subprocess.TimeoutExpired:
-                raise provider_error(f"claude CLI gave no result within {self.timeout:g} s", 1) from None
-            except OSError as exc:
-                raise provider_error(f"claude CLI could not run: {type(exc).__name__}: {exc}", 1) from None
+            done = self._call(self.command(system), prompt, workdir)
         data = self._result(done.stdout)
         if data is None:
             raise provider_error(
@@ -290,7 +304,8 @@ class ClaudeCodeProvider(BaseProvider):
         text = data.get("result")
         if not isinstance(text, str):
             raise ProviderError("claude CLI result has no `result` text")
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        raw_usage = data.get("usage")
+        usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
         inputs = [
             usage[k]
             for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
@@ -311,6 +326,44 @@ class ClaudeCodeProvider(BaseProvider):
             attempts=1,
             meta=meta,
         )
+
+    def _call(self, cmd: list[str], prompt: str, workdir: str) -> subprocess.CompletedProcess[str]:
+        """Run one CLI call in its own process group; on timeout or cancellation end the whole group.
+
+        The CLI starts helpers of its own: ending only the CLI would leave them
+        running. The call is given up when ``timeout`` passes or the trial is
+        given up on (``trial_timeout``), whichever comes first.
+        """
+        try:
+            proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                cwd=workdir,
+                env=self._env(),
+                shell=False,
+                start_new_session=True,  # its own process group, ended as a whole below
+            )
+        except (OSError, ValueError) as exc:
+            raise provider_error(f"claude CLI could not run: {type(exc).__name__}: {exc}", 1) from None
+        deadline = time.monotonic() + self.timeout
+        pending: str | None = prompt
+        while True:
+            try:
+                out, err = proc.communicate(pending, timeout=max(0.0, min(0.2, deadline - time.monotonic())))
+                return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+            except subprocess.TimeoutExpired:
+                pending = None  # already sent; communicate() keeps what it read so far
+                if cancelled():
+                    _end_group(proc)
+                    raise provider_error(
+                        "the trial was given up on (trial_timeout); claude CLI ended", 1
+                    ) from None
+                if time.monotonic() >= deadline:
+                    _end_group(proc)
+                    raise provider_error(f"claude CLI gave no result within {self.timeout:g} s", 1) from None
 
     @staticmethod
     def _result(stdout: str) -> dict[str, Any] | None:

@@ -29,17 +29,21 @@ Anthropic SDK), so they behave alike under faults and record attempts alike:
 
 from __future__ import annotations
 
+import base64
+import json
 import logging
 import os
+import time
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import httpx
 
 from passk_nb.data.ids import content_id
+from passk_nb.harness.arguments import check_seconds
 from passk_nb.harness.protocol import ACTION_SCHEMA
-from passk_nb.harness.providers.base import BaseProvider, Message, ProviderError, Reply
+from passk_nb.harness.providers.base import BaseProvider, Message, ProviderError, Reply, cancelled
 from passk_nb.harness.providers.redact import BODY_EXCERPT_CHARS, Redactor, short
 from passk_nb.harness.providers.retry import (
     Retrier,
@@ -53,9 +57,18 @@ log = logging.getLogger("passk_nb.harness.providers")
 
 T = TypeVar("T")
 
+#: Largest reply body read from the wire (32 MiB; ``max_body_bytes=``): a reply is a few KB.
+DEFAULT_MAX_BODY_BYTES = 32 * 2**20
+#: Largest reply once decompressed (128 MiB; ``max_decompressed_bytes=``): stops a gzip bomb.
+DEFAULT_MAX_DECOMPRESSED_BYTES = 128 * 2**20
 
-def _normalise_url(url: str) -> tuple[str, httpx.BasicAuth | None, str | None]:
-    """``(url without credentials or trailing slash, basic auth from them, the password)``."""
+
+def _normalise_url(url: str) -> tuple[str, httpx.BasicAuth | None, list[str]]:
+    """``(url without credentials or trailing slash, basic auth from them, the secrets in them)``.
+
+    The secrets are the password and the ``Basic`` header value built from the
+    credentials, so that both are masked wherever they might be echoed.
+    """
     url = url.strip()
     if "://" not in url:
         raise ValueError(f"base URL {Redactor()(url)!r} has no scheme; write it as http://{Redactor()(url)}")
@@ -64,15 +77,16 @@ def _normalise_url(url: str) -> tuple[str, httpx.BasicAuth | None, str | None]:
         raise ValueError(f"base URL {Redactor()(url)!r} must start with http:// or https://")
     if not parts.hostname:
         raise ValueError(f"base_url {Redactor()(url)!r} has no host; expected e.g. http://127.0.0.1:8080")
-    auth = password = None
+    auth, secrets = None, []
     if parts.username or parts.password:
-        password = parts.password
-        auth = httpx.BasicAuth(parts.username or "", parts.password or "")
+        user, password = unquote(parts.username or ""), unquote(parts.password or "")
+        auth = httpx.BasicAuth(user, password)
+        secrets = [password, parts.password or "", base64.b64encode(f"{user}:{password}".encode()).decode()]
     netloc = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
     if parts.port:
         netloc += f":{parts.port}"
     clean = urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
-    return clean, auth, password
+    return clean, auth, secrets
 
 
 class RemoteProvider(BaseProvider):
@@ -89,7 +103,8 @@ class RemoteProvider(BaseProvider):
       :meth:`~passk_nb.harness.suites.base.Suite.action_schema`, whose hash is recorded);
       format errors then all but vanish from what is measured;
     - ``max_tokens``: longest reply (Ollama ``num_predict``), default 1024;
-    - ``timeout``: seconds to wait for a reply, per request (default 120);
+    - ``timeout``: seconds a request may take in all, the whole reply included
+      (default 120; also the longest wait for any single read);
     - ``max_attempts``, ``backoff_base``, ``backoff_max``, ``retry_after_max``:
       see :class:`RetryPolicy`;
     - ``api_key_env``: the environment variable holding the API key (default:
@@ -126,13 +141,12 @@ class RemoteProvider(BaseProvider):
             raise ValueError(f"the {self.name} provider needs a model name (model=... / --model)")
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise ValueError(f"max_tokens must be a whole number ≥ 1, got {max_tokens!r}")
-        if not isinstance(timeout, int | float) or timeout <= 0:
-            raise ValueError(f"timeout must be a number of seconds > 0, got {timeout!r}")
+        check_seconds("timeout", timeout, allow_none=False)
         from_env = os.environ.get(self.base_url_env) if self.base_url_env else None
         if from_env and "://" not in from_env:  # OLLAMA_HOST is often host:port
             from_env = "http://" + from_env.strip()
         url = base_url or from_env or self.default_base_url
-        clean_url, self._auth, password = _normalise_url(url)
+        clean_url, self._auth, url_secrets = _normalise_url(url)
         super().__init__(model, temperature=temperature, seed=seed, base_url=clean_url, json_mode=json_mode)
         if json_schema and not json_mode:
             raise ValueError("json_schema=True constrains JSON mode: pass json_mode=True too")
@@ -144,7 +158,7 @@ class RemoteProvider(BaseProvider):
         self.api_key_env = self.default_api_key_env if api_key_env == "" else api_key_env
         api_key = os.environ.get(self.api_key_env) if self.api_key_env else None
         self._api_key = api_key or None
-        self.redact = Redactor([api_key, password])
+        self.redact = Redactor([api_key, *url_secrets])
         self.retry_policy = RetryPolicy(
             max_attempts=max_attempts,
             backoff_base=backoff_base,
@@ -200,6 +214,11 @@ class HTTPProvider(RemoteProvider):
     Subclasses set ``path``, build the request body (:meth:`request_body`) and
     read the reply (:meth:`read_reply`); :meth:`post_json` does the request,
     the classification of failures and the retries.
+
+    Options on top of :class:`RemoteProvider`'s: ``max_body_bytes`` (default
+    32 MiB) and ``max_decompressed_bytes`` (default 128 MiB) cap the reply on
+    the wire and once decompressed; a larger reply fails the request (not
+    retried). Redirects are not followed: a 3xx says where it points.
     """
 
     path: str = "/"
@@ -216,49 +235,118 @@ class HTTPProvider(RemoteProvider):
         reply.attempts = attempts
         return reply
 
-    def __init__(self, model: str | None = None, **options: Any):
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+        **options: Any,
+    ):
         super().__init__(model, **options)
+        for name, value in (
+            ("max_body_bytes", max_body_bytes),
+            ("max_decompressed_bytes", max_decompressed_bytes),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a whole number of bytes ≥ 1, got {value!r}")
+        self.max_body_bytes, self.max_decompressed_bytes = max_body_bytes, max_decompressed_bytes
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         self._client = httpx.Client(
             base_url=self.base_url or "",
             auth=self._auth,
             headers=headers,
             timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
+            follow_redirects=False,
         )
 
     def close(self) -> None:
         """Close the HTTP connections (the provider is unusable afterwards)."""
         self._client.close()
 
+    def _read_body(self, response: httpx.Response, where: str, deadline: float) -> bytes:
+        """The reply body, read chunk by chunk within the request's deadline and the size caps.
+
+        Reading stops when the trial was given up on (``trial_timeout``), when
+        the whole reply takes longer than ``timeout`` seconds (a server that
+        trickles one byte at a time), or when the body on the wire or
+        decompressed grows past ``max_body_bytes`` / ``max_decompressed_bytes``.
+        """
+        chunks: list[bytes] = []
+        size = 0
+        for chunk in response.iter_bytes():
+            size += len(chunk)
+            chunks.append(chunk)
+            if cancelled():
+                raise ProviderError(
+                    f"{where}: the trial was given up on (trial_timeout); reply no longer read"
+                )
+            if time.monotonic() > deadline:
+                raise Transient(
+                    "timeout",
+                    f"{where}: the reply was not complete within {self.timeout:g} s "
+                    f"({size} bytes so far: the server sends it too slowly)",
+                )
+            if response.num_bytes_downloaded > self.max_body_bytes:
+                raise ProviderError(
+                    f"reply to {where} is larger than max_body_bytes={self.max_body_bytes} (HTTP "
+                    f"{response.status_code}); not read further. Raise max_body_bytes= if it is genuine"
+                )
+            if size > self.max_decompressed_bytes:
+                raise ProviderError(
+                    f"reply to {where} decompresses to more than max_decompressed_bytes="
+                    f"{self.max_decompressed_bytes} (HTTP {response.status_code}, "
+                    f"{response.num_bytes_downloaded} bytes on the wire); not read further"
+                )
+        return b"".join(chunks)
+
     def _post_once(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         where = f"POST {path}"
+        if cancelled():
+            raise ProviderError(f"{where}: the trial was given up on (trial_timeout); request not sent")
+        deadline = time.monotonic() + self.timeout
         try:
-            response = self._client.post(path, json=body)
+            with self._client.stream("POST", path, json=body) as response:
+                raw = self._read_body(response, where, deadline)
         except httpx.TimeoutException:
             raise Transient("timeout", f"{where}: no reply within {self.timeout:g} s") from None
         except httpx.UnsupportedProtocol as exc:  # a bad base URL: retrying cannot help
             raise ProviderError(f"{where}: {exc}") from None
-        except httpx.TransportError as exc:
+        except (httpx.TransportError, httpx.DecodingError) as exc:
             raise Transient("connection error", f"{where}: {type(exc).__name__}: {exc}") from None
         status = response.status_code
+        text = raw.decode(response.encoding or "utf-8", errors="replace")
         if status == 429 or status >= 500:
             raise Transient(
                 f"HTTP {status}",
-                self.excerpt(response.text),
+                self.excerpt(text),
                 retry_after=parse_retry_after(response.headers.get("retry-after")),
                 pause_all=status == 429,
             )
         if status >= 400:
-            raise ProviderError(f"HTTP {status} (not retried) from {where}: {self.excerpt(response.text)}")
+            raise ProviderError(f"HTTP {status} (not retried) from {where}: {self.excerpt(text)}")
+        if 300 <= status < 400:
+            location = self.excerpt(response.headers.get("location", "(no Location header)"), 200)
+            raise ProviderError(
+                f"HTTP {status} redirect from {where} to {location}, not followed: set base_url to "
+                "the address the server points to"
+            )
+        kind = response.headers.get("content-type", "no content type")
+        if not raw.strip():
+            raise ProviderError(
+                f"reply to {where} is empty (HTTP {status}, {self.excerpt(kind, 80)}): the server "
+                "answered without a body"
+            )
         try:
-            data = response.json()
+            data = json.loads(raw)
         except ValueError:
             raise ProviderError(
-                f"reply to {where} is not JSON: {self.excerpt(response.text, 120)!r}"
+                f"reply to {where} (HTTP {status}, {self.excerpt(kind, 80)}) is not JSON: "
+                f"{self.excerpt(text, 120)!r}"
             ) from None
         if not isinstance(data, dict):
             raise ProviderError(
-                f"reply to {where} is not a JSON object: {self.excerpt(response.text, 120)!r}"
+                f"reply to {where} (HTTP {status}) is not a JSON object: {self.excerpt(text, 120)!r}"
             )
         return data
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import ClassVar
 
 REDACTED = "[REDACTED]"
@@ -13,27 +14,59 @@ REDACTED = "[REDACTED]"
 BODY_EXCERPT_CHARS = 300
 
 
+def _basic_credentials(match: re.Match[str]) -> str:
+    """``Basic <base64 of user:password>`` masked; other words after "basic" kept."""
+    try:
+        decoded = base64.b64decode(match.group(2), validate=True).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return match.group(0)
+    return match.group(1) + REDACTED if ":" in decoded else match.group(0)
+
+
 class Redactor:
     """Replaces known secrets, and anything shaped like a credential, with ``[REDACTED]``.
 
     Known secrets are the exact strings given (an API key, a URL password).
-    On top, bearer tokens, ``x-api-key: ...``/``api_key=...`` pairs and
-    ``sk-...`` keys are masked, so a server that echoes a header back cannot
-    leak it through an error message. The repr never shows a secret.
+    On top, the value of any ``Authorization`` header whatever its scheme
+    (``Bearer``, ``Basic``, ``Token``, ...), bearer tokens, ``Basic`` credentials,
+    ``x-api-key: ...``/``api_key=...`` pairs, ``sk-...`` keys and the user
+    info of URLs (``http://user:pass@host``) are masked, so a server that
+    echoes a header back cannot leak it through an error message. The repr
+    never shows a secret.
 
     >>> redact = Redactor(["s3cr3t-value"])
     >>> redact("bad key s3cr3t-value; Authorization: Bearer abc.def")
     'bad key [REDACTED]; Authorization: Bearer [REDACTED]'
+    >>> redact('{"authorization": "Basic dXNlcjpQQVNT"} from http://user:PASS@host:8080/v1')
+    '{"authorization": "Basic [REDACTED]"} from http://[REDACTED]@host:8080/v1'
     >>> redact
     Redactor(1 secret)
     """
 
-    _PATTERNS: ClassVar[tuple[re.Pattern[str], ...]] = (
-        re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]+"),
-        re.compile(
-            r"(?i)(\b(?:x-api-key|api[_-]?key|authorization)[\"']?\s*[:=]\s*[\"']?)(?!bearer\s)[^\s\"',;}]+"
+    _PATTERNS: ClassVar[tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...]] = (
+        (
+            re.compile(
+                r"(?i)(\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:[A-Za-z][\w.+-]*\s+)?+)"
+                r"(?!\[REDACTED\])[^\s\"',;}]+"
+            ),
+            lambda m: m.group(1) + REDACTED,
         ),
-        re.compile(r"()\bsk-[A-Za-z0-9_-]{8,}"),
+        (
+            re.compile(r"(?i)(\bbearer\s+)(?!\[REDACTED\])[A-Za-z0-9._~+/=-]+"),
+            lambda m: m.group(1) + REDACTED,
+        ),
+        (re.compile(r"(?i)(\bbasic\s+)([A-Za-z0-9+/]{4,}={0,2})(?![\w+/=])"), _basic_credentials),
+        (
+            re.compile(
+                r"(?i)(\b(?:x-api-key|api[_-]?key)[\"']?\s*[:=]\s*[\"']?)(?!bearer\s)(?!\[REDACTED\])[^\s\"',;}]+"
+            ),
+            lambda m: m.group(1) + REDACTED,
+        ),
+        (re.compile(r"\bsk-[A-Za-z0-9_-]{8,}"), lambda m: REDACTED),
+        (
+            re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://)(?!\[REDACTED\]@)[^/\s@\"'<>]+@"),
+            lambda m: m.group(1) + REDACTED + "@",
+        ),
     )
 
     def __init__(self, secrets: Iterable[str | None] = ()):
@@ -44,8 +77,8 @@ class Redactor:
         out = str(text)
         for secret in self._secrets:
             out = out.replace(secret, REDACTED)
-        for pattern in self._PATTERNS:
-            out = pattern.sub(lambda m: m.group(1) + REDACTED, out)
+        for pattern, replace in self._PATTERNS:
+            out = pattern.sub(replace, out)
         return out
 
     def __repr__(self) -> str:

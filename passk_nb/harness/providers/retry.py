@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import email.utils
 import logging
+import math
 import random
 import threading
 import time
@@ -12,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from passk_nb.harness.providers.base import ProviderError
+from passk_nb.harness.providers.base import ProviderError, cancel_event, cancelled
 from passk_nb.harness.providers.redact import Redactor, short
 
 log = logging.getLogger("passk_nb.harness.providers")
@@ -84,8 +85,8 @@ class RetryPolicy:
             raise ValueError(f"max_attempts must be a whole number ≥ 1, got {self.max_attempts!r}")
         for name in ("backoff_base", "backoff_max", "retry_after_max"):
             value = getattr(self, name)
-            if not isinstance(value, int | float) or value < 0:
-                raise ValueError(f"{name} must be a number ≥ 0, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
+                raise ValueError(f"{name} must be a finite number ≥ 0, got {value!r}")
 
     def delay(self, attempt: int, rng: random.Random, retry_after: float | None = None) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
@@ -94,6 +95,15 @@ class RetryPolicy:
         if retry_after is not None:
             wait = max(wait, min(retry_after, self.retry_after_max))
         return wait
+
+
+def _sleep(seconds: float) -> None:
+    """Sleep, but wake up as soon as the trial running in this thread is given up on."""
+    event = cancel_event()
+    if event is None:
+        time.sleep(seconds)
+    else:
+        event.wait(seconds)
 
 
 class Transient(Exception):
@@ -146,15 +156,19 @@ class Retrier:
         while True:
             with self._lock:
                 remaining = self._paused_until - time.monotonic()
-            if remaining <= 0:
+            if remaining <= 0 or cancelled():
                 return
-            time.sleep(remaining)
+            _sleep(min(remaining, 1.0))
 
     def call(self, request: Callable[[], T]) -> tuple[T, int]:
         """Run ``request`` until it succeeds, fails for good, or the attempts are used up."""
         attempts = self.policy.max_attempts
         for attempt in range(1, attempts + 1):
             self._wait_for_pause()
+            if attempt > 1 and cancelled():
+                raise provider_error(
+                    "the trial was given up on (trial_timeout); no further attempts", attempt - 1
+                )
             try:
                 return request(), attempt
             except ProviderError as exc:
@@ -177,5 +191,5 @@ class Retrier:
                     attempts,
                     wait,
                 )
-                time.sleep(wait)
+                _sleep(wait)
         raise AssertionError("unreachable")  # pragma: no cover

@@ -68,8 +68,10 @@ class Param:
                 raise ToolError(f"argument {name!r} must be a number, got {_json_type(value)}")
             try:
                 number = float(value)
-            except OverflowError:  # a huge integer: the agent's bad argument, not a harness fault
-                raise ToolError(f"argument {name!r} is too large: {str(value)[:20]}…") from None
+            except OverflowError:  # an integer too large for a float: the agent's bad argument
+                raise ToolError(
+                    f"argument {name!r} is too large to be a number here; send a plain amount"
+                ) from None
             if not math.isfinite(number):
                 raise ToolError(f"argument {name!r} must be a finite number, got {value!r}")
             return number

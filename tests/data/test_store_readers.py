@@ -1,0 +1,163 @@
+"""The dataset on disk: concurrent merges and readers, foreign files, what any parquet reader sees."""
+
+from __future__ import annotations
+
+import threading
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import passk_nb
+from passk_nb.data import store
+from passk_nb.data.store import load, merge, write_part
+
+
+def rows(run_id, trials, outcome="pass", task="t"):
+    return [
+        {
+            "run_id": run_id,
+            "suite": "s",
+            "task": task,
+            "trial": i,
+            "passed": outcome == "pass",
+            "outcome": outcome,
+        }
+        for i in trials
+    ]
+
+
+def read_with_every_reader(folder):
+    """Row count and (run_id, task, trial) keys as pandas, DuckDB and Polars read the folder directly."""
+    import duckdb
+    import polars as pl
+
+    glob = f"{folder}/**/*.parquet"
+    frames = {
+        "pandas": pd.read_parquet(folder)[["run_id", "task", "trial"]],
+        "duckdb": duckdb.sql(f"SELECT run_id, task, trial FROM read_parquet('{glob}')").df(),
+        "polars": pl.read_parquet(glob).select("run_id", "task", "trial").to_pandas(),
+    }
+    return {name: (len(f), int(f.duplicated().sum())) for name, f in frames.items()}
+
+
+def test_a_part_that_vanishes_between_listing_and_reading_means_relist(tmp_path, monkeypatch):
+    for chunk in (range(0, 3), range(3, 6), range(6, 9)):
+        write_part(rows("r", chunk), tmp_path, "r")
+    real = store.part_files
+    calls = {"n": 0}
+
+    def listing_with_a_merged_away_part(folder):
+        calls["n"] += 1
+        files = real(folder)
+        return [*files, tmp_path / "r" / "part-merged-away.parquet"] if calls["n"] == 1 else files
+
+    monkeypatch.setattr(store, "part_files", listing_with_a_merged_away_part)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # lenient mode must not "skip" it either
+        assert len(load(tmp_path, strict=False)) == 9
+    calls["n"] = 0
+    assert len(load(tmp_path)) == 9
+    calls["n"] = 0
+    assert store.existing_trials(tmp_path, "r") == {("t", i) for i in range(9)}
+
+
+def test_load_during_merges_never_fails_nor_loses_rows(tmp_path):
+    write_part(rows("r", range(2)), tmp_path, "r")
+    done = threading.Event()
+    errors = []
+
+    def writer_and_merger():
+        try:
+            for start in range(2, 100, 2):
+                write_part(rows("r", range(start, start + 2)), tmp_path, "r")
+                if start % 6 == 0:
+                    merge(tmp_path, "r")
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=writer_and_merger)
+    thread.start()
+    seen, loads = 0, 0
+    while not done.is_set() or loads < 5:
+        df = load(tmp_path)
+        assert not df.duplicated(["run_id", "task", "trial"]).any()
+        assert len(df) >= seen, "a load lost rows another one had seen"
+        seen, loads = len(df), loads + 1
+    thread.join()
+    assert not errors, errors
+    assert len(load(tmp_path)) == 100
+    assert loads > 5
+
+
+def test_merge_leaves_one_row_per_trial_for_every_reader(tmp_path):
+    first = write_part(rows("r", range(4), outcome="infra_error"), tmp_path, "r")
+    retried = write_part(rows("r", range(4)), tmp_path, "r")  # a resume retried the infra errors
+    write_part(rows("r", range(4, 8)), tmp_path, "r")
+    # a merge killed after writing its output: its inputs are still there too
+    write_part(pq.read_table(retried), tmp_path, "r")
+    assert read_with_every_reader(tmp_path)["duckdb"] == (16, 8)
+    merge(tmp_path, "r")
+    assert read_with_every_reader(tmp_path) == {name: (8, 0) for name in ("pandas", "duckdb", "polars")}
+    assert set(load(tmp_path)["outcome"]) == {"pass"}
+    assert not first.exists()
+
+
+def test_summarize_refuses_a_frame_with_repeated_trials(tmp_path):
+    df = passk_nb.run("scripted", trials=2, out=tmp_path, progress=False)
+    with pytest.raises(ValueError, match=r"5 trials appear more than once .*drop_duplicates"):
+        passk_nb.summarize(pd.concat([df, df.iloc[:5]]), k=1)
+
+
+def test_load_names_a_foreign_parquet_and_lenient_mode_skips_it(tmp_path):
+    passk_nb.run("scripted", trials=2, out=tmp_path, progress=False)
+    summary = tmp_path / "summary.parquet"
+    pd.DataFrame({"task": ["a"], "pass@k": [0.5]}).to_parquet(summary)
+    with pytest.raises(ValueError, match=r"summary\.parquet.*lacks the columns"):
+        load(tmp_path)
+    with pytest.warns(RuntimeWarning, match=r"summary\.parquet"):
+        assert len(load(tmp_path, strict=False)) == 10
+
+
+def test_load_fills_columns_an_older_version_lacked_and_names_broken_parts(tmp_path):
+    passk_nb.run("scripted", trials=2, out=tmp_path, progress=False)
+    part = store.part_files(tmp_path)[0]
+    table = pq.read_table(part)
+    pq.write_table(table.drop(["n_tool_errors", "text_escaped", "record_notes"]), part)  # an older version
+    df = load(tmp_path)
+    assert len(df) == 10 and (df["n_tool_errors"] == 0).all() and not df["text_escaped"].any()
+    broken = tmp_path / "run" / "part-broken.parquet"
+    broken.parent.mkdir()
+    holes = table.slice(0, 2)
+    holes = holes.set_column(holes.schema.get_field_index("n_turns"), "n_turns", pa.nulls(2, pa.int64()))
+    pq.write_table(holes, broken)
+    with pytest.raises(ValueError, match=r"part-broken\.parquet.*missing values in columns \['n_turns'\]"):
+        load(tmp_path)
+    with pytest.warns(RuntimeWarning, match=r"part-broken\.parquet"):
+        assert len(load(tmp_path, strict=False)) == 10
+
+
+def test_the_readme_recipes_keep_one_row_per_trial(tmp_path):
+    import re
+    from pathlib import Path
+
+    import duckdb
+    import polars as pl
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    sql = re.search(r"`(SELECT \* FROM read_parquet\('DIR[^`]+)`", readme).group(1)
+    polars_code = re.search(r'`(pl\.read_parquet\("DIR[^`]+)`', readme).group(1)
+    write_part(rows("r", range(4), outcome="infra_error"), tmp_path, "r")
+    write_part(rows("r", range(4)), tmp_path, "r")  # a resume retrying them, not merged yet
+    write_part(rows("r", range(2, 6)), tmp_path, "r")  # leftovers of a killed merge
+    for frame in (
+        duckdb.sql(sql.replace("DIR", str(tmp_path))).df(),
+        eval(polars_code.replace("DIR", str(tmp_path)), {"pl": pl}).to_pandas(),
+    ):
+        assert sorted(frame["trial"]) == list(range(6))
+        assert set(frame["outcome"]) == {"pass"}
