@@ -27,7 +27,7 @@ import json
 import os
 import uuid
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,15 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from passk_nb.data.records import KEY, SCHEMA, empty_frame, frame_from_table, table_from_records
+from passk_nb.data.records import (
+    COLUMNS,
+    DTYPES,
+    KEY,
+    SCHEMA,
+    empty_frame,
+    frame_from_table,
+    table_from_records,
+)
 
 __all__ = ["write_part", "load", "existing_trials", "compact", "part_files", "write_spec", "read_specs"]
 
@@ -109,7 +117,10 @@ def read_specs(folder: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
 
 
 def _read(path: Path, columns: list[str] | None = None) -> pa.Table:
-    table = pq.read_table(path, columns=columns)
+    file = pq.ParquetFile(path)
+    table = file.read(
+        columns=None if columns is None else [n for n in columns if n in file.schema_arrow.names]
+    )
     names = columns or list(SCHEMA.names)
     missing = [n for n in names if n not in table.column_names]
     for n in missing:  # files from an older version: absent columns are null
@@ -132,7 +143,9 @@ def _read_all(files: list[Path], strict: bool, columns: list[str] | None = None)
     return tables
 
 
-def load(path: str | os.PathLike[str], *, strict: bool = True) -> pd.DataFrame:
+def load(
+    path: str | os.PathLike[str], *, strict: bool = True, columns: Sequence[str] | None = None
+) -> pd.DataFrame:
     """Read every trial record under ``path`` (a folder or one file) as one DataFrame.
 
     Rows are unique by ``(run_id, task, trial)`` and sorted by it; where a
@@ -144,6 +157,9 @@ def load(path: str | os.PathLike[str], *, strict: bool = True) -> pd.DataFrame:
     naming it; with ``strict=False`` it is skipped with a warning and every
     other file still loads.
 
+    ``columns`` reads only those columns (in that order), so an analysis never loads the
+    transcripts: ``load(folder, columns=["model", "task", "passed", "outcome"])``.
+
     >>> load("no/such/folder")
     Traceback (most recent call last):
     ...
@@ -154,15 +170,25 @@ def load(path: str | os.PathLike[str], *, strict: bool = True) -> pd.DataFrame:
         raise FileNotFoundError(
             f"no records at {str(path)!r}: run `passk run --out {path}` first, or check the path"
         )
+    wanted = list(COLUMNS) if columns is None else list(columns)
+    unknown = [c for c in wanted if c not in COLUMNS]
+    if unknown or isinstance(columns, str) or len(set(wanted)) < len(wanted):
+        raise ValueError(
+            f"columns must be a list of distinct record columns {list(COLUMNS)}; got {columns!r}"
+        )
+    read = list(dict.fromkeys([*wanted, *KEY, "outcome"]))  # what deduplication needs
     files = [root] if root.is_file() else part_files(root)
-    tables = _read_all(files, strict)
+    tables = _read_all(files, strict, None if columns is None else read)
     if not tables:
-        return empty_frame()
-    frame = frame_from_table(pa.concat_tables(tables))
+        return empty_frame()[wanted]
+    table = pa.concat_tables(tables)
+    frame = (
+        frame_from_table(table) if columns is None else table.to_pandas().astype({c: DTYPES[c] for c in read})
+    )
     # One row per trial: a real outcome beats an infra error that a resumed run retried.
     frame = frame.assign(_infra=frame["outcome"] == "infra_error")
     frame = frame.sort_values([*KEY, "_infra"], kind="stable").drop_duplicates(subset=list(KEY), keep="first")
-    return frame.drop(columns="_infra").reset_index(drop=True)
+    return frame[wanted].reset_index(drop=True)
 
 
 def existing_trials(folder: str | os.PathLike[str], run_id: str) -> set[tuple[str, int]]:
