@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
-from passk_nb.data.records import OUTCOMES
+from passk_nb.data.records import OUTCOMES, table_from_records
+from passk_nb.data.store import load, write_part
 from passk_nb.stats.counts import COUNTED_OUTCOMES, counts, task_counts
+from passk_nb.stats.parquet_counts import counts_from_parquet
 from tests.helpers.records import records_from_marks
 
 
@@ -142,3 +147,133 @@ def test_bad_frames_say_what_is_wrong(change, message: str) -> None:
 def test_bad_infra_mode_names_the_choices() -> None:
     with pytest.raises(ValueError, match="infra must be one of"):
         counts(random_frame(0), by="model", infra="drop")
+
+
+# --- counting straight from parquet: DuckDB and pandas give the table counts(load(folder)) gives ---
+
+
+def write_folder(folder, seed: int = 0) -> None:
+    """Parts of three runs, a trial stored twice (infra error, then a real outcome), a trial
+    stored twice with two real outcomes, and an old file without the prompt_name column."""
+    rng = np.random.default_rng(seed)
+    for run, (model, prompt) in enumerate([("m-b", "p1"), ("m-a", "p1"), ("m-a", "p2")]):
+        for part in range(2):
+            rows = []
+            for task in range(4):
+                for trial in range(part * 3, part * 3 + 3):
+                    outcome = str(rng.choice(OUTCOMES))
+                    rows.append(
+                        {
+                            "run_id": f"r{run}",
+                            "suite": "orders",
+                            "model": model,
+                            "prompt_hash": prompt,
+                            "prompt_name": prompt.upper(),
+                            "temperature": 0.5 if run else float("nan"),
+                            "task": f"t{task}",
+                            "trial": trial,
+                            "passed": outcome == "pass",
+                            "outcome": outcome,
+                            "transcript": "x" * 50,
+                        }
+                    )
+            write_part(rows, folder, f"r{run}")
+    retry = {"run_id": "r0", "suite": "orders", "model": "m-b", "prompt_hash": "p1", "task": "t0"}
+    write_part([{**retry, "trial": 7, "passed": False, "outcome": "infra_error"}], folder, "r0")
+    write_part([{**retry, "trial": 7, "passed": True, "outcome": "pass"}], folder, "r0")
+    write_part([{**retry, "trial": 8, "passed": False, "outcome": "format_error"}], folder, "r0")
+    write_part([{**retry, "trial": 8, "passed": True, "outcome": "pass"}], folder, "r0")
+    old = table_from_records(
+        {
+            "run_id": "r9",
+            "suite": "orders",
+            "model": "m-c",
+            "task": "t1",
+            "trial": i,
+            "passed": i == 0,
+            "outcome": "pass" if i == 0 else "max_turns",
+        }
+        for i in range(2)
+    ).drop_columns(["prompt_name", "prompt_hash"])  # a file from before these columns existed
+    (folder / "r9").mkdir()
+    pq.write_table(old, folder / "r9" / "part-old.parquet")
+    hidden = folder / "_scratch"
+    hidden.mkdir()
+    pq.write_table(old, hidden / "ignored.parquet")  # hidden folders are not records
+
+
+@pytest.fixture
+def folder(tmp_path):
+    write_folder(tmp_path)
+    return tmp_path
+
+
+@pytest.mark.parametrize("by", [None, ("model",), ("model", "prompt_name"), ("temperature",), ()])
+@pytest.mark.parametrize("infra", ["exclude", "fail"])
+def test_duckdb_and_pandas_routes_give_the_counts_of_the_loaded_records(folder, by, infra: str) -> None:
+    expected = counts(load(folder), by=by, infra=infra)
+    for engine in ("duckdb", "pandas"):
+        got = counts_from_parquet(folder, by=by, infra=infra, engine=engine)
+        pd.testing.assert_frame_equal(got, expected, obj=engine)
+    pd.testing.assert_frame_equal(counts(str(folder), by=by, infra=infra), expected)
+
+
+def test_duplicate_trials_are_counted_once_as_load_keeps_them(folder) -> None:
+    got = counts_from_parquet(folder, by="run_id", engine="duckdb").set_index(["run_id", "task"])
+    loaded = load(folder)
+    kept = loaded[(loaded["run_id"] == "r0") & (loaded["task"] == "t0") & loaded["trial"].isin([7, 8])]
+    assert kept["outcome"].tolist() == ["pass", "format_error"]  # real outcome first, then first file
+    assert got.loc[("r0", "t0"), "n"] + got.loc[("r0", "t0"), "n_infra"] == 8  # 6 trials + 2 stored twice
+
+
+def test_one_file_counts_too(folder) -> None:
+    file = next((folder / "r1").glob("*.parquet"))
+    for engine in ("duckdb", "pandas"):
+        got = counts_from_parquet(file, by="model", engine=engine)
+        assert got["n"].sum() + got["n_infra"].sum() == 12, engine
+
+
+def test_without_duckdb_auto_uses_pandas_and_duckdb_says_how_to_install(folder, monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "duckdb", None)
+    monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: None)
+    pd.testing.assert_frame_equal(counts_from_parquet(folder), counts(load(folder)))
+    with pytest.raises(ImportError, match=r"passk-nb\[duckdb\]"):
+        counts_from_parquet(folder, engine="duckdb")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"engine": "spark"}, ValueError, "engine must be one of"),
+        ({"by": "colour"}, ValueError, "do not have: \\['colour'\\]"),
+        ({"infra": "drop"}, ValueError, "infra must be one of"),
+    ],
+)
+def test_bad_arguments_say_what_is_wrong(folder, kwargs, error, message: str) -> None:
+    with pytest.raises(error, match=message):
+        counts_from_parquet(folder, **kwargs)
+
+
+def test_missing_or_empty_folders_say_so(tmp_path) -> None:
+    with pytest.raises(FileNotFoundError, match="passk run --out"):
+        counts_from_parquet(tmp_path / "nope")
+    with pytest.raises(ValueError, match="no parquet files"):
+        counts_from_parquet(tmp_path)
+
+
+def test_load_reads_only_the_columns_asked_for(folder, monkeypatch) -> None:
+    columns = ["model", "task", "passed", "outcome"]
+    full = load(folder)
+    read = []
+    original = pq.ParquetFile.read
+
+    def spy(self, columns=None, **kwargs):
+        read.append(columns)
+        return original(self, columns=columns, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "read", spy)
+    got = load(folder, columns=columns)
+    pd.testing.assert_frame_equal(got, full[columns])
+    assert read and all(cols is not None and "transcript" not in cols for cols in read)
+    with pytest.raises(ValueError, match="record columns"):
+        load(folder, columns=["model", "colour"])
