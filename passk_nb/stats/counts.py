@@ -163,31 +163,25 @@ def counts(
     _check_trials(df, keys, infra)
     gid, rows = _group_codes(df, keys)
     n_groups = rows.size
-    # One bincount over (group, outcome, passed): every count below is a sum of its columns.
     outcome, outcomes = _codes(df["outcome"], sort=False)
-    passed = df["passed"].to_numpy(dtype=bool)
-    width = 2 * (len(outcomes) + 1)  # the last outcome code: missing
-    cell = gid * width
-    cell += 2 * outcome
-    cell += passed
-    table = np.bincount(cell, minlength=n_groups * width)
-    table = table.reshape(n_groups, len(outcomes) + 1, 2)
-    by_outcome = table.sum(axis=2)
-    infra_at = outcomes.get_indexer([INFRA_OUTCOME])[0]
+    slots = len(outcomes) + 1  # the last code: a missing outcome
+    cell = gid * slots
+    np.add(cell, outcome, out=cell, casting="unsafe")
+    by_outcome = np.bincount(cell, minlength=n_groups * slots).reshape(n_groups, slots)
 
     def outcome_count(name: str) -> np.ndarray:
         at = outcomes.get_indexer([name])[0]
         return by_outcome[:, at] if at >= 0 else np.zeros(n_groups, dtype=np.int64)
 
-    infra_errors = outcome_count(INFRA_OUTCOME)
-    n_infra = infra_errors if infra == "exclude" else np.zeros(n_groups, dtype=np.int64)
-    out = df[keys].iloc[rows].reset_index(drop=True)
-    out["n"] = by_outcome.sum(axis=1) - n_infra
-    out["c"] = table[:, :, 1].sum(axis=1) - (table[:, infra_at, 1] if infra_at >= 0 else 0)
-    out["n_infra"] = n_infra
-    for name in COUNTED_OUTCOMES:
-        out[f"n_{name}"] = outcome_count(name)
-    return out
+    infra_at = outcomes.get_indexer([INFRA_OUTCOME])[0]
+    usable_pass = df["passed"].to_numpy(dtype=bool) & (outcome != infra_at)
+    n_infra = outcome_count(INFRA_OUTCOME) if infra == "exclude" else np.zeros(n_groups, dtype=np.int64)
+    columns = {key: df[key].array.take(rows) for key in keys}
+    columns["n"] = by_outcome.sum(axis=1) - n_infra
+    columns["c"] = np.bincount(gid, weights=usable_pass, minlength=n_groups).astype(np.int64)
+    columns["n_infra"] = n_infra
+    columns.update({f"n_{name}": outcome_count(name) for name in COUNTED_OUTCOMES})
+    return pd.DataFrame(columns)
 
 
 def _check_trials(df: pd.DataFrame, keys: list[str], infra: str) -> None:
@@ -205,27 +199,27 @@ def _check_trials(df: pd.DataFrame, keys: list[str], infra: str) -> None:
 
 
 def _codes(column: pd.Series, sort: bool = True) -> tuple[np.ndarray, pd.Index]:
-    """Integer codes of a column's values and the values they stand for; missing values get
-    the last code. With ``sort``, codes follow sorted order (categorical: category order)."""
+    """Integer codes (of the smallest integer type pandas gives) of a column's values and the
+    values they stand for; missing values get the last code. With ``sort``, codes follow
+    sorted order (categorical: category order)."""
     if isinstance(column.dtype, pd.CategoricalDtype):
-        codes = column.cat.codes.to_numpy().astype(np.int64)
+        codes = column.cat.codes.to_numpy()
         values = pd.Index(column.cat.categories)
-    elif isinstance(column.dtype, pd.StringDtype) and column.dtype.storage == "pyarrow" and len(column):
+    elif sort and isinstance(column.dtype, pd.StringDtype) and column.dtype.storage == "pyarrow":
         # Records come sorted by (run_id, task, trial): identity columns hold long runs of one
-        # value. Factorizing the first value of each run only is several times faster.
+        # value, and factorizing the first value of each run only is several times faster.
         array = pa.array(column.array)
         changed = pc.fill_null(pc.not_equal(array[1:], array[:-1]), True)
         starts = np.flatnonzero(np.r_[True, changed.to_numpy(zero_copy_only=False)])
         if starts.size > len(column) // 4:  # no long runs: factorize every row
             codes, values = pd.factorize(column, sort=sort)
-            codes = codes.astype(np.int64, copy=False)
         else:
             run_codes, values = pd.factorize(column.iloc[starts], sort=sort)
-            codes = np.repeat(run_codes.astype(np.int64), np.diff(np.r_[starts, len(column)]))
+            codes = np.repeat(run_codes, np.diff(np.r_[starts, len(column)]))
     else:
         codes, values = pd.factorize(column, sort=sort)
-        codes = codes.astype(np.int64, copy=False)
-    codes[codes < 0] = len(values)
+    if len(codes) and codes.min() < 0:
+        codes = np.where(codes < 0, len(values), codes.astype(np.int64))
     return codes, pd.Index(values)
 
 
@@ -239,8 +233,8 @@ def _group_codes(df: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, np.ndar
         if size > 2**62 // key_size:  # keep the combined code within int64
             _, gid = np.unique(gid, return_inverse=True)
             size = int(gid.max()) + 1
-        gid *= key_size
-        gid += codes
+        np.multiply(gid, key_size, out=gid)
+        np.add(gid, codes, out=gid, casting="unsafe")  # codes may be int8: no copy to int64
         size *= key_size
     if size <= 4 * len(df) + 1024:
         present = np.bincount(gid, minlength=size) > 0

@@ -118,6 +118,22 @@ def test_missing_group_values_sort_last_and_stay_apart() -> None:
     assert got[["n", "c", "n_max_turns"]].values.tolist() == [[1, 1, 0], [1, 0, 0], [2, 1, 1]]
 
 
+def test_categorical_with_int8_codes_and_missing_values() -> None:
+    """int8 category codes: the missing value's code (the number of categories) must not wrap."""
+    rng = np.random.default_rng(1)
+    names = [f"m{i:03d}" for i in range(126)]  # the most categories with int8 codes
+    model = pd.Series(rng.choice(names, 2_000)).astype(pd.CategoricalDtype(names))
+    model[::7] = np.nan
+    df = pd.DataFrame({"model": model, "task": rng.choice(["a", "b"], 2_000)})
+    df["passed"] = rng.random(2_000) < 0.5
+    df["outcome"] = np.where(df["passed"], "pass", "wrong_state")
+    assert df["model"].cat.codes.dtype == np.int8
+    got = counts(df, by="model")
+    pd.testing.assert_frame_equal(
+        got[list(task_counts(df, ("model",), "exclude").columns)], task_counts(df, ("model",), "exclude")
+    )
+
+
 def test_many_high_cardinality_keys_do_not_overflow() -> None:
     rng = np.random.default_rng(0)
     rows = 5_000
