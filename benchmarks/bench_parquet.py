@@ -5,7 +5,7 @@ models × 5 prompts × 10 trials, 50 runs of 4 part files each) with every recor
 including a ~1 KB JSON transcript per trial, in a temporary folder that is deleted at the end
 (``--keep`` keeps it). Then runs :func:`passk_nb.stats.parquet_counts.counts_from_parquet`
 once per route, each in its own Python process, and reports wall time, CPU time and peak
-resident memory (``resource.getrusage``; "after imports" is the process before counting).
+resident memory (``resource.getrusage``; "after imports": resident memory just before counting).
 Checks that both routes return the same table. ``--load-all`` adds today's route,
 ``counts(load(folder))``, which reads every column, transcripts included (needs several GB
 of memory at 5M rows).
@@ -94,13 +94,19 @@ def write_dataset(folder: Path, rows: int, seed: int = 0) -> None:
                 pq.write_table(table, folder / run_id / f"part-{part}.parquet", compression="zstd")
 
 
+def current_rss_kb() -> int:
+    """The process's resident memory now (Linux), in KB."""
+    status = Path("/proc/self/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:")))
+
+
 def measure(route: str, folder: str, out: str) -> None:
     """Child process: count ``folder`` by ``route``; print a JSON line of the measurements."""
     from passk_nb.data.store import load
     from passk_nb.stats.counts import counts
     from passk_nb.stats.parquet_counts import counts_from_parquet
 
-    import_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    import_rss = current_rss_kb()
     start, start_cpu = time.perf_counter(), time.process_time()
     if route == "load-all":
         table = counts(load(folder), by=BY)
@@ -117,10 +123,13 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=5_000_000)
     parser.add_argument("--load-all", action="store_true", help="also time counts(load(folder))")
     parser.add_argument("--keep", action="store_true", help="keep the generated folder")
-    parser.add_argument("--route", choices=ROUTES, help=argparse.SUPPRESS)  # child process
+    parser.add_argument("--route", choices=(*ROUTES, "generate"), help=argparse.SUPPRESS)  # child process
     parser.add_argument("--folder", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.route == "generate":
+        write_dataset(Path(args.folder), args.rows)
+        return
     if args.route:
         measure(args.route, args.folder, args.out)
         return
@@ -131,7 +140,9 @@ def main() -> None:
     folder = work / "runs"
     try:
         start = time.perf_counter()
-        write_dataset(folder, args.rows)
+        # in a child process, so this one stays small (a child starts with its parent's peak RSS)
+        generate = [sys.executable, __file__, "--route", "generate", "--folder", str(folder)]
+        subprocess.run([*generate, "--rows", str(args.rows)], check=True)
         files = list(folder.rglob("*.parquet"))
         size = sum(f.stat().st_size for f in files)
         rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
