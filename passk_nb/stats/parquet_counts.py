@@ -2,19 +2,9 @@
 
 :func:`counts_from_parquet` returns the table :func:`passk_nb.stats.counts.counts` gives for
 ``load(folder)``, but reads only the columns the counts need. With DuckDB installed
-(``pip install "passk-nb[duckdb]"``) the counting runs as SQL over the parquet files, in
-bounded memory, so a dataset larger than memory is counted too; without it, pandas reads the
-needed columns (never the transcripts) and counts them.
-
->>> import tempfile
->>> from passk_nb.data.store import write_part
->>> folder = tempfile.mkdtemp()
->>> rows = [{"run_id": "r1", "suite": "s", "model": "m", "task": "t", "trial": i,
-...          "passed": i < 2, "outcome": "pass" if i < 2 else "wrong_state"} for i in range(3)]
->>> _ = write_part(rows, folder, "r1")
->>> counts_from_parquet(folder, by="model")[["model", "task", "n", "c", "n_wrong_state"]]
-  model task  n  c  n_wrong_state
-0     m    t  3  2              1
+(``pip install "passk-nb[duckdb]"``) the counting runs as SQL over the parquet files, and
+DuckDB spills to disk beyond its memory limit, so a dataset larger than memory is counted
+too; without it, pandas reads the needed columns (never the transcripts) and counts them.
 """
 
 from __future__ import annotations
@@ -58,6 +48,19 @@ def counts_from_parquet(
     engine: "duckdb" counts with SQL over the parquet files (bounded memory; needs the
         ``duckdb`` extra), "pandas" loads the needed columns, "auto" (default) picks DuckDB
         when it is installed.
+
+    >>> import tempfile
+    >>> from passk_nb.data.store import write_part
+    >>> folder = tempfile.mkdtemp()
+    >>> rows = [{"run_id": "r1", "suite": "s", "model": "m", "task": "t", "trial": i,
+    ...          "passed": i < 2, "outcome": "pass" if i < 2 else "wrong_state"} for i in range(3)]
+    >>> _ = write_part(rows, folder, "r1")
+    >>> counts_from_parquet(folder, by="model")[["model", "task", "n", "c", "n_wrong_state"]]
+      model task  n  c  n_wrong_state
+    0     m    t  3  2              1
+    >>> by_pandas = counts_from_parquet(folder, by="model", engine="pandas")
+    >>> by_pandas.equals(counts_from_parquet(folder, by="model", engine="duckdb"))
+    True
     """
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {list(ENGINES)}; got engine={engine!r}")
