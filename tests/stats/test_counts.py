@@ -293,3 +293,24 @@ def test_load_reads_only_the_columns_asked_for(folder, monkeypatch) -> None:
     assert read and all(cols is not None and "transcript" not in cols for cols in read)
     with pytest.raises(ValueError, match="record columns"):
         load(folder, columns=["model", "colour"])
+
+
+def test_a_column_no_file_has_counts_as_missing_in_both_routes(tmp_path) -> None:
+    old = table_from_records(
+        {
+            "run_id": "r",
+            "suite": "s",
+            "model": "m",
+            "task": "t",
+            "trial": i,
+            "passed": i == 0,
+            "outcome": "pass",
+        }
+        for i in range(2)
+    ).drop_columns(["prompt_name"])
+    pq.write_table(old, tmp_path / "old.parquet")
+    expected = counts(load(tmp_path), by=("model", "prompt_name"))
+    assert expected["prompt_name"].isna().all()
+    for engine in ("duckdb", "pandas"):
+        got = counts_from_parquet(tmp_path, by=("model", "prompt_name"), engine=engine)
+        pd.testing.assert_frame_equal(got, expected, obj=engine)
