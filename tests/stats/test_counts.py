@@ -65,6 +65,22 @@ def test_counts_equal_the_groupby_counts(
     pd.testing.assert_frame_equal(got[list(expected.columns)], expected)
 
 
+@pytest.mark.parametrize("kind", ["str", "categorical"])
+def test_row_order_and_index_do_not_matter(kind: str) -> None:
+    """Sorted records (long runs of one value) and shuffled ones with a scrambled index."""
+    df = random_frame(7, rows=2_000).sort_values(["model", "prompt_hash", "task"], na_position="first")
+    df = (
+        df.astype({"model": "str", "prompt_hash": "str", "task": "str"})
+        if kind == "str"
+        else as_categorical(df)
+    )
+    shuffled = df.sample(frac=1, random_state=1)
+    expected = task_counts(df, ("model", "prompt_hash"), "exclude")
+    for frame in (df, shuffled):
+        got = counts(frame, by=("model", "prompt_hash"))
+        pd.testing.assert_frame_equal(got[list(expected.columns)], expected)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_outcome_columns_count_each_outcome(seed: int) -> None:
     df = random_frame(seed)
