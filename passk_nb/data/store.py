@@ -36,7 +36,7 @@ import threading
 import time
 import uuid
 import warnings
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from passk_nb.data.records import (
+    COLUMNS,
     DEFAULTS,
+    DTYPES,
     KEY,
     NOT_NULL,
     REQUIRED,
@@ -229,8 +231,13 @@ def _one_row_per_trial(table: pa.Table) -> pa.Table:
     return table.take(pa.array(keep["_row"].to_numpy()))
 
 
-def load(path: str | os.PathLike[str], *, strict: bool = True) -> pd.DataFrame:
+def load(
+    path: str | os.PathLike[str], *, strict: bool = True, columns: Sequence[str] | None = None
+) -> pd.DataFrame:
     """Read every trial record under ``path`` (a folder or one file) as one DataFrame.
+
+    ``columns`` reads only those columns (in that order), so an analysis never loads the
+    transcripts: ``load(folder, columns=["model", "task", "passed", "outcome"])``.
 
     Rows are unique by ``(run_id, task, trial)`` and sorted by it; where a
     trial was stored twice (a resumed run retried an ``infra_error``, or a run
@@ -253,11 +260,23 @@ def load(path: str | os.PathLike[str], *, strict: bool = True) -> pd.DataFrame:
         raise FileNotFoundError(
             f"no records at {str(path)!r}: run `passk run --out {path}` first, or check the path"
         )
-    tables = _read_folder(root, strict)
+    wanted = list(COLUMNS) if columns is None else list(columns)
+    unknown = [c for c in wanted if c not in COLUMNS]
+    if unknown or isinstance(columns, str) or len(set(wanted)) < len(wanted):
+        raise ValueError(
+            f"columns must be a list of distinct record columns {list(COLUMNS)}; got {columns!r}"
+        )
+    read = None if columns is None else list(dict.fromkeys([*wanted, *KEY, "outcome"]))  # what dedup needs
+    tables = _read_folder(root, strict, read)
     if not tables:
-        return empty_frame()
-    frame = frame_from_table(_one_row_per_trial(pa.concat_tables(tables)))
-    return frame.sort_values(list(KEY), kind="stable").reset_index(drop=True)
+        return empty_frame()[wanted]
+    table = _one_row_per_trial(pa.concat_tables(tables))
+    if read is None:
+        frame = frame_from_table(table)
+    else:
+        frame = table.to_pandas().astype({c: DTYPES[c] for c in read})
+    frame = frame.sort_values(list(KEY), kind="stable").reset_index(drop=True)
+    return frame if columns is None else frame[wanted]
 
 
 def existing_trials(folder: str | os.PathLike[str], run_id: str) -> set[tuple[str, int]]:

@@ -6,10 +6,16 @@ infrastructure errors left out of n; plus the argument checks every analysis sha
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from passk_nb.data.records import OUTCOMES
+from passk_nb.stats.params import INFRA, default_by, share_docs
 
 #: Columns every analysis needs, besides the grouping columns.
 ANALYSIS_COLUMNS: tuple[str, ...] = ("task", "passed", "outcome")
@@ -136,3 +142,139 @@ def check_options(*, ci: float, n_boot: int, seed: int) -> None:
         raise ValueError(f"n_boot must be a whole number ≥ 0 (0: no intervals); got n_boot={n_boot!r}")
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
         raise ValueError(f"seed must be a whole number ≥ 0; got seed={seed!r}")
+
+
+#: Outcomes counted per (group, task) besides ``c`` (passes) and ``n_infra``: one ``n_<outcome>``
+#: column each, in this order.
+COUNTED_OUTCOMES: tuple[str, ...] = tuple(o for o in OUTCOMES if o not in ("pass", INFRA_OUTCOME))
+
+
+@share_docs
+def counts(
+    df: pd.DataFrame | str | os.PathLike[str],
+    by: str | Sequence[str] | None = None,
+    infra: str = INFRA,
+) -> pd.DataFrame:
+    """Per (group, task) trial counts: the table every analysis is computed from.
+
+    One row per (group, task), sorted by the ``by`` columns then ``task`` (missing group
+    values last; categorical columns in category order): the ``by`` columns, ``task``,
+    ``n`` usable trials, ``c`` successes, ``n_infra`` infra_error trials left out of n
+    (0 with ``infra="fail"``, where they count as failures), and one ``n_<outcome>``
+    column per failure outcome of :data:`COUNTED_OUTCOMES` (trials that ended that way).
+    Computed in one vectorised pass over the columns' category codes. A folder of parquet
+    records (a path) is counted without loading it: see
+    :func:`passk_nb.stats.parquet_counts.counts_from_parquet`.
+
+    {df}
+    {by}
+    {infra}
+
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"model": ["m1"] * 3 + ["m2"] * 2, "task": ["a", "a", "b", "a", "a"],
+    ...                    "passed": [True, False, True, False, False],
+    ...                    "outcome": ["pass", "format_error", "pass", "infra_error", "wrong_state"]})
+    >>> counts(df)[["model", "task", "n", "c", "n_infra", "n_format_error", "n_wrong_state"]]
+      model task  n  c  n_infra  n_format_error  n_wrong_state
+    0    m1    a  2  1        0               1              0
+    1    m1    b  1  1        0               0              0
+    2    m2    a  1  0        1               0              1
+    >>> counts(df, by=(), infra="fail")[["task", "n", "c", "n_infra"]]
+      task  n  c  n_infra
+    0    a  4  1        0
+    1    b  1  1        0
+    """
+    if isinstance(df, str | os.PathLike):
+        from passk_nb.stats.parquet_counts import counts_from_parquet
+
+        return counts_from_parquet(df, by=by, infra=infra)
+    by = default_by(df, by)
+    keys = list(dict.fromkeys([*by, "task"]))
+    _check_trials(df, keys, infra)
+    gid, rows = _group_codes(df, keys)
+    n_groups = rows.size
+    outcome, outcomes = _codes(df["outcome"], sort=False)
+    slots = len(outcomes) + 1  # the last code: a missing outcome
+    cell = gid * slots
+    np.add(cell, outcome, out=cell, casting="unsafe")
+    by_outcome = np.bincount(cell, minlength=n_groups * slots).reshape(n_groups, slots)
+
+    def outcome_count(name: str) -> np.ndarray:
+        at = outcomes.get_indexer([name])[0]
+        return by_outcome[:, at] if at >= 0 else np.zeros(n_groups, dtype=np.int64)
+
+    infra_at = outcomes.get_indexer([INFRA_OUTCOME])[0]
+    usable_pass = df["passed"].to_numpy(dtype=bool) & (outcome != infra_at)
+    n_infra = outcome_count(INFRA_OUTCOME) if infra == "exclude" else np.zeros(n_groups, dtype=np.int64)
+    columns = {key: df[key].array.take(rows) for key in keys}
+    columns["n"] = by_outcome.sum(axis=1) - n_infra
+    columns["c"] = np.bincount(gid, weights=usable_pass, minlength=n_groups).astype(np.int64)
+    columns["n_infra"] = n_infra
+    columns.update({f"n_{name}": outcome_count(name) for name in COUNTED_OUTCOMES})
+    return pd.DataFrame(columns)
+
+
+def _check_trials(df: pd.DataFrame, keys: list[str], infra: str) -> None:
+    require_columns(df, (*ANALYSIS_COLUMNS, *keys))
+    if infra not in INFRA_MODES:
+        raise ValueError(f"infra must be one of {list(INFRA_MODES)}; got infra={infra!r}")
+    passed = df["passed"]
+    if not pd.api.types.is_bool_dtype(passed.dtype) or passed.isna().any():
+        raise ValueError(
+            f"column 'passed' must be boolean without missing values; got dtype {passed.dtype}. "
+            "Build frames with passk_nb.data.records.frame_from_records"
+        )
+    if df.empty:
+        raise ValueError("the frame has no trial rows")
+
+
+def _codes(column: pd.Series, sort: bool = True) -> tuple[np.ndarray, pd.Index]:
+    """Integer codes (of the smallest integer type pandas gives) of a column's values and the
+    values they stand for; missing values get the last code. With ``sort``, codes follow
+    sorted order (categorical: category order)."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        codes = column.cat.codes.to_numpy()
+        values = pd.Index(column.cat.categories)
+    elif sort and isinstance(column.dtype, pd.StringDtype) and column.dtype.storage == "pyarrow":
+        # Records come sorted by (run_id, task, trial): identity columns hold long runs of one
+        # value, and factorizing the first value of each run only is several times faster.
+        array = pa.array(column.array)
+        changed = pc.fill_null(pc.not_equal(array[1:], array[:-1]), True)
+        starts = np.flatnonzero(np.r_[True, changed.to_numpy(zero_copy_only=False)])
+        if starts.size > len(column) // 4:  # no long runs: factorize every row
+            codes, values = pd.factorize(column, sort=sort)
+        else:
+            run_codes, values = pd.factorize(column.iloc[starts], sort=sort)
+            codes = np.repeat(run_codes, np.diff(np.r_[starts, len(column)]))
+    else:
+        codes, values = pd.factorize(column, sort=sort)
+    if len(codes) and codes.min() < 0:
+        codes = np.where(codes < 0, len(values), codes.astype(np.int64))
+    return codes, pd.Index(values)
+
+
+def _group_codes(df: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Group number of every row (groups numbered in sorted key order, only groups that
+    occur) and one row of each group."""
+    gid, size = np.zeros(len(df), dtype=np.int64), 1
+    for key in keys:
+        codes, values = _codes(df[key])
+        key_size = len(values) + 1
+        if size > 2**62 // key_size:  # keep the combined code within int64
+            _, gid = np.unique(gid, return_inverse=True)
+            size = int(gid.max()) + 1
+        np.multiply(gid, key_size, out=gid)
+        np.add(gid, codes, out=gid, casting="unsafe")  # codes may be int8: no copy to int64
+        size *= key_size
+    if size <= 4 * len(df) + 1024:
+        present = np.bincount(gid, minlength=size) > 0
+        gid = (np.cumsum(present) - 1)[gid]
+        n_groups = int(present.sum())
+    else:
+        _, gid = np.unique(gid, return_inverse=True)
+        n_groups = int(gid.max()) + 1
+    # Any row of a group holds its key values; the first row of each run of equal ids is enough.
+    starts = np.flatnonzero(np.r_[True, gid[1:] != gid[:-1]])
+    rows = np.empty(n_groups, dtype=np.int64)
+    rows[gid[starts]] = starts
+    return gid, rows

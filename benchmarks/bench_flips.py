@@ -1,0 +1,119 @@
+"""Benchmark: per-task Fisher exact tests for 10,000 task pairs (200,000 trial rows).
+
+10,000 tasks × 2 prompts × 10 trials; for each task the two-sided p-value of "prompt A vs
+prompt B" and the smallest p-value its trial counts allow (``min_p``), as ``flips()`` reports.
+
+- vectorised: :func:`passk_nb.stats.exact.fisher_exact_2x2` on the per-task counts;
+- loop: one ``scipy.stats.fisher_exact`` call per task and per quantity (what ``flips()`` does
+  today, ``passk_nb.stats.paired._fisher``).
+
+Also the whole path from trial rows (``counts()`` of each arm, pairing, both tests). Checks
+that the p-values are equal to scipy's (rtol 1e-12; reports how many are bit-identical).
+Prints times and ratios measured in this run.
+
+    python benchmarks/bench_flips.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from passk_nb.stats.counts import counts
+from passk_nb.stats.exact import fisher_exact_2x2
+
+TASKS, TRIALS = 10_000, 10
+
+
+def trial_frame(seed: int = 0) -> pd.DataFrame:
+    """Two prompts, each task's success rate redrawn for prompt B in a tenth of the tasks."""
+    rng = np.random.default_rng(seed)
+    p_a = rng.beta(2, 1, TASKS)
+    p_b = np.where(rng.random(TASKS) < 0.1, rng.beta(1, 2, TASKS), p_a)
+    passed = rng.random((2, TASKS, TRIALS)) < np.stack([p_a, p_b])[:, :, None]
+    return pd.DataFrame(
+        {
+            "model": "m",
+            "prompt_hash": np.repeat(["prompt-a", "prompt-b"], TASKS * TRIALS),
+            "task": np.tile(np.repeat([f"task-{t:05d}" for t in range(TASKS)], TRIALS), 2),
+            "passed": passed.ravel(),
+            "outcome": np.where(passed.ravel(), "pass", "wrong_state"),
+        }
+    ).astype({"model": "str", "prompt_hash": "str", "task": "str", "outcome": "str"})
+
+
+def paired_counts(df: pd.DataFrame) -> np.ndarray:
+    """(c_a, n_a, c_b, n_b) per task with trials under both prompts."""
+    table = counts(df, by=("model", "prompt_hash"))
+    a = table[table["prompt_hash"] == "prompt-a"]
+    b = table[table["prompt_hash"] == "prompt-b"]
+    paired = a.merge(b, on=["model", "task"], suffixes=("_a", "_b"))
+    return paired[["c_a", "n_a", "c_b", "n_b"]].to_numpy()
+
+
+def vectorised(tables: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    c_a, n_a, c_b, n_b = tables.T
+    return fisher_exact_2x2(c_a, n_a, c_b, n_b), fisher_exact_2x2(n_a, n_a, 0, n_b)
+
+
+def scipy_loop(tables: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def fisher(c_a: int, n_a: int, c_b: int, n_b: int) -> float:
+        return float(sps.fisher_exact([[c_a, n_a - c_a], [c_b, n_b - c_b]], alternative="two-sided").pvalue)
+
+    p = np.array([fisher(*row) for row in tables])
+    min_p = np.array([fisher(n_a, n_a, 0, n_b) for _, n_a, _, n_b in tables])
+    return p, min_p
+
+
+def best_time(fn, repeats: int) -> tuple[tuple[float, float], object]:
+    """Best wall time and best CPU time of ``repeats`` runs (CPU time is steadier on a shared
+    machine), and the result."""
+    wall = cpu = float("inf")
+    result = None
+    for _ in range(repeats):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        result = fn()
+        wall = min(wall, time.perf_counter() - start)
+        cpu = min(cpu, time.process_time() - start_cpu)
+    return (wall, cpu), result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5, help="runs of the fast routes (best taken)")
+    args = parser.parse_args()
+
+    df = trial_frame()
+    print(f"{len(df):,} trial rows: {TASKS:,} tasks × 2 prompts × {TRIALS} trials")
+    vectorised(paired_counts(df.head(2_000)))  # warm-up
+    counts_s, tables = best_time(lambda: paired_counts(df), args.repeats)
+    fast_s, (p, min_p) = best_time(lambda: vectorised(tables), args.repeats)
+    loop_s, (p_loop, min_p_loop) = best_time(lambda: scipy_loop(tables), 1)
+
+    np.testing.assert_allclose(p, p_loop, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(min_p, min_p_loop, rtol=1e-12, atol=0)
+    identical = np.mean(np.r_[p == p_loop, min_p == min_p_loop])
+    print(f"tasks paired: {len(tables):,}; equal to scipy (rtol 1e-12), bit-identical: {identical:.1%}")
+    print(f"  {'':38s} {'wall':>10s} {'CPU':>10s}")
+    for name, (wall, cpu) in {
+        "fisher_exact_2x2 (p and min_p)": fast_s,
+        "scipy.stats.fisher_exact per task": loop_s,
+        "counts() + pairing from trial rows": counts_s,
+    }.items():
+        print(f"  {name:38s} {wall * 1000:7.1f} ms {cpu * 1000:7.1f} ms")
+    for name, (slow, fast) in {
+        "tests: vectorised vs scipy loop": (loop_s, fast_s),
+        "rows to p-values: counts()+vectorised vs loop": (
+            loop_s,
+            tuple(a + b for a, b in zip(counts_s, fast_s, strict=True)),
+        ),
+    }.items():
+        print(f"  {name:46s} wall {slow[0] / fast[0]:5.0f}×  CPU {slow[1] / fast[1]:5.0f}×")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+"""Per-task counts straight from a folder of parquet records, without loading the trials.
+
+:func:`counts_from_parquet` returns the table :func:`passk_nb.stats.counts.counts` gives for
+``load(folder)``, but reads only the columns the counts need. With DuckDB installed
+(``pip install "passk-nb[duckdb]"``) the counting runs as SQL over the parquet files, and
+DuckDB spills to disk beyond its memory limit, so a dataset larger than memory is counted
+too; without it, pandas reads the needed columns (never the transcripts) and counts them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from passk_nb.data.records import COLUMNS, DEFAULTS, DTYPES, KEY
+from passk_nb.data.store import load, part_files
+from passk_nb.stats.counts import COUNTED_OUTCOMES, INFRA_MODES, INFRA_OUTCOME, _group_codes, counts
+from passk_nb.stats.params import INFRA, default_by, share_docs
+
+__all__ = ["counts_from_parquet", "ENGINES"]
+
+#: ``engine=`` choices: "auto" uses DuckDB when it is installed, else pandas.
+ENGINES: tuple[str, ...] = ("auto", "duckdb", "pandas")
+
+
+@share_docs
+def counts_from_parquet(
+    path: str | os.PathLike[str],
+    by: str | Sequence[str] | None = None,
+    infra: str = INFRA,
+    *,
+    engine: str = "auto",
+) -> pd.DataFrame:
+    """:func:`passk_nb.stats.counts.counts` of the records under ``path`` (a folder or one file).
+
+    Equal to ``counts(load(path), by, infra)``, duplicates resolved the way :func:`load`
+    resolves them, while reading only the grouping columns, ``task``, ``passed`` and
+    ``outcome`` (plus ``run_id`` and ``trial`` to drop duplicate trials).
+
+    path: a data folder (``passk run --out``) or one parquet file.
+    {by} Identity columns are those of the record schema.
+    {infra}
+    engine: "duckdb" counts with SQL over the parquet files (bounded memory; needs the
+        ``duckdb`` extra), "pandas" loads the needed columns, "auto" (default) picks DuckDB
+        when it is installed.
+
+    >>> import tempfile
+    >>> from passk_nb.data.store import write_part
+    >>> folder = tempfile.mkdtemp()
+    >>> rows = [{"run_id": "r1", "suite": "s", "model": "m", "task": "t", "trial": i,
+    ...          "passed": i < 2, "outcome": "pass" if i < 2 else "wrong_state"} for i in range(3)]
+    >>> _ = write_part(rows, folder, "r1")
+    >>> counts_from_parquet(folder, by="model")[["model", "task", "n", "c", "n_wrong_state"]]
+      model task  n  c  n_wrong_state
+    0     m    t  3  2              1
+    >>> by_pandas = counts_from_parquet(folder, by="model", engine="pandas")
+    >>> by_pandas.equals(counts_from_parquet(folder, by="model", engine="duckdb"))
+    True
+    """
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {list(ENGINES)}; got engine={engine!r}")
+    if infra not in INFRA_MODES:
+        raise ValueError(f"infra must be one of {list(INFRA_MODES)}; got infra={infra!r}")
+    by = default_by(pd.DataFrame(columns=list(COLUMNS)), by)
+    keys = list(dict.fromkeys([*by, "task"]))
+    unknown = [col for col in keys if col not in COLUMNS]
+    if unknown:
+        raise ValueError(f"by={list(by)} names columns trial records do not have: {unknown}")
+    root = Path(path)
+    if not root.exists():
+        raise FileNotFoundError(
+            f"no records at {str(path)!r}: run `passk run --out {path}` first, or check the path"
+        )
+    files = [root] if root.is_file() else part_files(root)
+    if not files:
+        raise ValueError(f"no trial records under {str(path)!r} (no parquet files)")
+    if engine == "auto":
+        engine = "duckdb" if importlib.util.find_spec("duckdb") else "pandas"
+    if engine == "pandas":
+        return counts(load(path, columns=[*keys, "passed", "outcome"]), by=by, infra=infra)
+    return _duckdb_counts(files, keys, infra)
+
+
+def _duckdb_counts(files: list[Path], keys: list[str], infra: str) -> pd.DataFrame:
+    try:
+        import duckdb
+    except ImportError as exc:
+        raise ImportError(
+            'engine="duckdb" needs DuckDB: pip install "passk-nb[duckdb]" (or use engine="pandas")'
+        ) from exc
+    with duckdb.connect() as con:
+        con.register(
+            "files", pd.DataFrame({"file": [str(f) for f in files], "file_order": range(len(files))})
+        )
+        paths = ", ".join("'" + str(f).replace("'", "''") + "'" for f in files)
+        source = f"read_parquet([{paths}], filename = true, file_row_number = true, union_by_name = true)"
+        present = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
+        needed = list(dict.fromkeys([*keys, *KEY, "passed", "outcome"]))
+
+        def column(name: str) -> str:
+            default = DEFAULTS.get(name)
+            if isinstance(default, str):  # files of an older version lack it: load() fills the default
+                literal = "'" + default.replace("'", "''") + "'"
+                if name not in present:
+                    return f"{literal}::VARCHAR AS {_quote(name)}"
+                return f"coalesce({_quote(name)}, {literal}) AS {_quote(name)}"
+            if name not in present:  # absent from every file: null, as load() reads it
+                return f"NULL::VARCHAR AS {_quote(name)}"
+            if DTYPES[name] == "float64":  # pandas groups NaN with null: so must we
+                return f"nullif({_quote(name)}, 'NaN'::DOUBLE) AS {_quote(name)}"
+            return _quote(name)
+
+        is_infra = f"coalesce(outcome = '{INFRA_OUTCOME}', false)"
+        infra_count = f"count(*) FILTER (WHERE {is_infra})" if infra == "exclude" else "0"
+        outcome_counts = "".join(
+            f", count(*) FILTER (WHERE outcome = '{name}') AS {_quote('n_' + name)}"
+            for name in COUNTED_OUTCOMES
+        )
+        group = ", ".join(_quote(k) for k in keys)
+        query = f"""
+            WITH rows AS (
+                SELECT {", ".join(column(c) for c in needed)}, file_order, file_row_number
+                FROM {source} JOIN files ON filename = file
+            ),
+            trials AS (  -- one row per (run_id, task, trial): a real outcome before an infra error
+                SELECT * FROM rows
+                QUALIFY row_number() OVER (
+                    PARTITION BY run_id, task, trial ORDER BY {is_infra}, file_order, file_row_number
+                ) = 1
+            )
+            SELECT {group},
+                count(*) - {infra_count} AS n,
+                count(*) FILTER (WHERE coalesce(passed, false) AND NOT {is_infra}) AS c,
+                {infra_count} AS n_infra
+                {outcome_counts}
+            FROM trials GROUP BY {group}
+        """
+        frame = con.execute(query).fetchdf()
+    frame = frame.astype(
+        {**{k: DTYPES[k] for k in keys}, **{c: np.int64 for c in frame.columns[len(keys) :]}}
+    )
+    gid, _ = _group_codes(frame, keys)  # the order counts() gives: sorted keys, missing values last
+    return frame.iloc[np.argsort(gid, kind="stable")].reset_index(drop=True)
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'

@@ -1,0 +1,332 @@
+"""counts(): the per (group, task) table, checked against the pandas groupby it replaces."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from passk_nb.data.records import OUTCOMES, table_from_records
+from passk_nb.data.store import load, write_part
+from passk_nb.stats.counts import COUNTED_OUTCOMES, counts, task_counts
+from passk_nb.stats.parquet_counts import counts_from_parquet
+from tests.helpers.records import records_from_marks
+
+
+def random_frame(seed: int, rows: int = 400) -> pd.DataFrame:
+    """Trials with missing group values, repeated tasks across groups and every outcome."""
+    rng = np.random.default_rng(seed)
+    models = np.array(["m-b", "m-a", "m-c", None], dtype=object)
+    prompts = np.array(["p2", "p1", None], dtype=object)
+    outcome = rng.choice(np.array(OUTCOMES), size=rows)
+    return pd.DataFrame(
+        {
+            "model": models[rng.integers(0, len(models), rows)],
+            "prompt_hash": prompts[rng.integers(0, len(prompts), rows)],
+            "temperature": rng.choice([0.0, 0.7, np.nan], size=rows),
+            "task": [f"t{i}" for i in rng.integers(0, 9, rows)],
+            "passed": outcome == "pass",
+            "outcome": outcome,
+        }
+    )
+
+
+def as_categorical(df: pd.DataFrame) -> pd.DataFrame:
+    """Categorical columns whose category order is not alphabetical, with unused categories."""
+    return df.astype(
+        {
+            "model": pd.CategoricalDtype(["m-c", "m-a", "unused", "m-b"]),
+            "prompt_hash": pd.CategoricalDtype(["p2", "p1"]),
+            "task": pd.CategoricalDtype([f"t{i}" for i in reversed(range(12))]),
+        }
+    )
+
+
+BYS = [None, ("model",), ("model", "prompt_hash"), ("prompt_hash", "temperature"), (), ("task", "model")]
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("by", BYS)
+@pytest.mark.parametrize("infra", ["exclude", "fail"])
+@pytest.mark.parametrize("kind", ["str", "object", "categorical"])
+def test_counts_equal_the_groupby_counts(
+    seed: int, by: tuple[str, ...] | None, infra: str, kind: str
+) -> None:
+    df = random_frame(seed)
+    if kind == "str":
+        df = df.astype({"model": "str", "prompt_hash": "str", "task": "str", "outcome": "str"})
+    elif kind == "categorical":
+        df = as_categorical(df)
+    expected = task_counts(df, ("model", "prompt_hash") if by is None else by, infra)
+    got = counts(df, by=by, infra=infra)
+    pd.testing.assert_frame_equal(got[list(expected.columns)], expected)
+
+
+@pytest.mark.parametrize("kind", ["str", "categorical"])
+def test_row_order_and_index_do_not_matter(kind: str) -> None:
+    """Sorted records (long runs of one value) and shuffled ones with a scrambled index."""
+    df = random_frame(7, rows=2_000).sort_values(["model", "prompt_hash", "task"], na_position="first")
+    df = (
+        df.astype({"model": "str", "prompt_hash": "str", "task": "str"})
+        if kind == "str"
+        else as_categorical(df)
+    )
+    shuffled = df.sample(frac=1, random_state=1)
+    expected = task_counts(df, ("model", "prompt_hash"), "exclude")
+    for frame in (df, shuffled):
+        got = counts(frame, by=("model", "prompt_hash"))
+        pd.testing.assert_frame_equal(got[list(expected.columns)], expected)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_outcome_columns_count_each_outcome(seed: int) -> None:
+    df = random_frame(seed)
+    got = counts(df, by=("model",), infra="fail")
+    for name in COUNTED_OUTCOMES:
+        expected = (
+            df.assign(hit=df["outcome"] == name)
+            .groupby(["model", "task"], dropna=False)["hit"]
+            .sum()
+            .to_numpy()
+        )
+        np.testing.assert_array_equal(got[f"n_{name}"].to_numpy(), expected, err_msg=name)
+    # with infra="fail" every trial is usable: n = passes + every failure outcome + infra errors
+    infra_errors = df.groupby(["model", "task"], dropna=False)["outcome"].apply(
+        lambda s: int((s == "infra_error").sum())
+    )
+    failures = got[[f"n_{name}" for name in COUNTED_OUTCOMES]].sum(axis=1)
+    np.testing.assert_array_equal(got["n"], got["c"] + failures + infra_errors.to_numpy())
+
+
+def test_default_by_uses_every_identity_column_of_the_records() -> None:
+    df = records_from_marks({("m1", "p1", "t1"): "1xi", ("m1", "p1", "t2"): "11", ("m2", "p1", "t1"): "000"})
+    got = counts(df)
+    assert list(got.columns[:7]) == [
+        "suite",
+        "provider",
+        "model",
+        "prompt_name",
+        "prompt_hash",
+        "config",
+        "task",
+    ]
+    assert got[["model", "task", "n", "c", "n_infra"]].values.tolist() == [
+        ["m1", "t1", 2, 1, 1],
+        ["m1", "t2", 2, 2, 0],
+        ["m2", "t1", 3, 0, 0],
+    ]
+
+
+def test_missing_group_values_sort_last_and_stay_apart() -> None:
+    df = pd.DataFrame(
+        {
+            "model": [None, "b", "a", None],
+            "task": ["t", "t", "t", "t"],
+            "passed": [True, False, True, False],
+            "outcome": ["pass", "wrong_state", "pass", "max_turns"],
+        }
+    )
+    got = counts(df, by="model")
+    assert got["model"].tolist()[:2] == ["a", "b"] and pd.isna(got["model"].iloc[2])
+    assert got[["n", "c", "n_max_turns"]].values.tolist() == [[1, 1, 0], [1, 0, 0], [2, 1, 1]]
+
+
+def test_categorical_with_int8_codes_and_missing_values() -> None:
+    """int8 category codes: the missing value's code (the number of categories) must not wrap."""
+    rng = np.random.default_rng(1)
+    names = [f"m{i:03d}" for i in range(126)]  # the most categories with int8 codes
+    model = pd.Series(rng.choice(names, 2_000)).astype(pd.CategoricalDtype(names))
+    model[::7] = np.nan
+    df = pd.DataFrame({"model": model, "task": rng.choice(["a", "b"], 2_000)})
+    df["passed"] = rng.random(2_000) < 0.5
+    df["outcome"] = np.where(df["passed"], "pass", "wrong_state")
+    assert df["model"].cat.codes.dtype == np.int8
+    got = counts(df, by="model")
+    pd.testing.assert_frame_equal(
+        got[list(task_counts(df, ("model",), "exclude").columns)], task_counts(df, ("model",), "exclude")
+    )
+
+
+def test_many_high_cardinality_keys_do_not_overflow() -> None:
+    rng = np.random.default_rng(0)
+    rows = 5_000
+    df = pd.DataFrame({f"k{i}": rng.integers(0, 1_000_000, rows).astype(str) for i in range(5)})
+    df["task"] = rng.integers(0, 3, rows).astype(str)
+    df["passed"] = rng.random(rows) < 0.5
+    df["outcome"] = np.where(df["passed"], "pass", "wrong_state")
+    by = tuple(f"k{i}" for i in range(5))
+    pd.testing.assert_frame_equal(
+        counts(df, by=by)[[*by, "task", "n", "c", "n_infra"]], task_counts(df, by, "exclude")
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda df: df.drop(columns="outcome"), "lacks columns"),
+        (lambda df: df.assign(passed=df["passed"].astype(int)), "must be boolean"),
+        (lambda df: df.iloc[:0], "no trial rows"),
+    ],
+)
+def test_bad_frames_say_what_is_wrong(change, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        counts(change(random_frame(0)), by="model")
+
+
+def test_bad_infra_mode_names_the_choices() -> None:
+    with pytest.raises(ValueError, match="infra must be one of"):
+        counts(random_frame(0), by="model", infra="drop")
+
+
+# --- counting straight from parquet: DuckDB and pandas give the table counts(load(folder)) gives ---
+
+
+def write_folder(folder, seed: int = 0) -> None:
+    """Parts of three runs, a trial stored twice (infra error, then a real outcome), a trial
+    stored twice with two real outcomes, and an old file without the prompt_name column."""
+    rng = np.random.default_rng(seed)
+    for run, (model, prompt) in enumerate([("m-b", "p1"), ("m-a", "p1"), ("m-a", "p2")]):
+        for part in range(2):
+            rows = []
+            for task in range(4):
+                for trial in range(part * 3, part * 3 + 3):
+                    outcome = str(rng.choice(OUTCOMES))
+                    rows.append(
+                        {
+                            "run_id": f"r{run}",
+                            "suite": "orders",
+                            "model": model,
+                            "prompt_hash": prompt,
+                            "prompt_name": prompt.upper(),
+                            "temperature": 0.5 if run else float("nan"),
+                            "task": f"t{task}",
+                            "trial": trial,
+                            "passed": outcome == "pass",
+                            "outcome": outcome,
+                            "transcript": "x" * 50,
+                        }
+                    )
+            write_part(rows, folder, f"r{run}")
+    retry = {"run_id": "r0", "suite": "orders", "model": "m-b", "prompt_hash": "p1", "task": "t0"}
+    write_part([{**retry, "trial": 7, "passed": False, "outcome": "infra_error"}], folder, "r0")
+    write_part([{**retry, "trial": 7, "passed": True, "outcome": "pass"}], folder, "r0")
+    write_part([{**retry, "trial": 8, "passed": False, "outcome": "format_error"}], folder, "r0")
+    write_part([{**retry, "trial": 8, "passed": True, "outcome": "pass"}], folder, "r0")
+    old = table_from_records(
+        {
+            "run_id": "r9",
+            "suite": "orders",
+            "model": "m-c",
+            "task": "t1",
+            "trial": i,
+            "passed": i == 0,
+            "outcome": "pass" if i == 0 else "max_turns",
+        }
+        for i in range(2)
+    ).drop_columns(["prompt_name", "prompt_hash"])  # a file from before these columns existed
+    (folder / "r9").mkdir()
+    pq.write_table(old, folder / "r9" / "part-old.parquet")
+    hidden = folder / "_scratch"
+    hidden.mkdir()
+    pq.write_table(old, hidden / "ignored.parquet")  # hidden folders are not records
+
+
+@pytest.fixture
+def folder(tmp_path):
+    write_folder(tmp_path)
+    return tmp_path
+
+
+@pytest.mark.parametrize("by", [None, ("model",), ("model", "prompt_name"), ("temperature",), ()])
+@pytest.mark.parametrize("infra", ["exclude", "fail"])
+def test_duckdb_and_pandas_routes_give_the_counts_of_the_loaded_records(folder, by, infra: str) -> None:
+    expected = counts(load(folder), by=by, infra=infra)
+    for engine in ("duckdb", "pandas"):
+        got = counts_from_parquet(folder, by=by, infra=infra, engine=engine)
+        pd.testing.assert_frame_equal(got, expected, obj=engine)
+    pd.testing.assert_frame_equal(counts(str(folder), by=by, infra=infra), expected)
+
+
+def test_duplicate_trials_are_counted_once_as_load_keeps_them(folder) -> None:
+    got = counts_from_parquet(folder, by="run_id", engine="duckdb").set_index(["run_id", "task"])
+    loaded = load(folder)
+    kept = loaded[(loaded["run_id"] == "r0") & (loaded["task"] == "t0") & loaded["trial"].isin([7, 8])]
+    assert kept["outcome"].tolist() == ["pass", "format_error"]  # real outcome first, then first file
+    assert got.loc[("r0", "t0"), "n"] + got.loc[("r0", "t0"), "n_infra"] == 8  # 6 trials + 2 stored twice
+
+
+def test_one_file_counts_too(folder) -> None:
+    file = next((folder / "r1").glob("*.parquet"))
+    for engine in ("duckdb", "pandas"):
+        got = counts_from_parquet(file, by="model", engine=engine)
+        assert got["n"].sum() + got["n_infra"].sum() == 12, engine
+
+
+def test_without_duckdb_auto_uses_pandas_and_duckdb_says_how_to_install(folder, monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "duckdb", None)
+    monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: None)
+    pd.testing.assert_frame_equal(counts_from_parquet(folder), counts(load(folder)))
+    with pytest.raises(ImportError, match=r"passk-nb\[duckdb\]"):
+        counts_from_parquet(folder, engine="duckdb")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"engine": "spark"}, ValueError, "engine must be one of"),
+        ({"by": "colour"}, ValueError, "do not have: \\['colour'\\]"),
+        ({"infra": "drop"}, ValueError, "infra must be one of"),
+    ],
+)
+def test_bad_arguments_say_what_is_wrong(folder, kwargs, error, message: str) -> None:
+    with pytest.raises(error, match=message):
+        counts_from_parquet(folder, **kwargs)
+
+
+def test_missing_or_empty_folders_say_so(tmp_path) -> None:
+    with pytest.raises(FileNotFoundError, match="passk run --out"):
+        counts_from_parquet(tmp_path / "nope")
+    with pytest.raises(ValueError, match="no parquet files"):
+        counts_from_parquet(tmp_path)
+
+
+def test_load_reads_only_the_columns_asked_for(folder, monkeypatch) -> None:
+    columns = ["model", "task", "passed", "outcome"]
+    full = load(folder)
+    read = []
+    original = pq.read_table
+
+    def spy(source, columns=None, **kwargs):
+        read.append(columns)
+        return original(source, columns=columns, **kwargs)
+
+    monkeypatch.setattr(pq, "read_table", spy)
+    got = load(folder, columns=columns)
+    pd.testing.assert_frame_equal(got, full[columns])
+    assert read and all(cols is not None and "transcript" not in cols for cols in read)
+    with pytest.raises(ValueError, match="record columns"):
+        load(folder, columns=["model", "colour"])
+
+
+def test_a_column_no_file_has_gets_loads_default_in_both_routes(tmp_path) -> None:
+    old = table_from_records(
+        {
+            "run_id": "r",
+            "suite": "s",
+            "model": "m",
+            "task": "t",
+            "trial": i,
+            "passed": i == 0,
+            "outcome": "pass",
+        }
+        for i in range(2)
+    ).drop_columns(["prompt_name"])
+    pq.write_table(old, tmp_path / "old.parquet")
+    expected = counts(load(tmp_path), by=("model", "prompt_name"))
+    assert expected["prompt_name"].eq("").all()  # an older file: load() fills the column's default
+    for engine in ("duckdb", "pandas"):
+        got = counts_from_parquet(tmp_path, by=("model", "prompt_name"), engine=engine)
+        pd.testing.assert_frame_equal(got, expected, obj=engine)
