@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from passk_nb.cli.common import CliError
 from passk_nb.harness.suites import get_suite
 
 
@@ -17,15 +18,23 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def _cmd_tasks(args: argparse.Namespace) -> int:
+    from passk_nb.view.tables import render_table
+
     suite = get_suite(args.suite)
     if args.prompt:
-        print(
-            suite.prompts[args.prompt]
-            if args.prompt in suite.prompts
-            else f"unknown prompt {args.prompt!r}; choose from {sorted(suite.prompts)}"
-        )
-        return 0 if args.prompt in suite.prompts else 2
+        if args.prompt not in suite.prompts:
+            raise CliError(
+                f"unknown prompt {args.prompt!r} in suite {suite.name!r}; "
+                f"choose from {', '.join(suite.prompts)}"
+            )
+        print(suite.prompts[args.prompt])
+        return 0
+    import pandas as pd
+
     print(f"suite {suite.name!r}: {len(suite.tasks)} tasks; prompts: {', '.join(suite.prompts)}")
-    for task in suite.tasks:
-        print(f"  {task.id:<24} {task.tests}")
+    print(
+        render_table(
+            pd.DataFrame({"task": [t.id for t in suite.tasks], "tests": [t.tests for t in suite.tasks]})
+        )
+    )
     return 0

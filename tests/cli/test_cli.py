@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import scipy.stats
 
 import passk_nb
 from passk_nb.cli.main import main
@@ -22,6 +23,18 @@ def readme_commands() -> list[str]:
 
 def cells(line: str) -> list[str]:
     return [c.strip() for c in line.split(" | ")]
+
+
+def table(out: str) -> tuple[str, list[str], list[list[str]]]:
+    """(caption, header cells, rows of cells) of the first table ``passk`` printed."""
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("pass@") or " | pass@" in line)
+    rows = []
+    for line in lines[at + 2 :]:
+        if " | " not in line:
+            break
+        rows.append(cells(line))
+    return (lines[at - 1] if at else ""), cells(lines[at]), rows
 
 
 def test_run_prints_the_table_and_where_records_went(tmp_path, capsys):
@@ -43,18 +56,23 @@ def test_run_prints_the_table_and_where_records_went(tmp_path, capsys):
         == 0
     )
     out = capsys.readouterr().out
-    header, _, row = out.splitlines()[:3]
-    assert cells(header) == ["provider/model", "prompt", "pass@2", "pass^2", "± fixed tasks", "trials"]
+    caption, header, [row] = table(out)
     prompt_hash = passk_nb.prompt_hash(passk_nb.get_suite("orders").prompts["default"])
-    assert cells(row) == [
-        "scripted/known-good",
-        f"default ({prompt_hash})",
-        "1.000 [1.000, 1.000]",
-        "1.000 [1.000, 1.000]",
-        "n/a (n < 2k)",
-        "15/15 pass",
-    ]
     run_id = passk_nb.load(tmp_path)["run_id"].iloc[0]
+    # one row: every field is the same for all rows, so it is said once, above the table
+    assert caption == (
+        f"suite: orders, provider/model: scripted/known-good, prompt: default ({prompt_hash}), run_id: {run_id}"
+    )
+    assert header == [
+        "pass@2",
+        "pass^2",
+        "± these tasks",
+        "trials",
+        "infra excl.",
+        "claimed not done",
+        "agent errors",
+    ]
+    assert row == ["1.000 [1.000, 1.000]", "1.000 [1.000, 1.000]", "n/a (n < 2k)", "15/15 pass", "0", "0", "0"]
     assert f"records: {tmp_path / run_id}" in out
 
 
@@ -73,9 +91,28 @@ def test_report_reads_saved_records(tmp_path, capsys):
     out = capsys.readouterr().out
     # only the refusal task ever passes: 2/4 -> pass@2 = 1 - C(2,2)/C(4,2) = 5/6, pass^2 = 1/6; mean over
     # 5 tasks. Fixed-task variance of that task: U² - C(2,4)/C(4,4) = 1/36, so SE = (1/6)/5.
-    expected = [f"{5 / 6 / 5:.3f}", f"{1 / 6 / 5:.3f}", f"± {1.96 * (1 / 6) / 5:.3f}", "2/20 pass"]
-    assert cells(out.splitlines()[2])[2:] == expected
+    z = scipy.stats.norm.ppf(0.975)
+    expected = [f"{5 / 6 / 5:.3f}", f"{1 / 6 / 5:.3f}", f"± {z * (1 / 6) / 5:.3f}", "2/20 pass", "0", "0", "0"]
+    assert table(out)[2] == [expected]
     assert "20 trials from" in out
+
+
+def test_the_interval_level_and_its_z_come_from_ci(tmp_path, capsys):
+    passk_nb.run("scripted", trials=4, out=tmp_path, progress=False)
+    df = passk_nb.load(tmp_path)
+    df.loc[df["task"] == "refund-delivered", ["passed", "outcome"]] = [False, "wrong_state"]
+    df.loc[(df["task"] == "cancel-pending-lookup") & (df["trial"] == 0), ["passed", "outcome"]] = [
+        False,
+        "wrong_state",
+    ]
+    path = tmp_path / "edited.parquet"
+    df.to_parquet(path)
+    assert main(["report", str(path), "--k", "2", "--ci", "0.8", "--n-boot", "0"]) == 0
+    out = capsys.readouterr().out
+    se = passk_nb.summarize(df, k=2, n_boot=0)["pass^k_se_fixed"].iloc[0]
+    z = scipy.stats.norm.ppf(0.9)
+    assert table(out)[2][0][2] == f"± {z * se:.3f}"
+    assert "80% half-width" in out and "95%" not in out
 
 
 def test_report_shows_infra_errors_excluded(tmp_path, capsys):
@@ -86,13 +123,8 @@ def test_report_shows_infra_errors_excluded(tmp_path, capsys):
 
     passk_nb.run(flaky, trials=2, out=tmp_path, progress=False)
     assert main(["report", str(tmp_path), "--k", "1", "--n-boot", "0"]) == 0
-    row = cells(capsys.readouterr().out.splitlines()[2])
-    assert row[2:] == [
-        "0.000",
-        "0.000",
-        "± 0.000",
-        "0/10 pass, 2 infra errors excluded; k=1 covers 4/5 tasks",
-    ]
+    [row] = table(capsys.readouterr().out)[2]
+    assert row == ["0.000", "0.000", "± 0.000", "0/8 pass; k=1 covers 4/5 tasks", "2", "0", "0"]
 
 
 @pytest.mark.parametrize(
@@ -111,14 +143,6 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, argv, message):
     err = capsys.readouterr().err
     assert err.startswith("passk: error: ") and message in err
     assert "Traceback" not in err
-
-
-@pytest.mark.parametrize("argv", [["run", "--trials", "0"], ["run", "--k", "x"]])
-def test_argument_types_are_checked(argv, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    assert exit_info.value.code == 2
-    assert "passk run: error: argument" in capsys.readouterr().err
 
 
 def test_report_k_above_trials(tmp_path, capsys):
