@@ -72,7 +72,15 @@ def test_run_prints_the_table_and_where_records_went(tmp_path, capsys):
         "claimed not done",
         "agent errors",
     ]
-    assert row == ["1.000 [1.000, 1.000]", "1.000 [1.000, 1.000]", "n/a (n < 2k)", "15/15 pass", "0", "0", "0"]
+    assert row == [
+        "1.000 [1.000, 1.000]",
+        "1.000 [1.000, 1.000]",
+        "n/a (n < 2k)",
+        "15/15 pass",
+        "0",
+        "0",
+        "0",
+    ]
     assert f"records: {tmp_path / run_id}" in out
 
 
@@ -92,7 +100,15 @@ def test_report_reads_saved_records(tmp_path, capsys):
     # only the refusal task ever passes: 2/4 -> pass@2 = 1 - C(2,2)/C(4,2) = 5/6, pass^2 = 1/6; mean over
     # 5 tasks. Fixed-task variance of that task: U² - C(2,4)/C(4,4) = 1/36, so SE = (1/6)/5.
     z = scipy.stats.norm.ppf(0.975)
-    expected = [f"{5 / 6 / 5:.3f}", f"{1 / 6 / 5:.3f}", f"± {z * (1 / 6) / 5:.3f}", "2/20 pass", "0", "0", "0"]
+    expected = [
+        f"{5 / 6 / 5:.3f}",
+        f"{1 / 6 / 5:.3f}",
+        f"± {z * (1 / 6) / 5:.3f}",
+        "2/20 pass",
+        "0",
+        "0",
+        "0",
+    ]
     assert table(out)[2] == [expected]
     assert "20 trials from" in out
 
