@@ -60,9 +60,8 @@ def test_run_prints_the_table_and_where_records_went(tmp_path, capsys):
     prompt_hash = passk_nb.prompt_hash(passk_nb.get_suite("orders").prompts["default"])
     run_id = passk_nb.load(tmp_path)["run_id"].iloc[0]
     # one row: every field is the same for all rows, so it is said once, above the table
-    assert caption == (
-        f"suite: orders, provider/model: scripted/known-good, prompt: default ({prompt_hash}), run_id: {run_id}"
-    )
+    identity = f"provider/model: scripted/known-good, prompt: default ({prompt_hash}), run_id: {run_id}"
+    assert caption == f"suite: orders, {identity}"
     assert header == [
         "pass@2",
         "pass^2",

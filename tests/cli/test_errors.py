@@ -5,10 +5,10 @@ so argparse's own errors, import errors and library messages are all seen as a u
 """
 
 import os
-from concurrent.futures import ThreadPoolExecutor
 import re
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pandas as pd

@@ -14,7 +14,6 @@ import pytest
 import passk_nb
 from passk_nb.cli.main import main
 from passk_nb.data.records import frame_from_records
-from passk_nb.view.tables import report_frame
 
 HOSTILE = "<script>alert('pwned')</script><img src=https://evil.example/x.png onerror=alert(1)>"
 CHROMIUM = Path("/usr/bin/chromium")
