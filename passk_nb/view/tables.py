@@ -151,10 +151,11 @@ def report_frame(
     infra_rows = df["outcome"] == "infra_error"
     if infra_rows.all():
         first = df.loc[infra_rows, "error"].dropna()
+        every = "the only trial was" if len(df) == 1 else f"all {len(df)} trials were"
         raise ValueError(
-            f"all {len(df)} trials were infrastructure errors, which are excluded, so there is nothing "
-            f"to estimate (first error: {first.iloc[0] if len(first) else 'not recorded'}). Check that the "
-            "backend runs and answers (base URL, model name, API key), then run the same command again: "
+            f"{every} infrastructure errors, which are excluded, so there is nothing to estimate "
+            f"(first error: {first.iloc[0] if len(first) else 'not recorded'}). Check that the backend "
+            "runs and answers (base URL, model name, API key), then run the same run command again: "
             "trials that ended in infrastructure errors run again"
         )
     extras = df.assign(

@@ -242,3 +242,14 @@ def test_readme_output_is_what_the_first_command_prints(tmp_path, monkeypatch, c
     monkeypatch.chdir(tmp_path)
     assert main(["run", "--provider", "scripted", "--trials", "3", "--k", "2", "--no-progress"]) == 0
     assert capsys.readouterr().out == shown
+
+
+def test_a_run_whose_every_trial_is_an_infra_error_says_what_to_check(tmp_path, capsys):
+    from passk_nb.harness.providers.local import free_port
+
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    argv = ["run", "--provider", "openai", "--model", "m", "--base-url", url, "--max-attempts", "1"]
+    assert main([*argv, "--trials", "1", "--out", str(tmp_path), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("passk: error: all 5 trials were infrastructure errors, which are excluded")
+    assert "Check that the backend runs" in err and "k ≤ 0" not in err and len(err.splitlines()) == 1
