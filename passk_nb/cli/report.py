@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -163,6 +164,14 @@ def _cmd_report(args: argparse.Namespace) -> int:
             f"use --k ≤ {n_max} or run more trials"
         )
     by = default_by(df, parse_by(args.by, df))
+    pooled = [c for c in default_by(df, None) if c not in by and df[c].nunique(dropna=False) > 1]
+    if pooled:
+        warnings.warn(
+            f"--by {args.by} pools trials whose {', '.join(pooled)} differ (one row mixes configurations); "
+            f"add {','.join(pooled)} to --by to keep them apart",
+            UserWarning,
+            stacklevel=1,
+        )
     report = report_frame(df, k=k, by=by, ci=args.ci, n_boot=args.n_boot, seed=args.seed)
     if args.format == "html":
         from passk_nb.view.report_html import report_html

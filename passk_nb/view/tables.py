@@ -323,7 +323,11 @@ def report_notes(report: pd.DataFrame, *, ci: float = CI) -> list[str]:
     """One line per column kind: what the numbers of :func:`report_display` mean."""
     k = int(report["k"].iloc[0])
     methods = set(report["ci_method"])
-    notes = [f"pass@{k} / pass^{k}: mean over tasks of unbiased per-task estimates."]
+    per_task = "task" in report.columns[: list(report.columns).index("k")]
+    what = (
+        "unbiased estimates for each task" if per_task else "mean over tasks of unbiased per-task estimates"
+    )
+    notes = [f"pass@{k} / pass^{k}: {what}."]
     if "cluster-bootstrap" in methods:
         notes.append(
             f"[{ci:.0%} interval]: bootstrap over tasks, for new tasks like these (coarse with few tasks)."

@@ -119,7 +119,9 @@ def test_bad_trials_is_a_usage_error(passk):
 
 
 def test_cases_default_k_is_min_two_trials_and_quiet_prints_the_table_only(passk):
-    status, out, err = passk("cases", EXAMPLE_JSON, "--agent", f"{EXAMPLE_PY}:agent", "--trials", 1, "--quiet")
+    status, out, err = passk(
+        "cases", EXAMPLE_JSON, "--agent", f"{EXAMPLE_PY}:agent", "--trials", 1, "--quiet"
+    )
     assert status == 0 and err == ""
     assert table_row(out, "case")[:4] == ["case", "passes", "pass@1", "pass^1"]
     assert out.splitlines()[-1].startswith("mean ")

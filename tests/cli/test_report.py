@@ -134,6 +134,11 @@ def test_by_chooses_the_rows_and_none_pools_all(folder, capsys):
     argv = ["report", folder, "--format", "csv", "--n-boot", 0]
     per_task = pd.read_csv(io.StringIO(passk(capsys, *argv, "--by", "model,task")))
     assert len(per_task) == 6 and set(per_task["ci_method"]) == {"none"}
+    assert main(["report", str(folder), "--n-boot", "0", "--by", "model"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "passk: warning: --by model pools trials whose prompt_name, prompt_hash, run_id differ"
+    )
     pooled = pd.read_csv(io.StringIO(passk(capsys, *argv, "--by", "none")))
     assert len(pooled) == 1 and pooled.loc[0, "trials"] == 48
     out = passk(capsys, "report", folder, "--n-boot", 0, "--by", "none")
@@ -159,13 +164,14 @@ def test_a_group_of_only_infra_errors_says_so(tmp_path, capsys):
     df.loc[df["model"] == "small", ["outcome", "passed"]] = ["infra_error", False]
     path = tmp_path / "r.parquet"
     df.to_parquet(path)
-    out = passk(capsys, "report", path, "--n-boot", 0, "--by", "model", "--format", "csv")
-    assert main(["report", str(path), "--n-boot", "0", "--by", "model"]) == 0
+    one = ["--where", "prompt_name=default", "--by", "model"]  # one configuration per model
+    out = passk(capsys, "report", path, "--n-boot", 0, *one, "--format", "csv")
+    assert main(["report", str(path), "--n-boot", "0", *one]) == 0
     err = capsys.readouterr().err
     assert err.startswith("passk: warning: every trial of model=small was an infrastructure error")
     assert "no task has" not in err and len(err.splitlines()) == 1
     report = pd.read_csv(io.StringIO(out))
-    assert report["n_infra_excluded"].tolist() == [0, 24] and np.isnan(report.loc[1, "pass^k"])
+    assert report["n_infra_excluded"].tolist() == [0, 12] and np.isnan(report.loc[1, "pass^k"])
 
 
 def test_runs_lists_each_run(folder, tmp_path, capsys):
