@@ -141,6 +141,13 @@ def parse_by(text: str | None, df: pd.DataFrame) -> tuple[str, ...] | None:
     return columns
 
 
+def _mixes(df: pd.DataFrame, by: list[str], column: str) -> bool:
+    """Does some row of ``by`` hold trials with different values of ``column``?"""
+    if not by:
+        return df[column].nunique(dropna=False) > 1
+    return bool((df.groupby(by, dropna=False)[column].nunique(dropna=False) > 1).any())
+
+
 def default_k(df: pd.DataFrame) -> int:
     """2, or the most trials any task has when that is fewer (1)."""
     per_task = df.groupby(["run_id", "task"]).size()
@@ -164,7 +171,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
             f"use --k ≤ {n_max} or run more trials"
         )
     by = default_by(df, parse_by(args.by, df))
-    pooled = [c for c in default_by(df, None) if c not in by and df[c].nunique(dropna=False) > 1]
+    pooled = [c for c in default_by(df, None) if c not in by and _mixes(df, list(by), c)]
     if pooled:
         warnings.warn(
             f"--by {args.by} pools trials whose {', '.join(pooled)} differ (one row mixes configurations); "
