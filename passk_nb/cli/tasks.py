@@ -18,8 +18,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def _cmd_tasks(args: argparse.Namespace) -> int:
-    from passk_nb.view.tables import render_table
-
     suite = get_suite(args.suite)
     if args.prompt:
         if args.prompt not in suite.prompts:
@@ -29,12 +27,8 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
             )
         print(suite.prompts[args.prompt])
         return 0
-    import pandas as pd
-
+    # a plain listing, not a table: `passk tasks` stays fast (no pandas or scipy import)
     print(f"suite {suite.name!r}: {len(suite.tasks)} tasks; prompts: {', '.join(suite.prompts)}")
-    print(
-        render_table(
-            pd.DataFrame({"task": [t.id for t in suite.tasks], "tests": [t.tests for t in suite.tasks]})
-        )
-    )
+    for task in suite.tasks:
+        print(f"  {task.id:<24} {task.tests}")
     return 0

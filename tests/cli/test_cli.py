@@ -253,3 +253,15 @@ def test_a_run_whose_every_trial_is_an_infra_error_says_what_to_check(tmp_path, 
     err = capsys.readouterr().err
     assert err.startswith("passk: error: all 5 trials were infrastructure errors, which are excluded")
     assert "Check that the backend runs" in err and "k ≤ 0" not in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("argv", [["tasks"], ["--version"], ["run", "--trials", "0"]])
+def test_quick_commands_do_not_load_the_statistics(argv):
+    """`passk tasks`, `--version` and argument errors stay fast: no scipy, no matplotlib."""
+    code = (
+        "import sys\nfrom passk_nb.cli.main import main\n"
+        f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('scipy', 'matplotlib', 'passk_nb.stats.summary') if m in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.splitlines()[-1] == "[]"
