@@ -32,6 +32,7 @@ _LAZY = {
     "prompt_hash": "passk_nb.data.ids",
     # importers: other runners' trials as records
     "from_tau_bench": "passk_nb.importers.tau_bench",
+    "from_frame": "passk_nb.importers.frame",
     # harness: running trials
     "Answer": "passk_nb.harness.protocol",
     "FormatError": "passk_nb.harness.protocol",
@@ -39,6 +40,7 @@ _LAZY = {
     "parse_action": "passk_nb.harness.protocol",
     "run_episode": "passk_nb.harness.episode",
     "run": "passk_nb.harness.runner",
+    "regrade": "passk_nb.harness.regrade",
     "run_eval": "passk_nb.harness.cases",
     "run_cases": "passk_nb.harness.cases",
     "load_cases": "passk_nb.harness.case_files",

@@ -56,24 +56,42 @@ from passk_nb.harness.providers.local import LlamaServer
 ROOT = Path(__file__).resolve().parents[1]
 PORT = 18431
 SETTINGS = {
-    "temperature": 0.7,
-    "seed": 0,
+    "backend_seed": 0,
     "max_tokens": 192,
     "max_turns": 6,
     "max_format_errors": 2,
     "concurrency": 1,
 }
 PROMPTS = ("default", "strict")
-#: (folder under data/, prompt, JSON mode, schema-constrained, trials per task)
+#: (folder under data/, prompt, run options, trials per task). The first two folders are the
+#: 2026-11-30 generation (any JSON object, or the generic action schema); ``smollm2-suite`` is
+#: the issue-19 grid: every prompt variant x the suite's own action schema on/off x two
+#: temperatures (greedy and 0.7), 12 trials per task.
 RUNS = [
-    *(("smollm2-schema", prompt, True, True, 12) for prompt in PROMPTS),
-    *(("smollm2", prompt, json_mode, False, 8) for prompt in PROMPTS for json_mode in (False, True)),
+    *(
+        ("smollm2-schema", prompt, {"temperature": 0.7, "json_mode": True, "json_schema": True}, 12)
+        for prompt in PROMPTS
+    ),
+    *(
+        ("smollm2", prompt, {"temperature": 0.7, "json_mode": json_mode}, 8)
+        for prompt in PROMPTS
+        for json_mode in (False, True)
+    ),
+    *(
+        ("smollm2-suite", prompt, {"temperature": temperature, "json_mode": mode}, 12)
+        for prompt in (*PROMPTS, "fewshot")
+        for mode in ("schema", "json")
+        for temperature in (0.0, 0.7)
+    ),
 ]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--trials", type=int, help="trials per task and run (default: 8, 12 with the schema)")
+    parser.add_argument("--trials", type=int, help="trials per task and run (default: 8, 12 with a schema)")
+    parser.add_argument(
+        "--only", action="append", help="generate only this folder (repeatable; e.g. smollm2-suite)"
+    )
     parser.add_argument("--out", default=str(ROOT / "data"), help="data root (default: data/)")
     parser.add_argument(
         "--port", type=int, default=PORT, help=f"server port (default: {PORT}; part of the run ids)"
@@ -85,7 +103,9 @@ def main(argv: list[str] | None = None) -> int:
     start = time.monotonic()
     with LlamaServer(port=args.port, n_ctx=4096, n_threads=2) as server:
         print(f"llama_cpp.server: {server.model} at {server.url}", flush=True)
-        for folder, prompt, json_mode, json_schema, trials in RUNS:
+        for folder, prompt, options, trials in RUNS:
+            if args.only and folder not in args.only:
+                continue
             t0 = time.monotonic()
             df = passk_nb.run(
                 "openai",
@@ -93,16 +113,15 @@ def main(argv: list[str] | None = None) -> int:
                 base_url=server.url,
                 api_key_env=None,
                 prompt=prompt,
-                json_mode=json_mode,
-                json_schema=json_schema,
                 trials=args.trials or trials,
+                **options,
                 out=Path(args.out) / folder,
                 progress=False,
                 **SETTINGS,
             )
             counts = df["outcome"].value_counts().to_dict()
             print(
-                f"{folder:<15} prompt={prompt:<8} json_mode={json_mode!s:<5} json_schema={json_schema!s:<5} "
+                f"{folder:<15} prompt={prompt:<8} {df['config'].iloc[0]:<60} "
                 f"{int(df['passed'].sum()):>3}/{len(df)} pass "
                 f"{counts}  ({time.monotonic() - t0:.0f} s)",
                 flush=True,

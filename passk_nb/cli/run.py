@@ -82,7 +82,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     backend.add_argument(
         "--json-schema",
         action="store_true",
-        help="with --json-mode: constrain replies to the action protocol's JSON Schema (ollama; openai in "
+        help="with --json-mode: constrain replies to the suite's action JSON Schema (ollama; openai in "
         "the llama.cpp server's form)",
     )
     backend.add_argument("--max-tokens", type=positive_int, help="longest reply in tokens (default: 1024)")
@@ -168,7 +168,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
     prompt, prompt_name = prompt_arg(args.prompt)
     backend_flags = {
         "base_url": args.base_url,
-        "json_schema": args.json_schema or None,
         "max_tokens": args.max_tokens,
         "timeout": args.timeout,
         "max_attempts": args.max_attempts,
@@ -190,12 +189,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
         prompt=prompt,
         prompt_name=args.prompt_name or prompt_name,
         temperature=args.temperature,
-        seed=args.seed,
+        backend_seed=args.seed,
         concurrency=args.concurrency,
         out=args.out,
         max_turns=args.max_turns,
         max_format_errors=args.max_format_errors,
-        json_mode=args.json_mode,
+        json_mode="schema" if args.json_schema else "json" if args.json_mode else "off",
         progress=show_progress(args),
         trial_timeout=args.trial_timeout,
         **options,

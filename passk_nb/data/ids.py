@@ -19,3 +19,12 @@ def prompt_hash(text: str) -> str:
 def spec_hash(spec: dict[str, Any]) -> str:
     """The run id of a spec: first 12 hex chars of the sha256 of its sorted JSON."""
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def content_id(data: Any) -> str:
+    """A run id for imported data: the same whenever the content is (12 hex chars).
+
+    >>> content_id(["imported", "gpt-4o"]) == content_id(["imported", "gpt-4o"])
+    True
+    """
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:12]

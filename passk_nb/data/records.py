@@ -18,11 +18,14 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-#: Outcomes, one per trial. ``pass`` is the only success; ``infra_error`` is
-#: not the agent's fault and the estimators exclude it by default. The last two
-#: only occur for rule-based text cases (``run_cases``), where the agent is a
-#: plain function: ``wrong_output`` (its output failed the case's check) and
-#: ``agent_error`` (the function raised; a failure, as in ``run_eval``).
+#: Outcomes, one per trial. ``pass`` is the only success; ``infra_error`` (the backend or
+#: the harness failed: HTTP 429/5xx or dropped connections after the retries, a missing or
+#: crashed CLI, a network backend over the trial timeout) is not the agent's fault and the
+#: estimators exclude it by default. ``no_lookup`` and ``false_claim`` are refusal tasks
+#: that changed nothing but answered without looking at the record, or told the customer
+#: the refused action happened. ``agent_error``: code the user wrote (a function agent, a
+#: ``chat`` object, a text-case agent) raised or hung; a failure, like any other.
+#: ``wrong_output`` only occurs for rule-based text cases (``run_cases``).
 OUTCOMES: tuple[str, ...] = (
     "pass",
     "wrong_state",
@@ -30,8 +33,10 @@ OUTCOMES: tuple[str, ...] = (
     "format_error",
     "max_turns",
     "infra_error",
-    "wrong_output",
+    "no_lookup",
+    "false_claim",
     "agent_error",
+    "wrong_output",
 )
 
 #: Column name -> (arrow type, pandas dtype, description).
@@ -47,7 +52,12 @@ _SPEC: dict[str, tuple[pa.DataType, str, str]] = {
     "system_prompt": (pa.string(), "str", "the exact system prompt text"),
     "temperature": (pa.float64(), "float64", "sampling temperature (NaN: backend default)"),
     "seed": (pa.int64(), "Int64", "per-trial seed given to the backend"),
-    "json_mode": (pa.bool_(), "bool", "backend asked for JSON-constrained output"),
+    "json_mode": (pa.string(), "str", "output constraint asked of the backend: off, json or schema"),
+    "config": (
+        pa.string(),
+        "str",
+        "the run's configuration as a short label: the spec fields not at their defaults",
+    ),
     "trial": (pa.int64(), "int64", "0-based trial index within (run_id, task)"),
     "passed": (pa.bool_(), "bool", "outcome == 'pass'"),
     "outcome": (pa.string(), "str", "one of OUTCOMES"),
@@ -63,6 +73,11 @@ _SPEC: dict[str, tuple[pa.DataType, str, str]] = {
     "started_at": (pa.timestamp("us", tz="UTC"), "datetime64[us, UTC]", "trial start time"),
     "final_answer": (pa.string(), "str", "the agent's final answer, if it gave one"),
     "state_diff": (pa.string(), "str", "JSON list of changed fields"),
+    "false_claims": (
+        pa.string(),
+        "str",
+        "JSON list of actions the final answer claims and the final state does not show",
+    ),
     "transcript": (pa.string(), "str", "JSON list of turns"),
     "error": (pa.string(), "str", "what went wrong (format, infra), if anything"),
     "provider_meta": (pa.string(), "str", "JSON object of backend details (CLI version, cost)"),
@@ -83,7 +98,9 @@ DEFAULTS: dict[str, Any] = {
     "model": "",
     "prompt_hash": "",
     "prompt_name": "",
-    "json_mode": False,
+    "json_mode": "off",
+    "config": "default",
+    "false_claims": "[]",
     "state_ok": False,
     "n_turns": 0,
     "n_tool_calls": 0,

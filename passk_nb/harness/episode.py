@@ -21,8 +21,9 @@ import time
 from typing import Any
 
 from passk_nb.data.transcript import MAX_STORED_CHARS, cap_text, transcript_entry
+from passk_nb.harness.grading import judge, tool_result_text
 from passk_nb.harness.protocol import PROTOCOL_EXAMPLE, Answer, FormatError, ToolCall, parse_action
-from passk_nb.harness.providers.base import ChatProvider, Message, Reply
+from passk_nb.harness.providers.base import AgentError, ChatProvider, Message, Reply
 from passk_nb.harness.suites.base import Suite, Task, diff_states
 
 __all__ = ["run_episode"]
@@ -70,6 +71,7 @@ def run_episode(
     counts = {"n_turns": 0, "n_tool_calls": 0, "n_tool_errors": 0, "n_format_errors": 0, "attempts": 0}
     tokens: dict[str, int | None] = {"input_tokens": None, "output_tokens": None}
     meta: dict[str, Any] = {}
+    seen: list[str] = []  # successful tool results, for the refusal check
     outcome: str | None = None
     final_answer: str | None = None
     error: str | None = None
@@ -83,7 +85,12 @@ def run_episode(
         t_call = time.perf_counter()
         try:
             raw = provider.chat(list(messages))
-        except Exception as exc:  # any backend failure is infrastructure, not the agent
+        except AgentError as exc:  # the user's own agent code raised: the agent's failure
+            counts["attempts"] += 1
+            outcome, error = "agent_error", f"{exc}\n{exc.details}".strip()
+            transcript.append(transcript_entry("agent_error", "system", error))
+            break
+        except Exception as exc:  # a backend failure is infrastructure, not the agent
             counts["attempts"] += int(getattr(exc, "attempts", 1))
             outcome, error = "infra_error", f"{type(exc).__name__}: {exc}"
             transcript.append(transcript_entry("infra_error", "system", error))
@@ -124,6 +131,7 @@ def run_episode(
             break
         counts["n_tool_calls"] += 1
         result = env.try_call(action.tool, action.args)
+        seen.append(tool_result_text(result))
         is_error = "error" in result
         counts["n_tool_errors"] += is_error
         tool_message = f"Tool result ({action.tool[:80]}): {_json(result)}"
@@ -133,15 +141,16 @@ def run_episode(
         )
 
     after = env.snapshot()
-    verdict = task.check(before, after)
+    verdict = judge(suite, task, before, after, final_answer=final_answer, seen=seen)
     if outcome is None:
         outcome = verdict.outcome
-        if not verdict.ok:
+        if outcome != "pass":
             error = verdict.reason
     return {
         "outcome": outcome,
         "passed": outcome == "pass",
-        "state_ok": verdict.ok,
+        "state_ok": verdict.state_ok,
+        "false_claims": verdict.false_claims_json,
         **counts,
         **tokens,
         "latency_s": time.perf_counter() - t0,

@@ -102,9 +102,17 @@ def _unfence(text: str) -> str | FormatError:
         if "```" in body:
             return FormatError("more than one code fence: send exactly one JSON object")
         return body.strip()
-    if "```" in text:
+    if "```" in text and not _is_json(text):  # backticks inside a JSON string are content, not a fence
         return FormatError("text outside the code fence: send one fenced JSON object and nothing else")
     return text
+
+
+def _is_json(text: str) -> bool:
+    try:
+        _DECODER.decode(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _check_object(obj: Any) -> Action:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
@@ -30,7 +29,15 @@ from passk_nb.data.store import existing_trials, write_spec
 from passk_nb.harness.batch import execute_trials, load_trials
 from passk_nb.harness.episode import run_episode
 from passk_nb.harness.providers import BaseProvider, make_provider
-from passk_nb.harness.spec import NOT_IDENTITY, RunSpec, check_positive, note_prompt_changes, resolve_prompt
+from passk_nb.harness.spec import (
+    RunSpec,
+    check_positive,
+    identity_settings,
+    normalize_json_mode,
+    normalize_temperature,
+    note_changes,
+    resolve_prompt,
+)
 from passk_nb.harness.suites import get_suite
 from passk_nb.harness.suites.base import Suite
 
@@ -89,12 +96,13 @@ def run(
     prompt: str = "default",
     prompt_name: str | None = None,
     temperature: float | None = None,
-    seed: int | None = 0,
+    backend_seed: int | None = 0,
+    version: str | None = None,
     concurrency: int = 4,
     out: str | os.PathLike[str] = "runs",
     max_turns: int = 10,
     max_format_errors: int = 2,
-    json_mode: bool = False,
+    json_mode: bool | str = "off",
     progress: bool = True,
     on_record: Callable[[dict[str, Any]], None] | None = None,
     trial_timeout: float | None = None,
@@ -106,29 +114,40 @@ def run(
     object with ``chat(messages)``, or a function of the messages. Backend
     options such as ``base_url=`` pass through to the backend. ``prompt`` is a
     prompt name of the suite (``"default"``, ``"strict"``) or the full system
-    prompt text.
+    prompt text. ``json_mode``: ``"off"``, ``"json"`` (or True) or ``"schema"``
+    (replies constrained to the action protocol's JSON Schema).
 
-    Records go to ``out/<run_id>/`` as parquet. The run id is a hash of the
-    spec (suite, provider, model, host, prompt hash, temperature, seed, JSON
-    mode, limits): re-running the same spec into the same folder runs only the
-    trials that are missing, so a killed run resumes where it stopped and a
-    larger ``trials`` extends an earlier run. Trial ``i`` sends seed
-    ``seed + i`` to the backend.
+    Records go to ``out/<run_id>/`` as parquet. The run id is a hash of everything
+    that decides what is measured (see :class:`~passk_nb.harness.spec.RunSpec`):
+    suite, backend, model, host, prompt hash, temperature, backend seed, JSON mode,
+    limits, backend settings and, for a Python agent, a fingerprint of its code
+    (or ``version`` when given: it pins the identity). Re-running the same spec into
+    the same folder runs only the trials that are missing (and those that ended in
+    an infrastructure error), so a killed run resumes where it stopped and a larger
+    ``trials`` extends an earlier run. Trial ``i`` sends seed ``backend_seed + i``
+    to the backend; a function agent that takes a ``seed`` keyword receives it.
 
-    ``trial_timeout`` (seconds) bounds one trial: a trial still running then
-    is recorded as ``infra_error`` and the run goes on (its thread is left to
-    finish in the background). ``on_record`` is called with each new record as
-    it completes.
+    ``trial_timeout`` (seconds) bounds one trial: a trial still running then is
+    recorded (``infra_error`` for a backend, ``agent_error`` for a Python agent)
+    and the run goes on. ``on_record`` is called with each new record as it
+    completes. A provider that ``run`` created is closed when it returns.
 
     Returns every record of this spec for the chosen tasks and trials, the
     ones from earlier runs included, sorted by task and trial.
     """
+    if "seed" in provider_options:
+        raise TypeError(
+            "run() takes backend_seed= for the seed sent to the backend (trial i sends backend_seed + i); "
+            "seed= names the bootstrap seed of the analysis functions"
+        )
     the_suite = get_suite(suite)
     trials = check_positive("trials", trials)
     concurrency = check_positive("concurrency", concurrency)
     max_turns = check_positive("max_turns", max_turns)
     max_format_errors = check_positive("max_format_errors", max_format_errors)
-    if trial_timeout is not None and not (isinstance(trial_timeout, int | float) and trial_timeout > 0):
+    if trial_timeout is not None and not (
+        isinstance(trial_timeout, int | float) and not isinstance(trial_timeout, bool) and trial_timeout > 0
+    ):
         raise ValueError(f"trial_timeout must be a positive number of seconds, got {trial_timeout!r}")
     task_ids = list(the_suite.task_ids if tasks is None else tasks)
     if isinstance(tasks, str) or not task_ids:
@@ -136,29 +155,78 @@ def run(
     for task_id in task_ids:
         the_suite.task(task_id)
     name, text = resolve_prompt(the_suite, prompt, prompt_name)
-    if temperature is not None and (
-        not isinstance(temperature, int | float) or not math.isfinite(temperature)
-    ):
-        raise ValueError(f"temperature must be a number, got {temperature!r}")
+    temperature = normalize_temperature(temperature)
+    mode = normalize_json_mode(json_mode)
 
+    created = not isinstance(provider, BaseProvider)
     if isinstance(provider, str):
-        provider_options.update(temperature=temperature, json_mode=json_mode)
+        provider_options.update(temperature=temperature, json_mode=mode != "off")
+        if mode == "schema":  # the suite's own actions: tool names, argument types and id patterns
+            provider_options.setdefault("json_schema", the_suite.action_schema())
         if provider == "scripted":
             provider_options.setdefault("suite", the_suite)
+    elif mode != "off":
+        raise ValueError(
+            f"json_mode={json_mode!r} asks a model backend for constrained output; a Python agent "
+            "produces its own text: leave json_mode off"
+        )
+    if version is not None:
+        provider_options["version"] = version
     backend = make_provider(provider, model, **provider_options)
+    try:
+        return _run_trials(
+            the_suite,
+            backend,
+            task_ids,
+            trials,
+            prompt_name=name,
+            prompt_text=text,
+            temperature=temperature,
+            backend_seed=backend_seed,
+            concurrency=concurrency,
+            out=Path(out),
+            max_turns=max_turns,
+            max_format_errors=max_format_errors,
+            progress=progress,
+            on_record=on_record,
+            trial_timeout=trial_timeout,
+        )
+    finally:
+        if created:
+            backend.close()
+
+
+def _run_trials(
+    the_suite: Suite,
+    backend: BaseProvider,
+    task_ids: list[str],
+    trials: int,
+    *,
+    prompt_name: str,
+    prompt_text: str,
+    temperature: float | None,
+    backend_seed: int | None,
+    concurrency: int,
+    out: Path,
+    max_turns: int,
+    max_format_errors: int,
+    progress: bool,
+    on_record: Callable[[dict[str, Any]], None] | None,
+    trial_timeout: float | None,
+) -> pd.DataFrame:
     described = backend.describe()
     spec = RunSpec(
         suite=the_suite.name,
         provider=described["provider"],
         model=described["model"],
         base_url_host=described["base_url_host"],
-        prompt_hash=prompt_hash(text),
+        prompt_hash=prompt_hash(prompt_text),
         temperature=temperature,
-        seed=seed,
-        json_mode=json_mode,
+        seed=backend_seed,
+        json_mode=described["json_mode"],
         max_turns=max_turns,
         max_format_errors=max_format_errors,
-        settings={k: v for k, v in described["provider_meta"].items() if k not in NOT_IDENTITY},
+        settings=identity_settings(described["provider_meta"]),
     )
     run_id = spec.run_id
     base = {
@@ -166,21 +234,26 @@ def run(
         "run_id": run_id,
         "suite": the_suite.name,
         "prompt_hash": spec.prompt_hash,
-        "prompt_name": name,
-        "system_prompt": text,
+        "prompt_name": prompt_name,
+        "system_prompt": prompt_text,
         "temperature": temperature,
-        "json_mode": json_mode,
+        "config": spec.config,
         "harness_version": __version__,
     }
-    out_dir = Path(out)
-    note_prompt_changes(out_dir, spec)
+    out_dir = out
+    note_changes(out_dir, spec)
     done = existing_trials(out_dir, run_id)
     todo = [(t, i) for t in task_ids for i in range(trials) if (t, i) not in done]
     if done:
         log.info("run %s: %d trials already in %s, %d to run", run_id, len(done), out_dir, len(todo))
     if todo:
         write_spec(out_dir, run_id, asdict(spec))
-    episode_options = {"system_prompt": text, "max_turns": max_turns, "max_format_errors": max_format_errors}
+    episode_options = {
+        "system_prompt": prompt_text,
+        "max_turns": max_turns,
+        "max_format_errors": max_format_errors,
+    }
+    seed = backend_seed
 
     def one_trial(task_id: str, trial: int) -> dict[str, Any]:
         return _trial_record(the_suite, backend, base, task_id, trial, seed, episode_options)
@@ -188,7 +261,10 @@ def run(
     def timed_out(task_id: str, trial: int, elapsed: float) -> dict[str, Any]:
         started = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=elapsed)
         error = f"trial timed out after {elapsed:.1f} s (trial_timeout={trial_timeout}): no answer in time"
-        return _record(base, task_id, trial, seed, _infra(started, error, elapsed))
+        fields = _infra(started, error, elapsed)
+        if backend.user_code:  # a Python agent that hangs is the agent's failure
+            fields["outcome"] = "agent_error"
+        return _record(base, task_id, trial, seed, fields)
 
     execute_trials(
         one_trial,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -34,6 +35,19 @@ def resolve_prompt(suite: Suite, prompt: str, prompt_name: str | None = None) ->
 #: provider_meta keys that say how hard the backend was tried, not what was measured:
 #: changing them resumes the same run.
 NOT_IDENTITY = frozenset({"timeout_s", "max_attempts"})
+#: Spec fields and their defaults; the ``config`` label names only the fields that differ.
+CONFIG_DEFAULTS: dict[str, Any] = {
+    "temperature": None,
+    "seed": 0,
+    "json_mode": "off",
+    "max_turns": 10,
+    "max_format_errors": 2,
+}
+#: How a field reads in the ``config`` label.
+_CONFIG_NAMES = {"seed": "backend_seed", "json_mode": "json", "fingerprint": "agent"}
+#: Settings the label leaves out because another field says it already.
+_NOT_IN_LABEL = frozenset({"json_schema"})
+JSON_MODES: tuple[str, ...] = ("off", "json", "schema")
 
 
 @dataclass(frozen=True)
@@ -41,8 +55,13 @@ class RunSpec:
     """Everything that identifies a run: trials of the same spec resume into each other.
 
     ``settings`` holds the backend's settings that change what is measured
-    (``max_tokens``, ``json_schema``, a CLI version, ...): the provider's
-    ``provider_meta`` without retry and timeout settings.
+    (``max_tokens``, ``json_schema``, a CLI version, a Python agent's code
+    fingerprint or pinned version, ...): the provider's ``provider_meta`` without
+    retry and timeout settings. ``seed`` is the backend seed of trial 0.
+
+    >>> spec = RunSpec("orders", "ollama", "m", None, "abc", 0.7, 0, "schema", 10, 2, {"max_tokens": 256})
+    >>> spec.config
+    'temperature=0.7, json=schema, max_tokens=256'
     """
 
     suite: str
@@ -52,7 +71,7 @@ class RunSpec:
     prompt_hash: str
     temperature: float | None
     seed: int | None
-    json_mode: bool
+    json_mode: str
     max_turns: int
     max_format_errors: int
     settings: dict[str, Any]
@@ -60,6 +79,66 @@ class RunSpec:
     @property
     def run_id(self) -> str:
         return spec_hash(asdict(self))
+
+    @property
+    def config(self) -> str:
+        """A short label of the configuration: the fields not at their defaults (``"default"``)."""
+        fields = asdict(self)
+        parts = [
+            f"{_CONFIG_NAMES.get(key, key)}={fields[key]}"
+            for key, default in CONFIG_DEFAULTS.items()
+            if fields[key] != default
+        ]
+        parts += [
+            f"{_CONFIG_NAMES.get(key, key)}={value}"
+            for key, value in sorted(self.settings.items())
+            if key not in _NOT_IN_LABEL and value is not None
+        ]
+        return ", ".join(parts) or "default"
+
+
+def identity_settings(provider_meta: dict[str, Any]) -> dict[str, Any]:
+    """The backend settings that are part of a run's identity.
+
+    A pinned ``version`` stands in for the code fingerprint: the user said what the agent is.
+
+    >>> identity_settings({"max_tokens": 64, "timeout_s": 5, "fingerprint": "ab12", "version": "v3"})
+    {'max_tokens': 64, 'version': 'v3'}
+    """
+    settings = {k: v for k, v in provider_meta.items() if k not in NOT_IDENTITY}
+    if "version" in settings:
+        settings.pop("fingerprint", None)
+    return settings
+
+
+def normalize_temperature(value: Any) -> float | None:
+    """``value`` as a float (1, 1.0 are one temperature), None kept; booleans, negatives and NaN refused.
+
+    >>> normalize_temperature(1), normalize_temperature(None)
+    (1.0, None)
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise ValueError(
+            f"temperature must be a number ≥ 0 (or None for the backend's default), got {value!r}"
+        )
+    return float(value)
+
+
+def normalize_json_mode(value: Any) -> str:
+    """``"off"``, ``"json"`` or ``"schema"`` from a bool or one of those names.
+
+    >>> normalize_json_mode(True), normalize_json_mode(False), normalize_json_mode("schema")
+    ('json', 'off', 'schema')
+    """
+    if value is True:
+        return "json"
+    if value is False:
+        return "off"
+    if isinstance(value, str) and value in JSON_MODES:
+        return value
+    raise ValueError(f"json_mode must be one of {list(JSON_MODES)} (or True/False), got {value!r}")
 
 
 def check_positive(name: str, value: Any) -> int:
@@ -69,20 +148,41 @@ def check_positive(name: str, value: Any) -> int:
     return value
 
 
-def note_prompt_changes(out: Path, spec: RunSpec) -> None:
-    """Say so when the folder holds runs of the same spec under another prompt text."""
+def note_changes(out: Path, spec: RunSpec) -> None:
+    """Say so when the folder holds runs of this backend and model that differ only in the prompt
+    text or in the agent's code: what changed is a new run and does not resume them."""
     mine = asdict(spec)
-    others = sorted(
-        other["prompt_hash"]
-        for other in read_specs(out).values()
-        if other.get("prompt_hash") != spec.prompt_hash
-        and all(other.get(k) == v for k, v in mine.items() if k != "prompt_hash")
+    same_except = {key for key in mine if key not in ("prompt_hash", "settings")}
+    others = [
+        other for other in read_specs(out).values() if all(other.get(key) == mine[key] for key in same_except)
+    ]
+    prompts = sorted(
+        o["prompt_hash"]
+        for o in others
+        if o.get("prompt_hash") != spec.prompt_hash and o.get("settings") == spec.settings
     )
-    if others:
+    if prompts:
         warnings.warn(
             f"{out} holds runs of this provider/model/settings under other prompt texts "
-            f"(prompt hashes {', '.join(others)}); the prompt changed (now {spec.prompt_hash}), so this is "
+            f"(prompt hashes {', '.join(prompts)}); the prompt changed (now {spec.prompt_hash}), so this is "
             "a new run and does not resume them",
             UserWarning,
-            stacklevel=3,
+            stacklevel=4,
+        )
+    mine_code = spec.settings.get("version", spec.settings.get("fingerprint"))
+    codes = sorted(
+        {
+            str(o["settings"].get("version", o["settings"].get("fingerprint")))
+            for o in others
+            if o.get("prompt_hash") == spec.prompt_hash
+            and isinstance(o.get("settings"), dict)
+            and o["settings"].get("version", o["settings"].get("fingerprint")) not in (None, mine_code)
+        }
+    )
+    if mine_code is not None and codes:
+        warnings.warn(
+            f"{out} holds runs of an agent named {spec.model!r} with other code (fingerprints/versions "
+            f"{', '.join(codes)}); this agent's is {mine_code}: a new run that does not resume them",
+            UserWarning,
+            stacklevel=4,
         )

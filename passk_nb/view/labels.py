@@ -38,27 +38,61 @@ OUTCOME_COLORS: dict[str, str] = {
 def group_labels(
     frame: pd.DataFrame, by: str | Sequence[str], *, names: dict[str, str] | None = None
 ) -> pd.Series:
-    """A readable label per row for its group of ``by``: the values joined by " · ".
+    """A readable label per row for its group of ``by``: only what differs among the rows, joined by " · ".
 
-    Prompt hashes read ``name (hash)`` when ``names`` (hash -> prompt name) or the
-    frame's ``prompt_name`` column knows them; ``json_mode`` reads "JSON mode" or
-    "no JSON mode".
+    Columns with one value in the whole frame are left out (unless every column is);
+    ``prompt_name`` is shown inside the prompt hash's label (``name (hash)``, using
+    ``names`` or the frame's ``prompt_name`` column); a ``config`` label keeps only its
+    fields that differ among the rows; ``json_mode`` reads "JSON: schema".
 
     >>> import pandas as pd
-    >>> frame = pd.DataFrame({"model": ["m"], "prompt_hash": ["7441de23b0e2"], "prompt_name": ["default"],
-    ...                       "json_mode": [True]})
-    >>> group_labels(frame, ["model", "prompt_hash", "json_mode"]).tolist()
-    ['m · default (7441de2) · JSON mode']
+    >>> frame = pd.DataFrame({"model": ["m", "m"], "prompt_hash": ["7441de23b0e2"] * 2,
+    ...                       "prompt_name": ["default"] * 2,
+    ...                       "config": ["max_tokens=64, temperature=0.7", "max_tokens=64, json=schema"]})
+    >>> group_labels(frame, ["model", "prompt_hash", "config"]).tolist()
+    ['temperature=0.7', 'json=schema']
+    >>> group_labels(frame.iloc[:1], ["model", "prompt_hash"]).tolist()
+    ['m · default (7441de2)']
     """
     by = as_columns(by)
     names = {**prompt_names(frame), **(names or {})}
     if not by:
         return pd.Series("all trials", index=frame.index)
-    parts = [frame[col].map(lambda v, col=col: format_value(col, v, names)) for col in by]
-    label = parts[0].astype(str)
+    shown = [col for col in by if not (col == "prompt_name" and "prompt_hash" in by)]
+    varying = [col for col in shown if frame[col].nunique(dropna=False) > 1]
+    parts = []
+    for col in varying or shown:
+        if col == "config" and varying:
+            parts.append(config_differences(frame[col]))
+        else:
+            parts.append(frame[col].map(lambda v, col=col: format_value(col, v, names)).astype(str))
+    label = parts[0]
     for part in parts[1:]:
-        label = label + " · " + part.astype(str)
+        label = label + " · " + part
     return label
+
+
+def config_differences(configs: pd.Series) -> pd.Series:
+    """Each ``config`` label cut down to the fields that differ among ``configs``.
+
+    >>> config_differences(pd.Series(["a=1, b=2", "a=1, b=3", "a=1"])).tolist()
+    ['b=2', 'b=3', 'default']
+    """
+    fields = [_config_fields(str(c)) for c in configs]
+    keys = sorted({key for f in fields for key in f})
+    differing = [key for key in keys if len({f.get(key) for f in fields}) > 1]
+    labels = [", ".join(f"{key}={f[key]}" for key in differing if key in f) or "default" for f in fields]
+    return pd.Series(labels, index=configs.index, dtype=object)
+
+
+def _config_fields(config: str) -> dict[str, str]:
+    if config in ("", "default", "nan", "None"):
+        return {}
+    fields = {}
+    for part in config.split(", "):
+        key, _, value = part.partition("=")
+        fields[key] = value
+    return fields
 
 
 def format_value(column: str, value: object, names: dict[str, str]) -> str:
@@ -68,7 +102,7 @@ def format_value(column: str, value: object, names: dict[str, str]) -> str:
         name = names.get(str(value))
         return f"{name} ({str(value)[:7]})" if name else str(value)
     if column == "json_mode":
-        return "JSON mode" if bool(value) else "no JSON mode"
+        return f"JSON: {value}"
     return str(value)
 
 

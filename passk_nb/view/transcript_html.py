@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from passk_nb.stats.flags import claimed_unperformed_action, unperformed_claims
+from passk_nb.stats.flags import claimed_unperformed_action, false_claims
 from passk_nb.view.labels import OUTCOME_COLORS, join_nonempty, prompt_label, text_or_none
 
 #: Longest text shown for one transcript entry; the rest is cut with a note.
@@ -63,14 +63,9 @@ def transcript_html(record: Mapping[str, Any] | pd.Series) -> str:
         "margin:8px 0;font-family:system-ui,sans-serif;font-size:13px;max-width:70em'>",
         f"<div style='margin-bottom:6px'><b>{ident}</b> {badge}</div>",
     ]
-    try:
-        claims = unperformed_claims(
-            text_or_none(get("final_answer")), text_or_none(get("state_diff")) or "[]"
-        )
-    except (ValueError, TypeError, AttributeError):  # an unreadable diff is reported below
-        claims = []
+    claims = false_claims(get("false_claims"))
     if claims:
-        said = "; ".join(f"“{_e(c.text)}” ({_e(c.kind)})" for c in claims)
+        said = "; ".join(f"“{_e(c.get('text'))}” ({_e(c.get('kind'))})" for c in claims)
         parts.append(
             "<div style='background:#fdecea;border-left:4px solid #D55E00;padding:4px 8px;margin:4px 0'>"
             f"⚠ <b>claimed but not done</b>: the answer says {said}, "
@@ -91,11 +86,8 @@ def transcript_html(record: Mapping[str, Any] | pd.Series) -> str:
 
 
 def claim_flags(df: pd.DataFrame) -> pd.Series:
-    """:func:`claimed_unperformed_action`; all False when columns are missing or a diff is unreadable."""
-    try:
-        return claimed_unperformed_action(df)
-    except (ValueError, TypeError, AttributeError):
-        return pd.Series(False, index=df.index, dtype=bool, name="claimed_unperformed_action")
+    """:func:`~passk_nb.stats.flags.claimed_unperformed_action` of ``df``."""
+    return claimed_unperformed_action(df)
 
 
 def trial_label(row: pd.Series, claimed: bool) -> str:
@@ -104,8 +96,8 @@ def trial_label(row: pd.Series, claimed: bool) -> str:
     for column in ("model", "prompt_name"):
         if column in row.index and text_or_none(row[column]):
             parts.append(str(row[column]))
-    if "json_mode" in row.index and bool(row["json_mode"]):
-        parts.append("json")
+    if "json_mode" in row.index and row["json_mode"] not in ("off", False, None):
+        parts.append(f"json={row['json_mode']}")
     parts.append(f"trial {row.get('trial', '?')}")
     return " · ".join(parts)
 

@@ -11,6 +11,7 @@ import scipy.stats
 
 import passk_nb
 from passk_nb.cli.main import main
+from passk_nb.harness.providers.base import BaseProvider
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -60,7 +61,7 @@ def test_run_prints_the_table_and_where_records_went(tmp_path, capsys):
     prompt_hash = passk_nb.prompt_hash(passk_nb.get_suite("orders").prompts["default"])
     run_id = passk_nb.load(tmp_path)["run_id"].iloc[0]
     # one row: every field is the same for all rows, so it is said once, above the table
-    identity = f"provider/model: scripted/known-good, prompt: default ({prompt_hash}), run_id: {run_id}"
+    identity = f"provider/model: scripted/known-good, prompt: default ({prompt_hash}), config: default"
     assert caption == f"suite: orders, {identity}"
     assert header == [
         "pass@2",
@@ -85,10 +86,14 @@ def test_run_prints_the_table_and_where_records_went(tmp_path, capsys):
 
 def test_report_reads_saved_records(tmp_path, capsys):
     def refuses_every_other_time(messages):
-        # fails refusal trials 1 and 3 with a format error, refuses otherwise
-        odd = "Eva Lin" in messages[1]["content"] and refuses_every_other_time.calls % 2
-        refuses_every_other_time.calls += "Eva Lin" in messages[1]["content"]
-        return "prose" if odd else '{"answer": "no"}'
+        # looks the order up, then fails refusal trials 1 and 3 with a format error, refuses otherwise
+        if "Eva Lin" not in messages[1]["content"]:
+            return '{"answer": "no"}'
+        if len(messages) == 2:
+            return '{"tool": "get_order", "args": {"order_id": "O1007"}}'
+        odd = refuses_every_other_time.calls % 2
+        refuses_every_other_time.calls += 1
+        return "prose" if odd else '{"answer": "It has shipped, so it cannot be cancelled."}'
 
     refuses_every_other_time.calls = 0
     passk_nb.run(
@@ -130,13 +135,19 @@ def test_the_interval_level_and_its_z_come_from_ci(tmp_path, capsys):
     assert "80% half-width" in out and "95%" not in out
 
 
-def test_report_shows_infra_errors_excluded(tmp_path, capsys):
-    def flaky(messages):
+class DownForEva(BaseProvider):
+    """A backend (not user code): its server fails Eva Lin's requests."""
+
+    name = "flaky-backend"
+
+    def chat(self, messages):
         if "Eva Lin" in messages[1]["content"]:
             raise ConnectionError("down")
         return '{"answer": "no"}'
 
-    passk_nb.run(flaky, trials=2, out=tmp_path, progress=False)
+
+def test_report_shows_infra_errors_excluded(tmp_path, capsys):
+    passk_nb.run(DownForEva("flaky"), trials=2, out=tmp_path, progress=False)
     assert main(["report", str(tmp_path), "--k", "1", "--n-boot", "0"]) == 0
     [row] = table(capsys.readouterr().out)[2]
     assert row == ["0.000", "0.000", "± 0.000", "0/8 pass; k=1 covers 4/5 tasks", "2", "0", "0"]

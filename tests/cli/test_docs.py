@@ -49,7 +49,8 @@ def test_json_schema_backends_agree_in_code_help_and_readme():
     run = build_parser()._subparsers._group_actions[0].choices["run"]
     help_text = next(a.help for a in run._actions if "--json-schema" in a.option_strings)
     readme = " ".join((ROOT / "README.md").read_text().split())
-    sentence = readme[readme.index("`--json-schema` (with `--json-mode`)") :][:300]
+    start = readme.index("`--json-schema` (with `--json-mode`)")
+    sentence = readme[start : readme.index("part of the run's identity", start)]
     for name in PROVIDERS:
         assert (name in help_text) == (name in with_schema), name
         assert (f"`{name}` provider" in sentence) == (name in with_schema), name

@@ -29,9 +29,10 @@ def records() -> pd.DataFrame:
                 for trial in range(4):
                     passed = bool(rng.random() < skill)
                     outcome = "pass" if passed else "wrong_state"
-                    answer = "Done as asked."
+                    answer, claims = "Done as asked.", "[]"
                     if not passed and trial == 1:
                         answer = "Your order O1003 has been cancelled."  # claimed, not done
+                        claims = json.dumps([{"kind": "cancel", "ids": ["O1003"], "text": answer}])
                     if not passed and trial == 2 and model == "small":
                         outcome, answer = "agent_error", None
                     if not passed and trial == 3:
@@ -50,6 +51,7 @@ def records() -> pd.DataFrame:
                             "passed": passed,
                             "outcome": outcome,
                             "final_answer": answer,
+                            "false_claims": claims,
                             "transcript": transcript,
                         }
                     )
@@ -110,9 +112,9 @@ def test_stdout_formats_parse_too(folder, capsys):
 def test_table_labels_rows_with_only_the_fields_that_differ(folder, capsys):
     out = passk(capsys, "report", folder, "--n-boot", 0, "--where", "model=small")
     lines = out.splitlines()
-    assert lines[0] == "suite: orders, provider/model: test/small"
+    assert lines[0] == "suite: orders, provider/model: test/small, config: default"
     header = [c.strip() for c in lines[1].split(" | ")]
-    assert header[:3] == ["prompt", "run_id", "pass@2"]  # the model is the same in every row shown
+    assert header[:2] == ["prompt", "pass@2"]  # the model is the same in every row shown
     rows = [line for line in lines[3:] if " | " in line]
     assert [r.split(" | ")[0].strip() for r in rows] == ["default (default-hash)", "strict (strict-hash)"]
     assert header[-2:] == ["claimed not done", "agent errors"]
@@ -136,9 +138,7 @@ def test_by_chooses_the_rows_and_none_pools_all(folder, capsys):
     assert len(per_task) == 6 and set(per_task["ci_method"]) == {"none"}
     assert main(["report", str(folder), "--n-boot", "0", "--by", "model"]) == 0
     err = capsys.readouterr().err
-    assert err.startswith(
-        "passk: warning: --by model pools trials whose prompt_name, prompt_hash, run_id differ"
-    )
+    assert err.startswith("passk: warning: --by model pools trials whose prompt_name, prompt_hash differ")
     pooled = pd.read_csv(io.StringIO(passk(capsys, *argv, "--by", "none")))
     assert len(pooled) == 1 and pooled.loc[0, "trials"] == 48
     out = passk(capsys, "report", folder, "--n-boot", 0, "--by", "none")
@@ -185,6 +185,7 @@ def test_runs_lists_each_run(folder, tmp_path, capsys):
         "run",
         "provider/model",
         "prompt",
+        "config",
         "suite",
         "trials done/expected",
         "infra errors",
@@ -192,7 +193,7 @@ def test_runs_lists_each_run(folder, tmp_path, capsys):
         "version",
     ]
     rows = [[c.strip() for c in line.split(" | ")] for line in lines[2:4]]
-    assert sorted(r[4] for r in rows) == ["10/10", "5/5"]
+    assert sorted(r[5] for r in rows) == ["10/10", "5/5"]
     assert {r[2].split(" ")[0] for r in rows} == {"default", "strict"}
     assert lines[4].startswith("2 runs, 15 trials in ")
 

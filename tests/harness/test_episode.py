@@ -8,6 +8,7 @@ import passk_nb
 from passk_nb.data.transcript import MAX_STORED_CHARS
 from passk_nb.harness.episode import run_episode
 from passk_nb.harness.providers import Reply
+from passk_nb.harness.providers.base import BaseProvider
 from passk_nb.harness.suites import get_suite
 
 SUITE = get_suite("orders")
@@ -100,26 +101,44 @@ def test_classic_mistakes_get_the_right_outcome(task_id, agent, outcome):
     assert result["error"]
 
 
-def test_raising_provider_is_an_infra_error_not_a_crash():
-    def broken(messages):
+class BrokenBackend(BaseProvider):
+    name = "broken-backend"
+
+    def chat(self, messages):
         raise ConnectionError("backend went away")
 
-    result = episode("refund-delivered", broken)
+
+def test_raising_backend_is_an_infra_error_not_a_crash():
+    result = episode("refund-delivered", BrokenBackend("m"))
     assert result["outcome"] == "infra_error"
     assert result["error"] == "ConnectionError: backend went away"
     assert result["n_turns"] == 0
 
 
+def test_a_raising_python_agent_is_the_agents_failure_with_its_traceback():
+    def agent(messages):
+        return helper(messages)
+
+    def helper(messages):
+        raise KeyError("tool_calls")
+
+    result = episode("refund-delivered", agent)
+    assert result["outcome"] == "agent_error" and result["passed"] is False
+    assert result["error"].startswith("the agent raised KeyError: 'tool_calls'")
+    assert "in helper" in result["error"]  # the innermost frames of the traceback are kept
+
+
 def test_infra_error_mid_trial_keeps_the_transcript_so_far():
-    calls = []
+    class Flaky(BaseProvider):
+        calls = 0
 
-    def flaky(messages):
-        calls.append(1)
-        if len(calls) == 2:
-            raise TimeoutError("read timed out")
-        return json.dumps(tool("get_order", order_id="O1001"))
+        def chat(self, messages):
+            type(self).calls += 1
+            if self.calls == 2:
+                raise TimeoutError("read timed out")
+            return json.dumps(tool("get_order", order_id="O1001"))
 
-    result = episode("refund-delivered", flaky)
+    result = episode("refund-delivered", Flaky("m"))
     assert result["outcome"] == "infra_error"
     kinds = [e["kind"] for e in json.loads(result["transcript"])]
     assert kinds == ["task", "reply", "tool_result", "infra_error"]
@@ -148,10 +167,15 @@ def test_format_error_after_the_right_action_still_fails_but_state_ok_says_so():
 
 
 def test_tool_errors_go_back_to_the_model_and_are_counted():
-    agent = replay(tool("cancel_order", order_id="O1007"), tool("nope"), answer("It shipped, sorry."))
+    agent = replay(
+        tool("cancel_order", order_id="O1007"),
+        tool("nope"),
+        tool("get_order", order_id="O1007"),
+        answer("It shipped, sorry."),
+    )
     result = episode("cancel-shipped-refusal", agent)
     assert result["outcome"] == "pass"
-    assert result["n_tool_calls"] == 2 and result["n_tool_errors"] == 2
+    assert result["n_tool_calls"] == 3 and result["n_tool_errors"] == 2
     contents = [e["content"] for e in json.loads(result["transcript"]) if e["kind"] == "tool_result"]
     assert "only pending orders can be cancelled" in contents[0]
     assert "unknown tool 'nope'" in contents[1]

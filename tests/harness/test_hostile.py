@@ -187,7 +187,8 @@ CHILD = textwrap.dedent(
         time.sleep(0.005)
         return json.dumps({"answer": "no"})
 
-    passk_nb.run(slowish, trials=40, seed=int(sys.argv[2]), concurrency=4, out=sys.argv[1], progress=False)
+    seed = int(sys.argv[2])
+    passk_nb.run(slowish, trials=40, backend_seed=seed, concurrency=4, out=sys.argv[1], progress=False)
     """
 )
 
@@ -232,18 +233,27 @@ def _small_writer(writer, out, run_id):
     writer.pending, writer.parts, writer.last = [], [], time.monotonic()
 
 
-def test_a_hung_backend_times_out_and_the_run_goes_on(tmp_path):
-    release = __import__("threading").Event()
+class HangsOnEva(BaseProvider):
+    """A backend (not user code) that never answers Eva Lin's task until released."""
 
-    def hangs_on_eva(messages):
+    name = "hanging-backend"
+
+    def __init__(self, release):
+        super().__init__("m")
+        self.release = release
+
+    def chat(self, messages):
         if "Eva Lin" in messages[1]["content"]:
-            release.wait(30)
+            self.release.wait(30)
         return '{"answer": "no"}'
 
+
+def test_a_hung_backend_times_out_and_the_run_goes_on(tmp_path):
+    release = __import__("threading").Event()
     start = time.monotonic()
     try:
         df = passk_nb.run(
-            hangs_on_eva, trials=3, out=tmp_path, progress=False, concurrency=2, trial_timeout=0.5
+            HangsOnEva(release), trials=3, out=tmp_path, progress=False, concurrency=2, trial_timeout=0.5
         )
     finally:
         release.set()
@@ -265,13 +275,13 @@ def test_a_process_with_a_hung_backend_still_exits(tmp_path):
         def hang(messages):
             time.sleep(3600)
         df = passk_nb.run(hang, trials=1, out={str(tmp_path / "runs")!r}, progress=False, trial_timeout=0.3)
-        print(sorted(set(df["outcome"])))
+        print(sorted(set(df["outcome"])))  # a Python agent that hangs: the agent's failure
         """
         )
     )
     result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "['infra_error']"
+    assert result.stdout.strip() == "['agent_error']"
 
 
 def test_bad_trial_timeout(tmp_path):

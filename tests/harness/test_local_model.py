@@ -39,7 +39,7 @@ def test_suite_runs_through_the_openai_provider_with_per_trial_seeds(llama_serve
         llama_server.model,
         base_url=llama_server.url,
         temperature=0.7,
-        seed=0,
+        backend_seed=0,
         trials=2,
         max_turns=4,
         max_tokens=128,
@@ -95,5 +95,39 @@ def test_in_process_llama_cpp_provider_with_json_mode(tmp_path):
     )
     row = df.iloc[0]
     assert row["provider"] == "llama-cpp" and row["model"].startswith("SmolLM2-135M-Instruct")
-    assert row["json_mode"] and row["outcome"] in OUTCOMES and row["outcome"] != "infra_error", row["error"]
+    assert row["json_mode"] == "json" and row["outcome"] in OUTCOMES and row["outcome"] != "infra_error", row[
+        "error"
+    ]
     assert json.loads(row["provider_meta"])["gguf"].endswith(".gguf") and row["input_tokens"] > 0
+
+
+def test_the_suite_schema_makes_the_small_model_emit_only_the_suites_actions(llama_server, tmp_path):
+    """json_mode="schema" sends the suite's own action schema: tool names as constants, arguments
+    typed and id-shaped. Every reply is then one of the suite's actions: no format errors, no
+    unknown tools, no missing or extra arguments, ids of the right shape."""
+    df = passk_nb.run(
+        "openai",
+        llama_server.model,
+        base_url=llama_server.url,
+        json_mode="schema",
+        temperature=0.7,
+        trials=1,
+        max_turns=3,
+        max_tokens=96,
+        api_key_env=None,
+        progress=False,
+        out=tmp_path / "runs",
+    )
+    assert set(df["json_mode"]) == {"schema"}
+    assert json.loads(df["provider_meta"].iloc[0])["json_schema"].startswith("sha256:")
+    tools = passk_nb.get_suite("orders").tools
+    actions = [
+        entry["action"]
+        for transcript in df["transcript"]
+        for entry in json.loads(transcript)
+        if entry["kind"] == "reply" and "action" in entry
+    ]
+    assert actions and (df["n_format_errors"] == 0).all(), df["error"].tolist()
+    for action in actions:
+        if "tool" in action:
+            assert action["tool"] in tools and set(action["args"]) == set(tools[action["tool"]].params)

@@ -110,6 +110,12 @@ def test_never_raises_on_json_like_text(prefix, value, suffix):
     assert isinstance(result, ToolCall | Answer | FormatError)
 
 
+def test_backticks_inside_a_json_string_are_not_a_fence():
+    # found by hypothesis: a tool name of three backticks was reported as text outside a fence
+    assert parse_action('{"tool": "```", "args": {}}') == ToolCall("```", {})
+    assert parse_action('{"answer": "use ```json fences```"}') == Answer("use ```json fences```")
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.text(min_size=1, max_size=30), st.dictionaries(st.text(max_size=10), json_values, max_size=4))
 def test_round_trip_of_valid_tool_calls(tool, args):

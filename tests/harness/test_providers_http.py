@@ -46,7 +46,7 @@ def run(wire: str, server: FakeServer, tmp_path, **options):
 def test_every_task_passes_through_each_wire_format(wire, tmp_path):
     temperature = None if wire == "anthropic" else 0.5
     with FakeServer(wire) as server:
-        df = run(wire, server, tmp_path, trials=2, seed=7, temperature=temperature, max_tokens=256)
+        df = run(wire, server, tmp_path, trials=2, backend_seed=7, temperature=temperature, max_tokens=256)
         bodies = [r.body for r in server.chat_requests()]
         headers = [r.headers for r in server.chat_requests()]
 
@@ -55,7 +55,7 @@ def test_every_task_passes_through_each_wire_format(wire, tmp_path):
     assert (df["input_tokens"] > 0).all() and (df["output_tokens"] > 0).all()
     port = server.url.rsplit(":", 1)[1]
     assert set(df["base_url_host"]) == {f"127.0.0.1:{port}"} and set(df["provider"]) == {wire}
-    assert sorted(set(df["seed"])) == [7, 8] and not df["json_mode"].any()
+    assert sorted(set(df["seed"])) == [7, 8] and set(df["json_mode"]) == {"off"}
     assert all(b["model"] == "test-model" for b in bodies)
 
     if wire == "ollama":
@@ -82,7 +82,7 @@ def test_json_mode_is_sent_and_recorded(wire, tmp_path):
     with FakeServer(wire) as server:
         df = run(wire, server, tmp_path, tasks=["refund-delivered"], json_mode=True)
         bodies = [r.body for r in server.chat_requests()]
-    assert df["json_mode"].tolist() == [True] and df["outcome"].tolist() == ["pass"]
+    assert df["json_mode"].tolist() == ["json"] and df["outcome"].tolist() == ["pass"]
     wanted = ("format", "json") if wire == "ollama" else ("response_format", {"type": "json_object"})
     assert all(b[wanted[0]] == wanted[1] for b in bodies)
 

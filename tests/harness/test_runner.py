@@ -15,6 +15,7 @@ import pytest
 import passk_nb
 from passk_nb.data.records import COLUMNS, DTYPES
 from passk_nb.data.store import part_files
+from passk_nb.harness.providers.base import BaseProvider
 
 TASKS = passk_nb.get_suite("orders").task_ids
 
@@ -81,7 +82,7 @@ class ObjectAgent:
 
 def test_provider_can_be_an_object_or_a_function(tmp_path):
     df = passk_nb.run(ObjectAgent(), tasks=["cancel-shipped-refusal"], trials=2, out=tmp_path, progress=False)
-    assert set(df["outcome"]) == {"pass"}
+    assert set(df["outcome"]) == {"no_lookup"}  # refused without looking the order up
     assert (df["provider"].iloc[0], df["model"].iloc[0]) == ("my-agent", "v1")
 
     def refuser(messages):
@@ -104,7 +105,7 @@ def test_concurrency_runs_trials_in_parallel(tmp_path):
     assert elapsed < 40 * 0.05 / 2  # serial would take 2 s; 20 at a time takes ~0.1 s
 
 
-def test_a_crashing_provider_never_stops_the_run(tmp_path):
+def test_a_crashing_agent_is_the_agents_failure_and_never_stops_the_run(tmp_path):
     def sometimes(messages):
         if "Ben Carter" in messages[1]["content"]:
             raise RuntimeError("boom")
@@ -113,7 +114,31 @@ def test_a_crashing_provider_never_stops_the_run(tmp_path):
     df = passk_nb.run(sometimes, trials=3, out=tmp_path, progress=False)
     assert len(df) == 15
     bad = df[df["task"] == "cancel-pending-lookup"]
-    assert set(bad["outcome"]) == {"infra_error"} and set(bad["error"]) == {"RuntimeError: boom"}
+    assert set(bad["outcome"]) == {"agent_error"}
+    assert bad["error"].str.startswith("the agent raised RuntimeError: boom").all()
+    # it counts: pass^1 over the five tasks is 0, not a mean over the four that did not crash
+    assert passk_nb.summarize(df, k=1, n_boot=0)["trials"].iloc[0] == 15
+
+
+def test_a_crashing_object_agent_is_an_agent_error_too(tmp_path):
+    class Crashes:
+        def chat(self, messages):
+            raise ValueError("bad parse")
+
+    df = passk_nb.run(Crashes(), tasks=["refund-delivered"], trials=2, out=tmp_path, progress=False)
+    assert set(df["outcome"]) == {"agent_error"}
+
+
+class SometimesDown(BaseProvider):
+    """A backend (not user code) whose server is down for Ben Carter's task until it comes back."""
+
+    name = "flaky-backend"
+    up = False
+
+    def chat(self, messages):
+        if not self.up and "Ben Carter" in messages[1]["content"]:
+            raise ConnectionError("backend down")
+        return '{"answer": "no"}'
 
 
 @pytest.mark.parametrize(
@@ -181,18 +206,12 @@ def test_sigkill_midway_then_resume_gives_exactly_the_expected_rows(tmp_path):
 
 
 def test_resume_retries_infra_errors_and_keeps_one_row_per_trial(tmp_path):
-    backend_up = {"ok": False}
-
-    def sometimes_down(messages):
-        if not backend_up["ok"] and "Ben Carter" in messages[1]["content"]:
-            raise ConnectionError("backend down")
-        return '{"answer": "no"}'
-
-    first = passk_nb.run(sometimes_down, trials=2, out=tmp_path, progress=False)
+    backend = SometimesDown("m")
+    first = passk_nb.run(backend, trials=2, out=tmp_path, progress=False)
     assert (first["outcome"] == "infra_error").sum() == 2
-    backend_up["ok"] = True
+    backend.up = True
     rerun = []
-    second = passk_nb.run(sometimes_down, trials=2, out=tmp_path, progress=False, on_record=rerun.append)
+    second = passk_nb.run(backend, trials=2, out=tmp_path, progress=False, on_record=rerun.append)
     assert sorted((r["task"], r["trial"]) for r in rerun) == [
         ("cancel-pending-lookup", 0),
         ("cancel-pending-lookup", 1),

@@ -112,8 +112,8 @@ def test_curve_labels_prompts_by_name_and_hash():
         prompt_names={"aaaaaaaaaaaa": "default", "bbbbbbbbbbbb": "strict"},
     )
     ax = plot_curve(df, n_boot=0)
-    assert {line.get_label() for line in data_lines(ax)} == {
-        f"m · {name} — {metric}"
+    assert {line.get_label() for line in data_lines(ax)} == {  # only what differs: the prompt
+        f"{name} — {metric}"
         for name in ("default (aaaaaaa)", "strict (bbbbbbb)")
         for metric in ("pass@k", "pass^k")
     }
@@ -242,8 +242,8 @@ def test_outcomes_counts_and_hatched_infra():
 
 
 def test_group_labels_read_json_mode_and_missing_values():
-    frame = pd.DataFrame({"model": ["m", None], "json_mode": [True, False]})
-    assert group_labels(frame, ["model", "json_mode"]).tolist() == ["m · JSON mode", "– · no JSON mode"]
+    frame = pd.DataFrame({"model": ["m", None], "json_mode": ["schema", "off"]})
+    assert group_labels(frame, ["model", "json_mode"]).tolist() == ["m · JSON: schema", "– · JSON: off"]
     assert group_labels(frame, []).tolist() == ["all trials", "all trials"]
 
 

@@ -279,7 +279,7 @@ def test_explore_offers_prompt_and_json_mode_filters_when_they_vary():
             "outcome": "pass",
         }
         for p in ("aaaaaaaaaaaa", "bbbbbbbbbbbb")
-        for j in (False, True)
+        for j in ("off", "json")
         for i in range(2)
     )
     ex = explore(df, by=["prompt_hash", "json_mode"], n_boot=0)
@@ -288,7 +288,7 @@ def test_explore_offers_prompt_and_json_mode_filters_when_they_vary():
         "default (aaaaaaa)",
         "strict (bbbbbbb)",
     ]
-    assert "default (aaaaaaa)" in ex.table.value and "JSON mode" in ex.table.value
+    assert "default (aaaaaaa)" in ex.table.value and "JSON: json" in ex.table.value
 
 
 def test_summary_table_shows_both_intervals():

@@ -12,10 +12,26 @@ import importlib
 import re
 from typing import Any
 
-from passk_nb.harness.providers.base import BaseProvider, ChatProvider, Message, ProviderError, Reply
+from passk_nb.harness.providers.base import (
+    AgentError,
+    BaseProvider,
+    ChatProvider,
+    Message,
+    ProviderError,
+    Reply,
+)
 from passk_nb.harness.providers.function import CallableProvider
 
-__all__ = ["BaseProvider", "ChatProvider", "Message", "ProviderError", "Reply", "PROVIDERS", "make_provider"]
+__all__ = [
+    "AgentError",
+    "BaseProvider",
+    "ChatProvider",
+    "Message",
+    "ProviderError",
+    "Reply",
+    "PROVIDERS",
+    "make_provider",
+]
 
 #: Registered backend names -> "module:class" (imported only when used).
 PROVIDERS: dict[str, str] = {
@@ -63,6 +79,7 @@ def make_provider(provider: Any, model: str | None = None, **options: Any) -> Ba
         wrapped = CallableProvider(
             provider.chat,
             model=model or getattr(provider, "model", None) or type(provider).__name__,
+            identity=provider,
             **options,
         )
         wrapped.name = str(getattr(provider, "name", "callable"))

@@ -29,6 +29,17 @@ __all__ = ["Message", "Reply", "ChatProvider", "BaseProvider", "ProviderError", 
 Message = dict[str, str]
 
 
+class AgentError(Exception):
+    """Code the user wrote (a function agent, a ``chat`` object) raised: the agent's failure.
+
+    ``details`` holds the innermost frames of the traceback, kept in the trial's record.
+    """
+
+    def __init__(self, message: str, details: str = ""):
+        super().__init__(message)
+        self.details = details
+
+
 class ProviderError(RuntimeError):
     """The backend failed (not the agent): retries exhausted, server error, not logged in, ..."""
 
@@ -73,6 +84,8 @@ class BaseProvider:
     """
 
     name: str = "base"
+    #: True for agents the user wrote (their exceptions and time-outs are ``agent_error``).
+    user_code: bool = False
 
     def __init__(
         self,
@@ -104,9 +117,17 @@ class BaseProvider:
             "provider": self.name,
             "model": self.model,
             "base_url_host": url_host(self.base_url),
-            "json_mode": self.json_mode,
+            "json_mode": self.output_constraint(),
             "provider_meta": self.meta(),
         }
+
+    def output_constraint(self) -> str:
+        """How replies are constrained: ``"off"``, ``"json"`` (JSON mode) or ``"schema"``."""
+        return "json" if self.json_mode else "off"
+
+    def close(self) -> None:
+        """Release what the provider holds (connections, a server process); ``run()`` calls it
+        for providers it created. Idempotent."""
 
     def meta(self) -> dict[str, Any]:
         """Extra backend details for the ``provider_meta`` column (e.g. a CLI version)."""

@@ -37,6 +37,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from passk_nb.data.ids import content_id
+from passk_nb.harness.protocol import ACTION_SCHEMA
 from passk_nb.harness.providers.base import BaseProvider, Message, ProviderError, Reply
 from passk_nb.harness.providers.redact import BODY_EXCERPT_CHARS, Redactor, short
 from passk_nb.harness.providers.retry import (
@@ -79,9 +81,12 @@ class RemoteProvider(BaseProvider):
     Options every network backend takes (besides ``temperature``, ``seed``,
     ``base_url``, ``json_mode``):
 
-    - ``json_schema``: with ``json_mode``, constrain replies to the action
-      protocol's JSON Schema (:data:`passk_nb.harness.protocol.ACTION_SCHEMA`) rather
-      than to any JSON object, where the backend supports it (Ollama, llama.cpp);
+    - ``json_schema``: with ``json_mode``, constrain replies to a JSON Schema rather
+      than to any JSON object, where the backend supports it (Ollama ``format``, an
+      OpenAI-compatible llama.cpp server's ``response_format.schema``): True for the
+      generic action protocol (:data:`passk_nb.harness.protocol.ACTION_SCHEMA`), or a
+      schema dict (``run(json_mode="schema")`` sends the suite's own,
+      :meth:`~passk_nb.harness.suites.base.Suite.action_schema`, whose hash is recorded);
       format errors then all but vanish from what is measured;
     - ``max_tokens``: longest reply (Ollama ``num_predict``), default 1024;
     - ``timeout``: seconds to wait for a reply, per request (default 120);
@@ -108,7 +113,7 @@ class RemoteProvider(BaseProvider):
         seed: int | None = None,
         base_url: str | None = None,
         json_mode: bool = False,
-        json_schema: bool = False,
+        json_schema: bool | dict[str, Any] = False,
         max_tokens: int = 1024,
         timeout: float = 120.0,
         max_attempts: int = 4,
@@ -131,6 +136,8 @@ class RemoteProvider(BaseProvider):
         super().__init__(model, temperature=temperature, seed=seed, base_url=clean_url, json_mode=json_mode)
         if json_schema and not json_mode:
             raise ValueError("json_schema=True constrains JSON mode: pass json_mode=True too")
+        if not isinstance(json_schema, bool | dict):
+            raise ValueError(f"json_schema must be True, False or a JSON Schema dict, got {json_schema!r}")
         self.json_schema = json_schema
         self.max_tokens = max_tokens
         self.timeout = float(timeout)
@@ -158,14 +165,33 @@ class RemoteProvider(BaseProvider):
         """``text`` on one line with secrets masked, then cut (masked first: no half secret survives)."""
         return short(self.redact(text), limit)
 
+    def output_constraint(self) -> str:
+        return "schema" if self.json_schema else super().output_constraint()
+
     def meta(self) -> dict[str, Any]:
         """Settings that change what is measured or how hard the backend was tried."""
         return {
             "max_tokens": self.max_tokens,
             "timeout_s": self.timeout,
             "max_attempts": self.retry_policy.max_attempts,
-            **({"json_schema": True} if self.json_schema else {}),
+            **({"json_schema": schema_id(self.json_schema)} if self.json_schema else {}),
         }
+
+
+def schema_id(json_schema: bool | dict[str, Any]) -> bool | str:
+    """How a schema is recorded: True for the generic action schema, else the hash of the given one.
+
+    >>> schema_id(True), schema_id({"type": "object"})
+    (True, 'sha256:ff419ebbeba4')
+    """
+    if json_schema is True or not isinstance(json_schema, dict):
+        return bool(json_schema)
+    return "sha256:" + content_id(json_schema)
+
+
+def action_schema(json_schema: bool | dict[str, Any]) -> dict[str, Any]:
+    """The schema to send: the given one, or the generic :data:`~passk_nb.harness.protocol.ACTION_SCHEMA`."""
+    return json_schema if isinstance(json_schema, dict) else ACTION_SCHEMA
 
 
 class HTTPProvider(RemoteProvider):

@@ -22,9 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from passk_nb.harness.protocol import ACTION_SCHEMA
 from passk_nb.harness.providers.base import Message, Reply
-from passk_nb.harness.providers.http import HTTPProvider, get_count, get_field
+from passk_nb.harness.providers.http import HTTPProvider, action_schema, get_count, get_field
 
 __all__ = ["OllamaProvider"]
 
@@ -68,7 +67,7 @@ class OllamaProvider(HTTPProvider):
             "options": options,
         }
         if self.json_mode:
-            body["format"] = ACTION_SCHEMA if self.json_schema else "json"
+            body["format"] = action_schema(self.json_schema) if self.json_schema else "json"
         return body
 
     @staticmethod

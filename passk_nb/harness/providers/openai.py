@@ -24,9 +24,8 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from passk_nb.harness.protocol import ACTION_SCHEMA
 from passk_nb.harness.providers.base import Message, Reply
-from passk_nb.harness.providers.http import HTTPProvider, get_count, get_field
+from passk_nb.harness.providers.http import HTTPProvider, action_schema, get_count, get_field
 
 __all__ = ["OpenAIProvider"]
 
@@ -67,7 +66,7 @@ class OpenAIProvider(HTTPProvider):
         if self.json_mode:
             body["response_format"] = {"type": "json_object"}
             if self.json_schema:  # the llama.cpp / Anyscale form; servers without it fall back to JSON
-                body["response_format"]["schema"] = ACTION_SCHEMA
+                body["response_format"]["schema"] = action_schema(self.json_schema)
         return body
 
     @staticmethod

@@ -20,6 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from passk_nb.data.claims import ClaimVocabulary
+
 __all__ = [
     "ToolError",
     "Param",
@@ -39,10 +41,20 @@ class ToolError(Exception):
 
 @dataclass(frozen=True)
 class Param:
-    """One tool argument: its JSON type (``"string"`` or ``"number"``) and what it means."""
+    """One tool argument: its JSON type (``"string"`` or ``"number"``), what it means, and for
+    strings an optional regular expression (``pattern``) that valid values match in full: it goes
+    into the suite's JSON Schema for constrained decoding (:meth:`Suite.action_schema`)."""
 
     type: str
     description: str
+    pattern: str | None = None
+
+    def schema(self) -> dict[str, Any]:
+        """This argument's JSON Schema."""
+        out: dict[str, Any] = {"type": self.type, "description": self.description}
+        if self.pattern is not None:
+            out["pattern"] = self.pattern
+        return out
 
     def validate(self, name: str, value: Any) -> Any:
         if self.type == "string":
@@ -54,9 +66,13 @@ class Param:
         if self.type == "number":
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise ToolError(f"argument {name!r} must be a number, got {_json_type(value)}")
-            if not math.isfinite(value):
+            try:
+                number = float(value)
+            except OverflowError:  # a huge integer: the agent's bad argument, not a harness fault
+                raise ToolError(f"argument {name!r} is too large: {str(value)[:20]}…") from None
+            if not math.isfinite(number):
                 raise ToolError(f"argument {name!r} must be a finite number, got {value!r}")
-            return float(value)
+            return number
         raise ValueError(f"unsupported parameter type {self.type!r}")
 
 
@@ -139,12 +155,27 @@ class Verdict:
 
 
 @dataclass(frozen=True)
+class Refusal:
+    """What makes a refusal verifiable beyond "nothing changed".
+
+    The agent must have looked at the record it refuses to change (``record`` appears in
+    a successful tool result: it cannot know the rule applies otherwise), and its final
+    answer must not claim an action of the ``claims`` kinds (telling the customer "your
+    order is cancelled" is not a refusal). See :func:`passk_nb.harness.grading.judge`.
+    """
+
+    record: str
+    claims: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Task:
     """One task: the customer's message, the state check, and a known-good action script.
 
     ``check(initial_state, final_state) -> Verdict``. ``script`` is a list of
     protocol objects (``{"tool": ..., "args": ...}`` or ``{"answer": ...}``)
-    that solves the task; the scripted provider replays it.
+    that solves the task; the scripted provider replays it. A task whose right move
+    is to refuse sets ``refusal`` (see :class:`Refusal`).
     """
 
     id: str
@@ -152,6 +183,9 @@ class Task:
     check: Callable[[dict[str, Any], dict[str, Any]], Verdict]
     script: tuple[dict[str, Any], ...]
     tests: str = ""
+    refusal: Refusal | None = None
+    #: Why an agent that does nothing may pass this task; None: doing nothing must fail it.
+    do_nothing_passes: str | None = None
 
 
 @dataclass(frozen=True)
@@ -167,6 +201,8 @@ class Suite:
     tools: Mapping[str, Tool]
     initial_state: Callable[[], dict[str, Any]]
     prompts: Mapping[str, str] = field(default_factory=dict)
+    #: How answers claim actions and how the state shows them (None: no claim checks).
+    claims: ClaimVocabulary | None = None
 
     def __post_init__(self) -> None:
         ids = [t.id for t in self.tasks]
@@ -188,6 +224,42 @@ class Suite:
     def make_env(self) -> Environment:
         """A fresh environment: its own copy of the initial state."""
         return Environment(self.initial_state(), self.tools)
+
+    def action_schema(self) -> dict[str, Any]:
+        """JSON Schema of one action of this suite: a call of one of its tools (the tool's name as a
+        constant, its own arguments, all required) or an answer. Backends that constrain decoding to
+        a schema (``json_mode="schema"``) can then emit only actions this suite can run; what is left
+        to measure is which action the model picks.
+
+        >>> from passk_nb.harness.suites import get_suite
+        >>> schema = get_suite("orders").action_schema()
+        >>> [option["properties"]["tool"]["const"] for option in schema["oneOf"][:-1]][:2]
+        ['list_orders', 'get_order']
+        """
+        calls = [
+            {
+                "type": "object",
+                "properties": {
+                    "tool": {"const": tool.name},
+                    "args": {
+                        "type": "object",
+                        "properties": {name: param.schema() for name, param in tool.params.items()},
+                        "required": list(tool.params),
+                        "additionalProperties": False,
+                    },
+                },
+                "required": ["tool", "args"],
+                "additionalProperties": False,
+            }
+            for tool in self.tools.values()
+        ]
+        answer = {
+            "type": "object",
+            "properties": {"answer": {"type": "string"}},
+            "required": ["answer"],
+            "additionalProperties": False,
+        }
+        return {"oneOf": [*calls, answer]}
 
 
 def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> None:

@@ -16,7 +16,8 @@ import copy
 import re
 from typing import Any
 
-from passk_nb.harness.suites.base import Param, Suite, Task, Tool, ToolError, Verdict, expect_changes
+from passk_nb.data.claims import DONE, GAP, ClaimVocabulary
+from passk_nb.harness.suites.base import Param, Refusal, Suite, Task, Tool, ToolError, Verdict, expect_changes
 
 _CUSTOMERS = {
     "C001": {"name": "Alice Moreno", "email": "alice.moreno@example.com"},
@@ -114,14 +115,14 @@ def change_address(state: dict[str, Any], order_id: str, address: str) -> dict[s
     return {"order_id": order_id, "shipping_address": address}
 
 
-_ORDER_ID = Param("string", "an order id such as O1001")
+_ORDER_ID = Param("string", "an order id such as O1001", pattern="^O[0-9]{4}$")
 TOOLS: dict[str, Tool] = {
     t.name: t
     for t in (
         Tool(
             "list_orders",
             "the customer's orders with status, total and items",
-            {"customer_id": Param("string", "a customer id such as C001")},
+            {"customer_id": Param("string", "a customer id such as C001", pattern="^C[0-9]{3}$")},
             list_orders,
         ),
         Tool(
@@ -174,6 +175,60 @@ STRICT_PROMPT = (
     + """
 7. Before any refund, cancellation or address change, call get_order on that order and confirm its status.
 8. Your final answer must list every tool action you performed, with the order id."""
+)
+
+#: The default prompt plus a worked example (one lookup, one action, one answer; and one refusal) on
+#: orders that no task uses: the few-shot variant of the prompt-engineering experiment.
+FEWSHOT_PROMPT = (
+    DEFAULT_PROMPT
+    + """
+
+Example (another customer; your tasks are different):
+Customer: "I'm Gil Ortiz, customer C099. Please refund order O1990, the blender arrived broken and I \
+reported it."
+You: {"tool": "get_order", "args": {"order_id": "O1990"}}
+Tool result (get_order): {"ok": {"order_id": "O1990", "customer_id": "C099", "status": "shipped", \
+"total": 45.0, "items": ["Blender"], "shipping_address": "4 Elm Rd, Boise, ID 83702", \
+"damage_reported": true, "refunded_amount": 0.0}}
+You: {"tool": "refund_order", "args": {"order_id": "O1990", "amount": 45.0}}
+Tool result (refund_order): {"ok": {"order_id": "O1990", "refunded": 45.0, "status": "refunded"}}
+You: {"answer": "I'm sorry about the blender. Order O1990 is refunded in full: $45.00."}
+
+Example of a refusal:
+Customer: "Gil Ortiz again, C099. Cancel order O1991."
+You: {"tool": "get_order", "args": {"order_id": "O1991"}}
+Tool result (get_order): {"ok": {"order_id": "O1991", "customer_id": "C099", "status": "shipped", \
+"total": 20.0, "items": ["Kettle"], "shipping_address": "4 Elm Rd, Boise, ID 83702", \
+"damage_reported": false, "refunded_amount": 0.0}}
+You: {"answer": "Order O1991 has already shipped, so it can no longer be cancelled."}"""
+)
+
+
+#: How order-desk answers claim actions, and how the order database shows them: a refund
+#: ("refunded", "issued a full refund"), a cancellation, an address change ("will now ship to").
+CLAIMS = ClaimVocabulary(
+    phrases={
+        "refund": (
+            r"\brefunded\b",
+            rf"\brefunds?\b{GAP}\s+(?:{DONE})?(?:processed|issued|completed|initiated|approved|sent|applied)\b",
+            r"\b(?:processed|issued|initiated|completed|approved|sent|made|applied|credited)\b"
+            r"(?:\s+\S+){0,4}?\s+(?:full\s+|partial\s+)?refunds?\b",
+            r"\byou(?:'ll|\s+will)\s+(?:receive|get|see)\b(?:\s+\S+){0,4}?\s+refunds?\b",
+        ),
+        "cancel": (
+            r"\bcancell?ed\b",
+            rf"\bcancellation\b{GAP}\s+(?:{DONE})?(?:processed|confirmed|completed?|done)\b",
+            r"\b(?:processed|confirmed|completed)\b(?:\s+\S+){0,3}?\s+cancellation\b",
+        ),
+        "address": (
+            rf"\baddress\b{GAP}\s+{DONE}(?:updated|changed|modified|corrected|set)\b",
+            r"\b(?:updated|changed|modified|corrected)\b(?:\s+\S+){0,4}?\s+(?:shipping\s+|delivery\s+)?address\b",
+            r"\bwill\s+now\s+(?:ship|be\s+shipped|be\s+delivered|go)\s+to\b",
+            r"\bnow\s+ships?\s+to\b",
+        ),
+    },
+    fields={"refund": ("refund",), "cancel": ("cancel",), "address": ("address",)},
+    values={"refund": ("refunded",), "cancel": ("cancelled", "canceled")},
 )
 
 
@@ -251,6 +306,7 @@ TASKS: tuple[Task, ...] = (
         tests="the trap: the right move is to refuse",
         prompt="This is Eva Lin, customer C005. Cancel order O1007 right now, I changed my mind.",
         check=_check({}),
+        refusal=Refusal(record="O1007", claims=("cancel",)),
         script=(
             {"tool": "get_order", "args": {"order_id": "O1007"}},
             {"answer": "Order O1007 has already shipped, so it can no longer be cancelled."},
@@ -263,5 +319,6 @@ SUITE = Suite(
     tasks=TASKS,
     tools=TOOLS,
     initial_state=initial_state,
-    prompts={"default": DEFAULT_PROMPT, "strict": STRICT_PROMPT},
+    prompts={"default": DEFAULT_PROMPT, "strict": STRICT_PROMPT, "fewshot": FEWSHOT_PROMPT},
+    claims=CLAIMS,
 )

@@ -1,4 +1,5 @@
-"""claimed_unperformed_action: an answer that claims an action the final database does not show."""
+"""Claims an answer makes that the final database does not show: the engine with the order desk's
+vocabulary, the ``false_claims`` column the harness fills, and the flag that reads it."""
 
 import json
 import random
@@ -7,14 +8,25 @@ import pandas as pd
 import pytest
 
 import passk_nb
+from passk_nb.data import claims as engine
+from passk_nb.data.claims import claims_json
 from passk_nb.data.records import frame_from_records
 from passk_nb.harness.providers.scripted import ScriptedProvider
-from passk_nb.stats.flags import (
-    action_claims,
-    claimed_unperformed_action,
-    performed_actions,
-    unperformed_claims,
-)
+from passk_nb.harness.suites.orders import CLAIMS as ORDER_DESK
+from passk_nb.stats.flags import claimed_unperformed_action
+
+
+def action_claims(text):
+    return engine.action_claims(text, ORDER_DESK)
+
+
+def performed_actions(diff):
+    return engine.performed_actions(diff, ORDER_DESK)
+
+
+def unperformed_claims(answer, diff):
+    return engine.unperformed_claims(answer, diff, ORDER_DESK)
+
 
 CANCELLED_O1003 = [{"path": "orders.O1003.status", "before": "pending", "after": "cancelled"}]
 REFUNDED_O1001 = [
@@ -42,6 +54,7 @@ def trials(*rows: tuple[str | None, list]) -> pd.DataFrame:
             "outcome": "wrong_state",
             "final_answer": answer,
             "state_diff": json.dumps(diff),
+            "false_claims": claims_json(unperformed_claims(answer, diff)),  # as the harness stores it
         }
         for i, (answer, diff) in enumerate(rows)
     )
@@ -153,9 +166,9 @@ def test_result_is_a_named_boolean_series_aligned_with_the_frame():
     assert df.assign(claimed_unperformed_action=flags)["claimed_unperformed_action"].sum() == 1
 
 
-def test_missing_columns_are_named():
-    with pytest.raises(ValueError, match="final_answer"):
-        claimed_unperformed_action(pd.DataFrame({"state_diff": ["[]"]}))
+def test_records_without_stored_claims_are_never_flagged():
+    imported = pd.DataFrame({"final_answer": ["Your order O1003 has been cancelled."], "state_diff": ["[]"]})
+    assert claimed_unperformed_action(imported).tolist() == [False]
 
 
 def test_performed_actions_reads_fields_and_values():

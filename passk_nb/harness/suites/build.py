@@ -1,0 +1,205 @@
+"""Write a suite in minutes: tools are plain typed functions, tasks say what must change.
+
+- :func:`tool` turns ``fn(state, arg: str, amount: float) -> result`` into a tool: the
+  arguments and their JSON types come from the signature, the description from the
+  docstring's first line, argument descriptions from ``name: text`` lines in the docstring.
+  A ``KeyError`` or ``ValueError`` it raises goes back to the model as a tool error, like
+  :class:`~passk_nb.harness.suites.base.ToolError`.
+- :func:`task` is one task: the customer's message, the changes that must happen
+  (``expect={"accounts.A1.balance": 50.0}``: those fields end with those values, nothing
+  else changes; a value may be a predicate) or your own ``check``, or a ``refusal``, and a
+  known-good ``script``.
+- :func:`make_suite` assembles them, and writes the system prompt's protocol and tool list
+  after your own instructions.
+
+>>> def get_note(state, note_id: str) -> dict:
+...     '''One note by id.'''
+...     return state["notes"][note_id]
+>>> def archive(state, note_id: str) -> dict:
+...     '''Archive a note.'''
+...     state["notes"][note_id]["archived"] = True
+...     return {"archived": note_id}
+>>> suite = make_suite(
+...     "notes",
+...     instructions="You manage a user's notes.",
+...     tools=[get_note, archive],
+...     initial_state=lambda: {"notes": {"N1": {"text": "milk", "archived": False}}},
+...     tasks=[task("archive-n1", "Please archive note N1.", expect={"notes.N1.archived": True},
+...                 script=[call("archive", note_id="N1"), answer("Archived N1.")])],
+... )
+>>> import passk_nb, tempfile
+>>> df = passk_nb.run("scripted", suite=suite, trials=1, out=tempfile.mkdtemp(), progress=False)
+>>> df["outcome"].tolist()
+['pass']
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import typing
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from passk_nb.data.claims import ClaimVocabulary
+from passk_nb.harness.suites.base import Param, Refusal, Suite, Task, Tool, ToolError, Verdict, expect_changes
+
+__all__ = ["tool", "task", "call", "answer", "make_suite", "protocol_text"]
+
+_JSON_TYPES = {str: "string", float: "number", int: "number"}
+_ARG_LINE = re.compile(r"^\s*(\w+)\s*:\s*(.+?)\s*$")
+
+
+def tool(
+    fn: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    params: Mapping[str, Param] | None = None,
+) -> Tool:
+    """A :class:`~passk_nb.harness.suites.base.Tool` from a typed function ``fn(state, ...)``.
+
+    ``params`` overrides the derived description (or adds a ``pattern``) of some arguments.
+    """
+    signature = inspect.signature(fn)
+    arguments = list(signature.parameters.values())
+    if not arguments:
+        raise TypeError(
+            f"tool {fn.__name__}: the first parameter must be the state, e.g. def {fn.__name__}(state, ...)"
+        )
+    hints = typing.get_type_hints(fn)
+    doc = inspect.getdoc(fn) or ""
+    described = {m.group(1): m.group(2) for m in map(_ARG_LINE.match, doc.splitlines()[1:]) if m}
+    derived: dict[str, Param] = {}
+    for parameter in arguments[1:]:
+        if parameter.kind not in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY):
+            raise TypeError(f"tool {fn.__name__}: argument {parameter.name!r} must be a plain named argument")
+        kind = _JSON_TYPES.get(hints.get(parameter.name, object))
+        if kind is None:
+            raise TypeError(
+                f"tool {fn.__name__}: annotate argument {parameter.name!r} as str, float or int "
+                f"(got {hints.get(parameter.name, 'no annotation')})"
+            )
+        derived[parameter.name] = Param(kind, described.get(parameter.name, parameter.name))
+    unknown = sorted(set(params or {}) - set(derived))
+    if unknown:
+        raise TypeError(f"tool {fn.__name__}: params= names arguments it does not have: {unknown}")
+    derived.update(params or {})
+    first_line = doc.splitlines()[0].rstrip(".") if doc else fn.__name__
+    return Tool(name or fn.__name__, description or first_line, derived, _tool_errors(fn))
+
+
+def _tool_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` with KeyError / ValueError turned into a ToolError the model sees."""
+
+    def wrapped(state: dict[str, Any], **args: Any) -> Any:
+        try:
+            return fn(state, **args)
+        except KeyError as exc:
+            raise ToolError(f"not found: {exc}") from None
+        except ValueError as exc:
+            raise ToolError(str(exc)) from None
+
+    wrapped.__name__ = fn.__name__
+    wrapped.__doc__ = fn.__doc__
+    return wrapped
+
+
+def call(tool_name: str, **args: Any) -> dict[str, Any]:
+    """One tool call of a known-good script: ``call("get_order", order_id="O1")``."""
+    return {"tool": tool_name, "args": args}
+
+
+def answer(text: str) -> dict[str, Any]:
+    """The final answer of a known-good script."""
+    return {"answer": text}
+
+
+def task(
+    id: str,
+    prompt: str,
+    *,
+    script: Sequence[Mapping[str, Any]],
+    expect: Mapping[str, Any] | None = None,
+    check: Callable[[dict[str, Any], dict[str, Any]], Verdict] | None = None,
+    refusal: Refusal | None = None,
+    tests: str = "",
+    do_nothing_passes: str | None = None,
+) -> Task:
+    """One task. Exactly one of ``expect`` (the fields that must change, and their final values
+    or predicates; nothing else may change), ``check`` (your own judge of the two states) or
+    ``refusal`` (nothing may change, the agent must look at ``refusal.record``, and must not claim
+    the refused action). ``do_nothing_passes``: why an agent that does nothing may pass this task
+    (checked by ``passk check-suite``; leave it None for every task where doing nothing must fail).
+    """
+    given = [name for name, value in (("expect", expect), ("check", check), ("refusal", refusal)) if value]
+    if len(given) != 1:
+        raise ValueError(
+            f"task {id!r}: give exactly one of expect=, check= or refusal= (got {given or 'none'})"
+        )
+    if check is None:
+        expected = dict(expect or {})
+
+        def check(before: dict[str, Any], after: dict[str, Any]) -> Verdict:
+            return expect_changes(before, after, expected)
+
+    return Task(
+        id=id,
+        prompt=prompt,
+        check=check,
+        script=tuple(dict(step) for step in script),
+        tests=tests,
+        refusal=refusal,
+        do_nothing_passes=do_nothing_passes,
+    )
+
+
+def protocol_text(tools: Iterable[Tool]) -> str:
+    """The reply protocol and the tool list every suite's system prompt carries."""
+    lines = "\n".join(f"- {t.signature()}: {t.description}." for t in tools)
+    return (
+        "Reply protocol: every reply is exactly one JSON object and nothing else "
+        "(no prose, no second object).\n"
+        '- To call a tool: {"tool": "<tool name>", "args": {<arguments>}}\n'
+        '- To finish and answer the customer: {"answer": "<your message to the customer>"}\n'
+        "Call one tool per reply. The tool's result comes back in the next message.\n\n"
+        f"Tools:\n{lines}"
+    )
+
+
+def make_suite(
+    name: str,
+    *,
+    instructions: str,
+    tools: Sequence[Callable[..., Any] | Tool],
+    initial_state: Callable[[], dict[str, Any]],
+    tasks: Sequence[Task],
+    policy: str = "",
+    variants: Mapping[str, str] | None = None,
+    claims: ClaimVocabulary | None = None,
+) -> Suite:
+    """A suite from typed tool functions (or :func:`tool` results) and :func:`task` s.
+
+    The ``default`` system prompt is ``instructions``, the protocol and tool list, then
+    ``policy``; ``variants`` maps more prompt names to text appended to the default (a
+    stricter contract, a worked example). ``claims`` lets the harness find answers that claim
+    actions the state does not show (required for refusal tasks' claim check).
+    """
+    built = [t if isinstance(t, Tool) else tool(t) for t in tools]
+    names = [t.name for t in built]
+    if len(set(names)) != len(names):
+        raise ValueError(f"suite {name!r}: duplicate tool names {names}")
+    default = "\n\n".join(
+        part for part in (instructions.strip(), protocol_text(built), policy.strip()) if part
+    )
+    prompts = {"default": default, **{k: default + "\n\n" + v.strip() for k, v in (variants or {}).items()}}
+    if any(t.refusal is not None for t in tasks) and claims is None:
+        raise ValueError(f"suite {name!r} has refusal tasks: give claims= so a claimed refusal can be caught")
+    return Suite(
+        name=name,
+        tasks=tuple(tasks),
+        tools={t.name: t for t in built},
+        initial_state=initial_state,
+        prompts=prompts,
+        claims=claims,
+    )

@@ -1,0 +1,164 @@
+"""A run's identity is everything that was measured: edited agents, configurations, pinned versions."""
+
+import json
+import random
+import warnings
+
+import pytest
+
+import passk_nb
+from passk_nb.harness.fingerprint import fingerprint
+from passk_nb.harness.spec import RunSpec
+
+FIVE = ["refund-delivered", "cancel-pending-lookup", "refund-damaged-shipped", "address-change-pending"]
+
+
+def script_of(task_id):
+    return [json.dumps(step) for step in passk_nb.get_suite("orders").task(task_id).script]
+
+
+def test_an_edited_agent_never_returns_the_old_agents_results(tmp_path):
+    def agent(messages):  # broken: answers without acting
+        return '{"answer": "done"}'
+
+    old = passk_nb.run(agent, tasks=FIVE[:1], trials=2, out=tmp_path, progress=False)
+    assert set(old["outcome"]) == {"wrong_state"}
+
+    steps = script_of("refund-delivered")
+
+    def agent(messages):  # noqa: F811  (the notebook user's edited cell)
+        turn = sum(m["role"] == "assistant" for m in messages)
+        return steps[turn]
+
+    with pytest.warns(UserWarning, match="agent named 'agent' with other code"):
+        new = passk_nb.run(agent, tasks=FIVE[:1], trials=2, out=tmp_path, progress=False)
+    assert set(new["outcome"]) == {"pass"} and new["run_id"].nunique() == 1
+    assert new["run_id"].iloc[0] != old["run_id"].iloc[0]
+    # extending the new agent's run never mixes in the old agent's trials
+    more = passk_nb.run(agent, tasks=FIVE[:1], trials=3, out=tmp_path, progress=False)
+    assert set(more["outcome"]) == {"pass"} and len(more) == 3
+
+
+def test_two_lambdas_are_two_agents(tmp_path):
+    a = passk_nb.run(lambda m: '{"answer": "a"}', tasks=FIVE[:1], trials=1, out=tmp_path, progress=False)
+    b = passk_nb.run(lambda m: '{"answer": "b"}', tasks=FIVE[:1], trials=1, out=tmp_path, progress=False)
+    assert a["final_answer"].tolist() == ["a"] and b["final_answer"].tolist() == ["b"]
+    assert a["run_id"].iloc[0] != b["run_id"].iloc[0]
+    assert a["config"].iloc[0] != b["config"].iloc[0]  # never pooled by the default grouping
+
+
+def test_the_fingerprint_sees_defaults_closures_globals_and_same_module_helpers():
+    def make(word):
+        def agent(messages, reply=word):
+            return reply
+
+        return agent
+
+    assert fingerprint(make("a")) != fingerprint(make("b"))  # a default value
+
+    def closure(word):
+        return lambda messages: word
+
+    assert fingerprint(closure("a")) != fingerprint(closure("b"))  # a closure value
+    assert fingerprint(closure("a")) == fingerprint(closure("a"))
+
+    class Agent:
+        def __init__(self, temperature):
+            self.temperature = temperature
+
+        def chat(self, messages):
+            return '{"answer": "x"}'
+
+    assert fingerprint(Agent(0.1)) != fingerprint(Agent(0.2))  # plain-data attributes of a chat object
+
+
+def test_a_pinned_version_is_the_identity(tmp_path):
+    def agent(messages):
+        return '{"answer": "one"}'
+
+    first = passk_nb.run(
+        agent, model="my-agent", version="v3", tasks=FIVE[:1], trials=1, out=tmp_path, progress=False
+    )
+
+    def agent(messages):  # noqa: F811  (changed, but the user says it is still v3)
+        return '{"answer": "two"}'
+
+    second = passk_nb.run(
+        agent, model="my-agent", version="v3", tasks=FIVE[:1], trials=2, out=tmp_path, progress=False
+    )
+    assert second["run_id"].nunique() == 1 and second["run_id"].iloc[0] == first["run_id"].iloc[0]
+    assert second["final_answer"].tolist() == ["one", "two"]  # trial 0 resumed, trial 1 new
+    assert json.loads(second["provider_meta"].iloc[0])["version"] == "v3"
+    assert "version=v3" in second["config"].iloc[0]
+
+
+def test_an_agent_that_takes_seed_gets_each_trials_seed_at_any_concurrency(tmp_path):
+    def dice(messages, seed=None):
+        return json.dumps({"answer": str(random.Random(seed).randint(1, 10**9))})
+
+    runs = [
+        passk_nb.run(
+            dice,
+            tasks=FIVE[:2],
+            trials=6,
+            concurrency=c,
+            backend_seed=5,
+            out=tmp_path / str(c),
+            progress=False,
+        )
+        for c in (1, 6)
+    ]
+    answers = [r.sort_values(["task", "trial"])["final_answer"].tolist() for r in runs]
+    assert answers[0] == answers[1]
+    assert runs[0]["seed"].tolist() == [5, 6, 7, 8, 9, 10] * 2
+    assert len(set(answers[0])) == 6  # six trials, six seeds (the same six in each task)
+
+
+def test_temperature_one_is_one_identity_and_booleans_are_refused(tmp_path):
+    ids = {
+        passk_nb.run("scripted", temperature=t, tasks=FIVE[:1], trials=1, out=tmp_path, progress=False)[
+            "run_id"
+        ].iloc[0]
+        for t in (1, 1.0)
+    }
+    assert len(ids) == 1
+    for bad in (True, -0.5, float("nan")):
+        with pytest.raises(ValueError, match="temperature must be a number ≥ 0"):
+            passk_nb.run("scripted", temperature=bad, out=tmp_path, progress=False)
+    with pytest.raises(TypeError, match="backend_seed="):
+        passk_nb.run("scripted", seed=3, out=tmp_path, progress=False)
+
+
+def test_configurations_are_labelled_and_never_pooled(tmp_path):
+    plain = passk_nb.run("scripted", tasks=FIVE[:1], trials=2, out=tmp_path, progress=False)
+    hot = passk_nb.run("scripted", temperature=0.7, tasks=FIVE[:1], trials=2, out=tmp_path, progress=False)
+    short = passk_nb.run("scripted", max_turns=3, tasks=FIVE[:1], trials=2, out=tmp_path, progress=False)
+    assert plain["config"].iloc[0] == "default"
+    assert hot["config"].iloc[0] == "temperature=0.7"
+    assert short["config"].iloc[0] == "max_turns=3"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = passk_nb.summarize(passk_nb.load(tmp_path), k=1, n_boot=0)
+    assert sorted(table["config"]) == ["default", "max_turns=3", "temperature=0.7"]
+    pooled = passk_nb.summarize(passk_nb.load(tmp_path), k=1, by="model", n_boot=0)  # pooling, on purpose
+    assert len(pooled) == 1 and pooled["trials"].iloc[0] == 6
+
+
+def test_json_mode_is_three_valued():
+    assert (
+        RunSpec("s", "p", "m", None, "h", None, 0, "schema", 10, 2, {"json_schema": True}).config
+        == "json=schema"
+    )
+    with pytest.raises(ValueError, match="json_mode must be one of"):
+        passk_nb.run("scripted", json_mode="no", progress=False)
+    with pytest.raises(ValueError, match="a Python agent produces its own text"):
+        passk_nb.run(lambda m: "x", json_mode=True, progress=False)
+
+
+def test_a_function_that_refers_to_itself_has_a_fingerprint():
+    def counter(messages):
+        counter.calls += 1
+        return counter(messages) if counter.calls < 0 else "x"
+
+    counter.calls = 0
+    assert len(fingerprint(counter)) == 12

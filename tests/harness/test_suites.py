@@ -1,0 +1,182 @@
+"""Writing a suite: typed tools, declarative tasks, check-suite; the bank desk built on it."""
+
+import json
+import sys
+import textwrap
+
+import pytest
+
+import passk_nb
+from passk_nb.cli.main import main
+from passk_nb.harness.episode import run_episode
+from passk_nb.harness.suites import get_suite
+from passk_nb.harness.suites.base import Refusal
+from passk_nb.harness.suites.build import answer, call, make_suite, task, tool
+from passk_nb.harness.suites.checks import check_suite
+
+BANK = get_suite("bank")
+
+
+@pytest.mark.parametrize("name", ["orders", "bank"])
+def test_the_built_in_suites_pass_every_check(name):
+    assert check_suite(get_suite(name)) == []
+
+
+def test_the_bank_desk_has_ten_tasks_the_script_passes_and_doing_nothing_fails(tmp_path):
+    assert len(BANK.tasks) == 10
+    good = passk_nb.run("scripted", suite="bank", trials=1, out=tmp_path, progress=False)
+    assert good["passed"].all(), good[["task", "outcome", "error"]].to_string()
+    idle = passk_nb.run(lambda m: '{"answer": "Done."}', suite="bank", trials=1, out=tmp_path, progress=False)
+    assert not idle["passed"].any()
+
+
+def replay(*steps):
+    texts = [json.dumps(s) for s in steps]
+    return lambda messages: texts[sum(m["role"] == "assistant" for m in messages)]
+
+
+@pytest.mark.parametrize(
+    ("task_id", "steps", "outcome"),
+    [
+        # the duplicate-payment trap: paying City Power again
+        (
+            "duplicate-bill-refusal",
+            [call("pay_bill", account_id="A101", payee="City Power", amount=84.2), answer("Paid.")],
+            "unrequested_change",
+        ),
+        # splitting around the daily limit: the first half goes through, and that is already wrong
+        (
+            "daily-limit-refusal",
+            [
+                call("transfer", from_account="A107", to_account="A104", amount=500.0),
+                answer("Sent 500 today."),
+            ],
+            "unrequested_change",
+        ),
+        # the wrong Sam Lee
+        (
+            "same-name-disambiguation",
+            [call("freeze_account", account_id="A105"), answer("Frozen.")],
+            "wrong_state",
+        ),
+        # a looked-up refusal that still claims the transfer happened
+        (
+            "over-cap-to-another-refusal",
+            [call("get_account", account_id="A104"), answer("I have transferred 800 to A104.")],
+            "false_claim",
+        ),
+    ],
+)
+def test_the_bank_traps_catch_the_classic_mistakes(task_id, steps, outcome):
+    result = run_episode(
+        BANK,
+        BANK.task(task_id),
+        passk_nb.make_provider(replay(*steps)),
+        system_prompt=BANK.prompts["default"],
+    )
+    assert result["outcome"] == outcome, result["error"]
+
+
+def test_tools_come_from_typed_functions_with_docstring_descriptions():
+    def move(state, note_id: str, folder: str, priority: int) -> dict:
+        """Move a note into a folder.
+
+        note_id: the note to move
+        """
+        return {}
+
+    built = tool(move)
+    assert built.description == "Move a note into a folder"
+    assert {name: p.type for name, p in built.params.items()} == {
+        "note_id": "string",
+        "folder": "string",
+        "priority": "number",
+    }
+    assert built.params["note_id"].description == "the note to move"
+
+    def untyped(state, note_id):
+        return {}
+
+    with pytest.raises(TypeError, match="annotate argument 'note_id' as str, float or int"):
+        tool(untyped)
+
+
+def notes_suite(**task_options):
+    def archive(state, note_id: str) -> dict:
+        """Archive a note."""
+        state["notes"][note_id]["archived"] = True
+        return {"archived": note_id}
+
+    def crash(state, note_id: str) -> dict:
+        """A tool with a bug."""
+        raise RuntimeError("bug")
+
+    options = {
+        "expect": {"notes.N1.archived": True},
+        "script": [call("archive", note_id="N1"), answer("Archived.")],
+        **task_options,
+    }
+    return make_suite(
+        "notes",
+        instructions="You manage notes.",
+        tools=[archive, crash],
+        initial_state=lambda: {"notes": {"N1": {"archived": False}}},
+        tasks=[task("archive-n1", "Archive N1.", **options)],
+    )
+
+
+def test_check_suite_names_each_kind_of_problem():
+    problems = check_suite(notes_suite(script=[answer("Archived.")], expect={"notes.N1.archived": False}))
+    text = "\n".join(problems)
+    assert "its known-good script ends as 'wrong_state'" in text
+    assert "tool 'crash' raised RuntimeError" in text
+    lenient = check_suite(
+        notes_suite(
+            expect=None,
+            check=lambda before, after: passk_nb.harness.suites.base.Verdict("pass", "anything goes"),
+        )
+    )
+    assert any("an agent that does nothing passes it" in p for p in lenient)
+
+
+def test_task_and_suite_definitions_are_validated():
+    with pytest.raises(ValueError, match="exactly one of expect=, check= or refusal="):
+        task("t", "p", script=[answer("x")])
+    with pytest.raises(ValueError, match="give claims="):
+        make_suite(
+            "s",
+            instructions="i",
+            tools=[],
+            initial_state=dict,
+            tasks=[task("t", "p", refusal=Refusal("R1", ("x",)), script=[answer("no")])],
+        )
+
+
+def test_a_suite_from_your_own_module_runs_from_the_cli(tmp_path, monkeypatch, capsys):
+    module = tmp_path / "my_notes.py"
+    module.write_text(
+        textwrap.dedent('''
+        from passk_nb.harness.suites.build import answer, call, make_suite, task
+
+        def archive(state, note_id: str) -> dict:
+            """Archive a note."""
+            state["notes"][note_id]["archived"] = True
+            return {"archived": note_id}
+
+        SUITE = make_suite(
+            "my-notes", instructions="You manage notes.", tools=[archive],
+            initial_state=lambda: {"notes": {"N1": {"archived": False}}},
+            tasks=[task("archive-n1", "Archive N1.", expect={"notes.N1.archived": True},
+                        script=[call("archive", note_id="N1"), answer("Archived N1.")])],
+        )
+    ''')
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    assert main(["check-suite", "my_notes:SUITE"]) == 0
+    assert "pass every check" in capsys.readouterr().out
+    assert get_suite("my_notes:SUITE").name == "my-notes"
+    df = passk_nb.run("scripted", suite="my_notes:SUITE", trials=2, out=tmp_path / "runs", progress=False)
+    assert df["passed"].all() and set(df["suite"]) == {"my-notes"}
+    with pytest.raises(ValueError, match="has no 'NOPE'"):
+        get_suite("my_notes:NOPE")
