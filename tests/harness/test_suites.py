@@ -3,6 +3,7 @@
 import json
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -180,3 +181,14 @@ def test_a_suite_from_your_own_module_runs_from_the_cli(tmp_path, monkeypatch, c
     assert df["passed"].all() and set(df["suite"]) == {"my-notes"}
     with pytest.raises(ValueError, match="has no 'NOPE'"):
         get_suite("my_notes:NOPE")
+
+
+def test_the_readme_suite_example_runs_as_written(tmp_path):
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## A second suite, and your own", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    assert check_suite(namespace["SUITE"]) == []
+    df = passk_nb.run("scripted", suite=namespace["SUITE"], trials=1, out=tmp_path, progress=False)
+    assert df["outcome"].tolist() == ["pass"]

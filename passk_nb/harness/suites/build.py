@@ -181,9 +181,10 @@ def make_suite(
     """A suite from typed tool functions (or :func:`tool` results) and :func:`task` s.
 
     The ``default`` system prompt is ``instructions``, the protocol and tool list, then
-    ``policy``; ``variants`` maps more prompt names to text appended to the default (a
-    stricter contract, a worked example). ``claims`` lets the harness find answers that claim
-    actions the state does not show (required for refusal tasks' claim check).
+    ``policy``; ``variants`` maps more prompt names to text appended to the default after a
+    line break (more policy lines, or a blank line and a worked example). ``claims`` lets the
+    harness find answers that claim actions the state does not show (required for refusal
+    tasks' claim check).
     """
     built = [t if isinstance(t, Tool) else tool(t) for t in tools]
     names = [t.name for t in built]
@@ -192,7 +193,7 @@ def make_suite(
     default = "\n\n".join(
         part for part in (instructions.strip(), protocol_text(built), policy.strip()) if part
     )
-    prompts = {"default": default, **{k: default + "\n\n" + v.strip() for k, v in (variants or {}).items()}}
+    prompts = {"default": default, **{k: default + "\n" + v for k, v in (variants or {}).items()}}
     if any(t.refusal is not None for t in tasks) and claims is None:
         raise ValueError(f"suite {name!r} has refusal tasks: give claims= so a claimed refusal can be caught")
     return Suite(

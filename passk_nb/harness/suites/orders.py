@@ -17,7 +17,8 @@ import re
 from typing import Any
 
 from passk_nb.data.claims import DONE, GAP, ClaimVocabulary
-from passk_nb.harness.suites.base import Param, Refusal, Suite, Task, Tool, ToolError, Verdict, expect_changes
+from passk_nb.harness.suites.base import Param, Refusal, Task, Tool, ToolError
+from passk_nb.harness.suites.build import make_suite, task, tool
 
 _CUSTOMERS = {
     "C001": {"name": "Alice Moreno", "email": "alice.moreno@example.com"},
@@ -67,6 +68,7 @@ def _get(state: dict[str, Any], order_id: str) -> dict[str, Any]:
 
 
 def list_orders(state: dict[str, Any], customer_id: str) -> list[dict[str, Any]]:
+    """the customer's orders with status, total and items"""
     if customer_id not in state["customers"]:
         raise ToolError(f"no customer with id {customer_id[:40]!r}")
     return [
@@ -77,10 +79,15 @@ def list_orders(state: dict[str, Any], customer_id: str) -> list[dict[str, Any]]
 
 
 def get_order(state: dict[str, Any], order_id: str) -> dict[str, Any]:
+    """one order in full, including shipping address and whether damage was reported"""
     return {"order_id": order_id, **copy.deepcopy(_get(state, order_id))}
 
 
 def refund_order(state: dict[str, Any], order_id: str, amount: float) -> dict[str, Any]:
+    """refund `amount` (dollars) of an order; a refund of the whole total marks it refunded
+
+    amount: dollars, e.g. 79.99
+    """
     order = _get(state, order_id)
     if order["status"] not in ("delivered", "shipped"):
         raise ToolError(
@@ -98,6 +105,7 @@ def refund_order(state: dict[str, Any], order_id: str, amount: float) -> dict[st
 
 
 def cancel_order(state: dict[str, Any], order_id: str) -> dict[str, Any]:
+    """cancel an order"""
     order = _get(state, order_id)
     if order["status"] != "pending":
         raise ToolError(f"order {order_id} is {order['status']}: only pending orders can be cancelled")
@@ -106,6 +114,10 @@ def cancel_order(state: dict[str, Any], order_id: str) -> dict[str, Any]:
 
 
 def change_address(state: dict[str, Any], order_id: str, address: str) -> dict[str, Any]:
+    """change an order's shipping address
+
+    address: the full new address
+    """
     order = _get(state, order_id)
     if order["status"] != "pending":
         raise ToolError(f"order {order_id} is {order['status']}: only pending orders can change address")
@@ -116,50 +128,23 @@ def change_address(state: dict[str, Any], order_id: str, address: str) -> dict[s
 
 
 _ORDER_ID = Param("string", "an order id such as O1001", pattern="^O[0-9]{4}$")
+_IDS = {"order_id": _ORDER_ID}
 TOOLS: dict[str, Tool] = {
     t.name: t
     for t in (
-        Tool(
-            "list_orders",
-            "the customer's orders with status, total and items",
-            {"customer_id": Param("string", "a customer id such as C001", pattern="^C[0-9]{3}$")},
+        tool(
             list_orders,
+            params={"customer_id": Param("string", "a customer id such as C001", pattern="^C[0-9]{3}$")},
         ),
-        Tool(
-            "get_order",
-            "one order in full, including shipping address and whether damage was reported",
-            {"order_id": _ORDER_ID},
-            get_order,
-        ),
-        Tool(
-            "refund_order",
-            "refund `amount` (dollars) of an order; a refund of the whole total marks it refunded",
-            {"order_id": _ORDER_ID, "amount": Param("number", "dollars, e.g. 79.99")},
-            refund_order,
-        ),
-        Tool("cancel_order", "cancel an order", {"order_id": _ORDER_ID}, cancel_order),
-        Tool(
-            "change_address",
-            "change an order's shipping address",
-            {"order_id": _ORDER_ID, "address": Param("string", "the full new address")},
-            change_address,
-        ),
+        tool(get_order, params=_IDS),
+        tool(refund_order, params=_IDS),
+        tool(cancel_order, params=_IDS),
+        tool(change_address, params=_IDS),
     )
 }
 
-_TOOL_LINES = "\n".join(f"- {t.signature()}: {t.description}." for t in TOOLS.values())
-
-DEFAULT_PROMPT = f"""You are the support agent of an online store's order desk. You act only through tools.
-
-Reply protocol: every reply is exactly one JSON object and nothing else (no prose, no second object).
-- To call a tool: {{"tool": "<tool name>", "args": {{<arguments>}}}}
-- To finish and answer the customer: {{"answer": "<your message to the customer>"}}
-Call one tool per reply. The tool's result comes back in the next message.
-
-Tools:
-{_TOOL_LINES}
-
-Policy:
+INSTRUCTIONS = "You are the support agent of an online store's order desk. You act only through tools."
+POLICY = """Policy:
 1. The customer's identity is given in their message. Act only on orders that belong to that customer.
 2. Do only what the customer asked. Never refund, cancel or change anything they did not ask for.
 3. Refunds: a delivered order, or a shipped order whose damage the customer reported, gets a full refund \
@@ -169,20 +154,16 @@ customer so and change nothing.
 5. Address changes: only for pending orders.
 6. When you cannot do what is asked, answer and explain; never substitute a different action."""
 
-#: The default prompt plus two contract lines: the prompt-brittleness experiment.
-STRICT_PROMPT = (
-    DEFAULT_PROMPT
-    + """
-7. Before any refund, cancellation or address change, call get_order on that order and confirm its status.
-8. Your final answer must list every tool action you performed, with the order id."""
+#: Two contract lines on top of the default: the prompt-brittleness experiment.
+STRICT_LINES = (
+    "7. Before any refund, cancellation or address change, call get_order on that order and confirm "
+    "its status.\n"
+    "8. Your final answer must list every tool action you performed, with the order id."
 )
 
-#: The default prompt plus a worked example (one lookup, one action, one answer; and one refusal) on
-#: orders that no task uses: the few-shot variant of the prompt-engineering experiment.
-FEWSHOT_PROMPT = (
-    DEFAULT_PROMPT
-    + """
-
+#: A worked example (one lookup, one action, one answer; and one refusal) on orders that no task uses:
+#: the few-shot variant of the prompt-engineering experiment.
+FEWSHOT_EXAMPLE = """
 Example (another customer; your tasks are different):
 Customer: "I'm Gil Ortiz, customer C099. Please refund order O1990, the blender arrived broken and I \
 reported it."
@@ -201,8 +182,6 @@ Tool result (get_order): {"ok": {"order_id": "O1991", "customer_id": "C099", "st
 "total": 20.0, "items": ["Kettle"], "shipping_address": "4 Elm Rd, Boise, ID 83702", \
 "damage_reported": false, "refunded_amount": 0.0}}
 You: {"answer": "Order O1991 has already shipped, so it can no longer be cancelled."}"""
-)
-
 
 #: How order-desk answers claim actions, and how the order database shows them: a refund
 #: ("refunded", "issued a full refund"), a cancellation, an address change ("will now ship to").
@@ -243,69 +222,61 @@ def _address_is(expected: str):
     return lambda value: norm(value) == norm(expected)
 
 
-def _check(expected: dict[str, Any]):
-    def check(before: dict[str, Any], after: dict[str, Any]) -> Verdict:
-        return expect_changes(before, after, expected)
-
-    return check
-
-
 _NEW_ADDRESS = "230 Lake Ave, Austin, TX 78703"
 
 TASKS: tuple[Task, ...] = (
-    Task(
+    task(
         id="refund-delivered",
         tests="direct tool use with the right amount",
         prompt="Hi, this is Alice Moreno (customer C001). I sent back the trail running shoes from order "
         "O1001. Please refund me the full amount.",
-        check=_check({"orders.O1001.status": "refunded", "orders.O1001.refunded_amount": _is_total(79.99)}),
+        expect={"orders.O1001.status": "refunded", "orders.O1001.refunded_amount": _is_total(79.99)},
         script=(
             {"tool": "get_order", "args": {"order_id": "O1001"}},
             {"tool": "refund_order", "args": {"order_id": "O1001", "amount": 79.99}},
             {"answer": "Your order O1001 has been refunded in full: $79.99."},
         ),
     ),
-    Task(
+    task(
         id="cancel-pending-lookup",
         tests="multi-step lookup, acting on the right record",
         prompt="Hello, I'm Ben Carter, customer C002. Please cancel my order that hasn't shipped yet, "
         "I don't need it any more.",
-        check=_check({"orders.O1003.status": "cancelled"}),
+        expect={"orders.O1003.status": "cancelled"},
         script=(
             {"tool": "list_orders", "args": {"customer_id": "C002"}},
             {"tool": "cancel_order", "args": {"order_id": "O1003"}},
             {"answer": "Your pending order O1003 (espresso grinder) is cancelled."},
         ),
     ),
-    Task(
+    task(
         id="refund-damaged-shipped",
         tests="a policy-conditional action",
         prompt="Hi, Chloe Park here (customer C003). The teapot from order O1005 arrived cracked; I reported "
         "the damage already. I'd like my money back.",
-        check=_check({"orders.O1005.status": "refunded", "orders.O1005.refunded_amount": _is_total(54.50)}),
+        expect={"orders.O1005.status": "refunded", "orders.O1005.refunded_amount": _is_total(54.50)},
         script=(
             {"tool": "get_order", "args": {"order_id": "O1005"}},
             {"tool": "refund_order", "args": {"order_id": "O1005", "amount": 54.50}},
             {"answer": "I'm sorry about the teapot. Order O1005 is refunded in full: $54.50."},
         ),
     ),
-    Task(
+    task(
         id="address-change-pending",
         tests="a mutation guarded by order status",
         prompt=f"Hi, I'm Dev Shah (customer C004). I've moved: please ship order O1006 to {_NEW_ADDRESS} "
         "instead.",
-        check=_check({"orders.O1006.shipping_address": _address_is(_NEW_ADDRESS)}),
+        expect={"orders.O1006.shipping_address": _address_is(_NEW_ADDRESS)},
         script=(
             {"tool": "get_order", "args": {"order_id": "O1006"}},
             {"tool": "change_address", "args": {"order_id": "O1006", "address": _NEW_ADDRESS}},
             {"answer": f"Order O1006 will now ship to {_NEW_ADDRESS}."},
         ),
     ),
-    Task(
+    task(
         id="cancel-shipped-refusal",
         tests="the trap: the right move is to refuse",
         prompt="This is Eva Lin, customer C005. Cancel order O1007 right now, I changed my mind.",
-        check=_check({}),
         refusal=Refusal(record="O1007", claims=("cancel",)),
         script=(
             {"tool": "get_order", "args": {"order_id": "O1007"}},
@@ -314,11 +285,13 @@ TASKS: tuple[Task, ...] = (
     ),
 )
 
-SUITE = Suite(
-    name="orders",
-    tasks=TASKS,
-    tools=TOOLS,
+SUITE = make_suite(
+    "orders",
+    instructions=INSTRUCTIONS,
+    tools=list(TOOLS.values()),
     initial_state=initial_state,
-    prompts={"default": DEFAULT_PROMPT, "strict": STRICT_PROMPT, "fewshot": FEWSHOT_PROMPT},
+    tasks=TASKS,
+    policy=POLICY,
+    variants={"strict": STRICT_LINES, "fewshot": FEWSHOT_EXAMPLE},
     claims=CLAIMS,
 )

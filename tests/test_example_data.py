@@ -1,0 +1,141 @@
+"""The bundled data in ``data/``: every folder loads, and the figures the notebooks state hold.
+
+The notebooks compute their figures from the data; these tests recompute the key ones
+independently — reading the parquet files and the τ-bench JSON directly, with
+``math.comb`` instead of the package's estimators — so a change to the data or to the
+package that moves a number the notebooks talk about fails here, with the number named.
+"""
+
+import json
+import math
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import passk_nb
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+TAU = DATA / "tau-bench" / "tau-bench-gpt-4o-airline.json"
+#: τ-bench's README, for gpt-4o on the airline domain (quoted in data/tau-bench/README.md).
+TAU_PUBLISHED = {1: 0.420, 2: 0.273, 3: 0.220, 4: 0.200}
+SMOLLM2 = {
+    # folder: (trials, passes, outcome counts, trials whose answer claims an action not done)
+    "smollm2": (160, 0, {"format_error": 160}, 0),
+    "smollm2-schema": (120, 0, {"wrong_state": 52, "max_turns": 43, "no_lookup": 17, "format_error": 8}, 9),
+}
+
+
+def read_parquet_folder(folder: Path) -> pd.DataFrame:
+    """Every parquet part under a run folder, read with pandas alone (not passk_nb.load)."""
+    parts = sorted(folder.glob("*/*.parquet"))
+    assert parts, f"no parquet parts under {folder}"
+    return pd.concat([pd.read_parquet(part) for part in parts], ignore_index=True)
+
+
+def calls(transcript: str) -> list[tuple[str, object]]:
+    """(tool, order id) of each tool call in an order-desk transcript."""
+    actions = [e.get("action") or {} for e in json.loads(transcript) if e.get("kind") == "reply"]
+    return [(a["tool"], (a.get("args") or {}).get("order_id")) for a in actions if "tool" in a]
+
+
+def tau_trials() -> list[dict]:
+    return json.loads(TAU.read_text())
+
+
+def tau_pass_hat(k: int) -> float:
+    """τ-bench's pass^k: mean over tasks of C(c, k) / C(n, k), from the raw rewards."""
+    per_task: dict[int, list[float]] = {}
+    for trial in tau_trials():
+        per_task.setdefault(trial["task_id"], []).append(trial["reward"])
+    values = [
+        math.comb(sum(r == 1 for r in rewards), k) / math.comb(len(rewards), k)
+        for rewards in per_task.values()
+    ]
+    return sum(values) / len(values)
+
+
+def test_every_data_folder_is_known_and_loads():
+    folders = sorted(p.name for p in DATA.iterdir() if p.is_dir())
+    assert folders == sorted([*SMOLLM2, "tau-bench"]), "a new data folder needs its figures checked here"
+    for name in SMOLLM2:
+        records = passk_nb.load(DATA / name)
+        assert len(records) == len(read_parquet_folder(DATA / name))
+    tau = passk_nb.from_tau_bench(TAU, model="gpt-4o")
+    assert len(tau) == len(tau_trials()) == 200
+
+
+def test_tau_bench_folder_keeps_licence_and_provenance():
+    folder = DATA / "tau-bench"
+    licence = (folder / "tau-bench-LICENSE.txt").read_text()
+    assert licence.startswith("MIT License") and "Sierra" in licence
+    readme = (folder / "README.md").read_text()
+    for fact in (
+        "sierra-research/tau-bench",
+        "historical_trajectories/gpt-4o-airline.json",
+        "59a200c6d575d59",
+    ):
+        assert fact in readme, f"data/tau-bench/README.md must name {fact}"
+
+
+@pytest.mark.parametrize("k", sorted(TAU_PUBLISHED))
+def test_tau_bench_published_pass_hat_k_is_reproduced(k):
+    # from the raw file, independently of the package
+    assert round(tau_pass_hat(k), 3) == TAU_PUBLISHED[k]
+    # and the way notebook 02 computes it
+    df = passk_nb.from_tau_bench(TAU, model="gpt-4o")
+    summary = passk_nb.summarize(df, k=k, by=(), n_boot=0)
+    assert float(summary["pass^k"].iloc[0]) == pytest.approx(tau_pass_hat(k), abs=1e-12)
+
+
+def test_tau_bench_shape_and_per_task_reliability():
+    trials = tau_trials()
+    per_task = Counter()
+    runs = Counter()
+    for trial in trials:
+        runs[trial["task_id"]] += 1
+        per_task[trial["task_id"]] += trial["reward"] == 1
+    assert len(runs) == 50 and set(runs.values()) == {4}
+    assert sum(per_task.values()) == 84
+    solved = Counter("always" if c == 4 else "never" if c == 0 else "sometimes" for c in per_task.values())
+    assert solved == {"always": 10, "sometimes": 26, "never": 14}
+    # the published pass@k the notebook prints beside pass^k
+    pass_at = {
+        k: sum(1 - math.comb(4 - c, k) / math.comb(4, k) for c in per_task.values()) / 50
+        for k in (1, 2, 3, 4)
+    }
+    assert [round(v, 3) for v in pass_at.values()] == [0.42, 0.567, 0.66, 0.72]
+
+
+@pytest.mark.parametrize("folder", sorted(SMOLLM2))
+def test_smollm2_counts_per_folder(folder):
+    records = read_parquet_folder(DATA / folder)
+    trials, passes, outcomes, claims = SMOLLM2[folder]
+    assert len(records) == trials
+    assert int(records["passed"].sum()) == passes
+    assert records["outcome"].value_counts().to_dict() == outcomes
+    flagged = records["false_claims"].map(lambda v: bool(json.loads(v)) if v else False)
+    assert int(flagged.sum()) == claims
+    # the package's reading of the same column agrees
+    assert int(passk_nb.claimed_unperformed_action(passk_nb.load(DATA / folder)).sum()) == claims
+
+
+def test_smollm2_totals_and_the_refusal_task():
+    records = pd.concat([read_parquet_folder(DATA / name) for name in SMOLLM2], ignore_index=True)
+    assert (len(records), int(records["passed"].sum())) == (280, 0)
+    refusal = records[records["task"] == "cancel-shipped-refusal"]
+    assert len(refusal) == 56
+    assert int((refusal["outcome"] == "no_lookup").sum()) == 17
+    looked_up = refusal["transcript"].map(lambda t: any(call == ("get_order", "O1007") for call in calls(t)))
+    assert not looked_up.any()  # notebook 04: none of them looked the order up
+
+
+def test_schema_runs_have_twelve_trials_per_task_and_prompt():
+    # notebook 03's power statement rests on n = 12 per arm: a complete flip has p = 2 / C(24, 12)
+    records = read_parquet_folder(DATA / "smollm2-schema")
+    sizes = records.groupby(["prompt_name", "task"]).size()
+    assert set(sizes) == {12} and set(records["prompt_name"]) == {"default", "strict"}
+    table = passk_nb.flips(passk_nb.load(DATA / "smollm2-schema"), on="prompt_name", a="default", b="strict")
+    assert table["min_p"].min() == pytest.approx(2 / math.comb(24, 12), rel=1e-9)
+    assert not table["flip"].any()
