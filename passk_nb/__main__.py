@@ -1,4 +1,4 @@
-"""``python -m passk_nb`` is the ``passk`` command."""
+"""``python -m passk_nb`` is the ``passk`` command (same flags, same output, ``--version`` too)."""
 
 import sys
 

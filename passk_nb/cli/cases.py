@@ -12,9 +12,10 @@ import os
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from passk_nb.cli.common import CliError, positive_int
+from passk_nb.cli.common import CliError, add_quiet, positive_int, show_progress
 from passk_nb.harness.case_files import load_agent, load_cases
 from passk_nb.harness.cases import run_cases
 
@@ -41,7 +42,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "--agent", required=True, help="the agent function: module:function or path/to/file.py:function"
     )
     p.add_argument("--trials", type=positive_int, default=3, help="trials per case, n (default: 3)")
-    p.add_argument("--k", type=positive_int, default=2, help="k for pass@k and pass^k, ≤ trials (default: 2)")
+    p.add_argument(
+        "--k", type=positive_int, help="k for pass@k and pass^k, ≤ trials (default: 2, or 1 with --trials 1)"
+    )
     p.add_argument("--model", help="name recorded for the agent (default: the function's name)")
     p.add_argument("--suite", default="cases", help="suite name recorded in the rows (default: cases)")
     p.add_argument(
@@ -55,7 +58,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="data folder to keep the records in (default: not saved); "
         "re-running the same command then resumes",
     )
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument(
+        "--no-progress", action="store_true", help="hide the progress bar (hidden anyway when not a terminal)"
+    )
+    add_quiet(p)
     p.set_defaults(func=_cmd_cases)
     return p
 
@@ -74,11 +80,13 @@ def cases_table(df: pd.DataFrame, k: int) -> str:
     mean | 3/4    | 1.000  | 0.500  | 1 case
     """
     from passk_nb.stats.estimators import pass_at_k, pass_hat_k
+    from passk_nb.view.tables import render_table
 
     grouped = df.groupby("task", sort=False)
     n = grouped.size()
     c = grouped["passed"].sum()
-    at_k, hat_k = pass_at_k(n.to_numpy(), c.to_numpy(), k), pass_hat_k(n.to_numpy(), c.to_numpy(), k)
+    at_k = np.asarray(pass_at_k(n.to_numpy(), c.to_numpy(), k))
+    hat_k = np.asarray(pass_hat_k(n.to_numpy(), c.to_numpy(), k))
     rows = []
     for (task, group), n_i, c_i, a, h in zip(grouped, n, c, at_k, hat_k, strict=True):
         rows.append([task, f"{c_i}/{n_i}", f"{a:.3f}", f"{h:.3f}", _first_failure(group)])
@@ -90,13 +98,7 @@ def cases_table(df: pd.DataFrame, k: int) -> str:
         f"{len(n)} case{'s' * (len(n) != 1)}",
     ]
     header = ["case", "passes", f"pass@{k}", f"pass^{k}", "first failure"]
-    widths = [max(len(str(r[j])) for r in [header, *rows, mean]) for j in range(len(header))]
-
-    def line(cells: list[str]) -> str:
-        return " | ".join(str(v).ljust(w) for v, w in zip(cells, widths, strict=True)).rstrip()
-
-    rule = "-+-".join("-" * w for w in widths)
-    return "\n".join([line(header), rule, *map(line, rows), rule, line(mean)])
+    return render_table(pd.DataFrame([*rows, mean], columns=header), rule_before_last=1)
 
 
 def _first_failure(trials: pd.DataFrame, limit: int = 60) -> str:
@@ -114,6 +116,7 @@ def _first_failure(trials: pd.DataFrame, limit: int = 60) -> str:
 
 
 def _cmd_cases(args: argparse.Namespace) -> int:
+    args.k = args.k if args.k is not None else min(2, args.trials)
     if args.k > args.trials:
         raise CliError(
             f"--k {args.k} is larger than --trials {args.trials}: pass^k needs at least k trials "
@@ -128,16 +131,18 @@ def _cmd_cases(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from exc
     df = run_cases(
         agent,
-        cases,
+        list(cases),
         trials=args.trials,
         suite=args.suite,
         model=args.model,
         prompt_name=Path(args.file).stem,
         concurrency=args.concurrency,
         out=args.out,
-        progress=False if args.no_progress else None,
+        progress=None if show_progress(args) else False,  # None: a bar for long runs only
     )
     print(cases_table(df, args.k))
+    if args.quiet:
+        return 0
     print(f"pass@{args.k} / pass^{args.k}: unbiased per-case estimates from {args.trials} trials each")
     if args.out:
         print(

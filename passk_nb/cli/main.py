@@ -1,11 +1,13 @@
-"""The ``passk`` command: run the suite, report saved records.
+"""The ``passk`` command: run the suite, list and report saved records.
 
     passk run --provider scripted --trials 3 --k 2
+    passk runs runs
     passk report runs --k 2
     passk tasks
 
-Every command has ``--help``. Bad input exits with status 2 and one line that
-says what to fix, never a traceback.
+Every command has ``--help``. Bad input exits with status 2 and one line on stderr,
+``passk: error: ...``, that says what to fix, never a traceback or a usage block;
+warnings are ``passk: warning: ...`` lines.
 """
 
 from __future__ import annotations
@@ -14,19 +16,28 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from passk_nb.cli import cases, check_suite, report, run, tasks
-from passk_nb.cli.common import CliError
+from passk_nb._version import __version__
+from passk_nb.cli import cases, check_suite, report, run, runs, tasks
+from passk_nb.cli.common import PROG, ArgumentParser, CliError, cli_output, error_message
 
 #: The subcommands, in the order ``--help`` lists them; each module registers its own parser.
-COMMANDS = (run, report, tasks, cases, check_suite)
+COMMANDS = (run, runs, report, tasks, cases, check_suite)
+#: Exceptions that mean the input was wrong (a bad flag value, a missing file, a missing extra).
+USER_ERRORS = (CliError, ValueError, TypeError, OSError, ImportError)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="passk",
+    """The ``passk`` parser with every subcommand.
+
+    >>> build_parser().prog
+    'passk'
+    """
+    parser = ArgumentParser(
+        prog=PROG,
         description="Measure how reliably a tool-calling agent does its job: pass@k (can it ever?) and "
         "pass^k (does it every time?) on a state-verified task suite.",
     )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         command.add_parser(sub)
@@ -34,17 +45,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``passk`` command; returns the exit status."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    """Entry point of the ``passk`` command; returns the exit status.
+
+    >>> main(["tasks", "--prompt", "nope"])
+    2
+    """
     try:
-        return args.func(args)
-    except (CliError, ValueError, TypeError, FileNotFoundError, OSError) as exc:
-        print(f"passk: error: {exc}", file=sys.stderr)
+        args = build_parser().parse_args(argv)
+        with cli_output(quiet=getattr(args, "quiet", False)) as handler:
+            args.log_handler = handler
+            return int(args.func(args))
+    except USER_ERRORS as exc:
+        sys.stdout.flush()
+        print(f"{PROG}: error: {error_message(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(
-            "passk: interrupted; completed trials are saved, re-run the same command to resume",
+            f"{PROG}: interrupted; completed trials are saved, re-run the same command to resume",
             file=sys.stderr,
         )
         return 130

@@ -1,38 +1,200 @@
-"""``passk report``: pass@k / pass^k from saved records."""
+"""``passk report``: pass@k / pass^k from saved records, filtered, grouped, as text or a file.
+
+passk report runs
+passk report runs --where model=llama3.1:8b --by model,prompt_name --format markdown
+passk report runs --format html --out report.html
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+import warnings
+from pathlib import Path
 
-from passk_nb.cli.common import positive_int
+import pandas as pd
+
+from passk_nb.cli.common import (
+    CliError,
+    add_quiet,
+    level,
+    non_negative_int,
+    positive_int,
+    status,
+)
 from passk_nb.data.store import load
+
+#: Columns ``--where`` filters on.
+WHERE_COLUMNS: tuple[str, ...] = (
+    "run_id",
+    "suite",
+    "provider",
+    "model",
+    "prompt_name",
+    "prompt_hash",
+    "config",
+    "task",
+)
+FORMATS: tuple[str, ...] = ("table", "markdown", "csv", "json", "html")
+
+_EPILOG = """examples:
+  passk report runs
+  passk report runs --k 4 --where model=llama3.1:8b --where prompt_name=strict
+  passk report runs --by model --format markdown
+  passk report runs --format csv --out summary.csv
+  passk report runs --format html --out report.html      (one file: table, figures, failures)
+--where COLUMN=VALUE keeps the trials whose COLUMN is VALUE; repeat it to filter more: values
+of one column are alternatives (either model), different columns must all match.
+By default one row per configuration (suite, provider, model, prompt, config): configurations
+are never pooled; --by chooses the columns yourself (--by none pools every trial)."""
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``report`` subcommand to ``subparsers`` and return its parser."""
     p = subparsers.add_parser(
         "report",
-        help="print pass@k / pass^k from saved records",
-        description="Summarise every run stored under PATH (a folder or a parquet file).",
+        help="print pass@k / pass^k from saved records (table, markdown, csv, json or an HTML page)",
+        description="Summarise the trials stored under PATH (a folder or a parquet file): pass@k and "
+        "pass^k with intervals, one row per configuration.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("path", help="data folder (or one parquet file) written by `passk run`")
-    p.add_argument("--k", type=positive_int, default=2, help="k for pass@k and pass^k (default: 2)")
-    p.add_argument("--provider", help="only this provider")
-    p.add_argument("--model", help="only this model")
-    p.add_argument("--n-boot", type=int, default=2000, help="bootstrap draws for intervals, 0 for none")
+    p.add_argument(
+        "--k", type=positive_int, help="k for pass@k and pass^k (default: 2, or 1 when tasks have 1 trial)"
+    )
+    p.add_argument(
+        "--by",
+        help="comma-separated columns, one row per combination, e.g. model,prompt_name or task "
+        "(default: every identity column the records have; 'none' pools all trials)",
+    )
+    p.add_argument(
+        "--where",
+        action="append",
+        default=[],
+        metavar="COLUMN=VALUE",
+        help=f"keep only matching trials (repeatable); columns: {', '.join(WHERE_COLUMNS)}",
+    )
+    p.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
+    p.add_argument("--out", help="write the report to this file instead of printing it")
+    p.add_argument("--ci", type=level, default=0.95, help="interval level (default: 0.95)")
+    p.add_argument(
+        "--n-boot", type=non_negative_int, default=2000, help="bootstrap draws for intervals, 0 for none"
+    )
+    p.add_argument(
+        "--seed", type=int, default=0, help="bootstrap seed: same seed, same intervals (default: 0)"
+    )
     p.add_argument("--skip-bad-files", action="store_true", help="skip unreadable files with a warning")
+    add_quiet(p)
     p.set_defaults(func=_cmd_report)
     return p
 
 
+def parse_where(items: list[str], df: pd.DataFrame) -> dict[str, list[str]]:
+    """``["model=a", "model=b", "task=t"]`` -> ``{"model": ["a", "b"], "task": ["t"]}``, checked."""
+    filters: dict[str, list[str]] = {}
+    for item in items:
+        column, sep, value = item.partition("=")
+        column = column.strip()
+        if not sep or not column:
+            raise CliError(f"--where {item!r}: write COLUMN=VALUE, e.g. --where model=llama3.1:8b")
+        if column not in WHERE_COLUMNS:
+            raise CliError(
+                f"--where {item!r}: unknown column {column!r}; choose from {', '.join(WHERE_COLUMNS)}"
+            )
+        if column not in df.columns:
+            raise CliError(f"--where {item!r}: these records have no {column!r} column")
+        filters.setdefault(column, []).append(value)
+    return filters
+
+
+def apply_where(df: pd.DataFrame, filters: dict[str, list[str]]) -> pd.DataFrame:
+    """The rows matching every column's filter (any of its values); an error names what exists."""
+    for column, values in filters.items():
+        present = df[column].astype(str)
+        kept = df[present.isin(values)]
+        if kept.empty:
+            known = sorted(set(present))
+            shown = ", ".join(known[:12]) + (f" and {len(known) - 12} more" if len(known) > 12 else "")
+            raise CliError(
+                f"no trials match --where {column}={'|'.join(values)}; values present: {shown or 'none'}"
+            )
+        df = kept
+    return df
+
+
+def parse_by(text: str | None, df: pd.DataFrame) -> tuple[str, ...] | None:
+    """``--by`` as columns: None for the default, () for 'none'."""
+    if text is None:
+        return None
+    if text.strip().lower() == "none":
+        return ()
+    columns = tuple(c.strip() for c in text.split(",") if c.strip())
+    missing = [c for c in columns if c not in df.columns]
+    if missing or not columns:
+        raise CliError(
+            f"--by {text!r}: no column {', '.join(map(repr, missing)) or 'given'}; use columns of the "
+            "records such as model, prompt_name, config, task, run_id (or none)"
+        )
+    if len(set(columns)) != len(columns):
+        raise CliError(f"--by {text!r} repeats a column")
+    return columns
+
+
+def _mixes(df: pd.DataFrame, by: list[str], column: str) -> bool:
+    """Does some row of ``by`` hold trials with different values of ``column``?"""
+    if not by:
+        return df[column].nunique(dropna=False) > 1
+    return bool((df.groupby(by, dropna=False)[column].nunique(dropna=False) > 1).any())
+
+
+def default_k(df: pd.DataFrame) -> int:
+    """2, or the most trials any task has when that is fewer (1)."""
+    per_task = df.groupby(["run_id", "task"]).size()
+    return max(1, min(2, int(per_task.max()) if len(per_task) else 2))
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
-    from passk_nb.view.tables import report_table  # here: keeps `passk tasks` fast
+    from passk_nb.stats.params import default_by
+    from passk_nb.view.tables import report_frame, report_table  # here: keeps `passk tasks` fast
 
     df = load(args.path, strict=not args.skip_bad_files)
-    if args.provider:
-        df = df[df["provider"] == args.provider]
-    if args.model:
-        df = df[df["model"] == args.model]
-    print(report_table(df, args.k, n_boot=args.n_boot))
-    print(f"{len(df)} trials from {args.path}")
+    if df.empty:
+        raise CliError(f"no trial records under {args.path}; run `passk run --out {args.path}` first")
+    df = apply_where(df, parse_where(args.where, df))
+    k = args.k or default_k(df)
+    usable = df[df["outcome"] != "infra_error"].groupby(["run_id", "task"]).size()
+    n_max = int(usable.max()) if len(usable) else 0
+    if n_max and k > n_max:
+        raise CliError(
+            f"--k {k} is larger than the number of trials per task (at most {n_max}); "
+            f"use --k ≤ {n_max} or run more trials"
+        )
+    by = default_by(df, parse_by(args.by, df))
+    pooled = [c for c in default_by(df, None) if c not in by and _mixes(df, list(by), c)]
+    if pooled:
+        warnings.warn(
+            f"--by {args.by} pools trials whose {', '.join(pooled)} differ (one row mixes configurations); "
+            f"add {','.join(pooled)} to --by to keep them apart",
+            UserWarning,
+            stacklevel=1,
+        )
+    report = report_frame(df, k=k, by=by, ci=args.ci, n_boot=args.n_boot, seed=args.seed)
+    if args.format == "html":
+        from passk_nb.view.report_html import report_html
+
+        text = report_html(df, k=k, by=by, ci=args.ci, n_boot=args.n_boot, seed=args.seed, report=report)
+    else:
+        text = report_table(report, args.format, by=by, ci=args.ci, notes=not args.quiet)
+        if args.format in ("table", "markdown") and not args.quiet and not args.out:
+            text += f"\n{len(df)} trials from {args.path}"
+    if args.out:
+        out = Path(args.out)
+        try:
+            out.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise CliError(f"cannot write {out}: {exc.strerror or exc}; choose another --out") from None
+        status(args, f"wrote the {args.format} report of {len(df)} trials to {out}")
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0

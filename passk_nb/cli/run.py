@@ -3,9 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import logging
+import sys
 from pathlib import Path
 
-from passk_nb.cli.common import CliError, positive_int, prompt_arg
+from passk_nb.cli.common import (
+    CliError,
+    add_quiet,
+    level,
+    non_negative_float,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    prompt_arg,
+    show_progress,
+)
 from passk_nb.harness.providers import PROVIDERS
 from passk_nb.harness.suites import SUITES
 
@@ -36,14 +48,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--suite", default="orders", help=f"task suite: {', '.join(SUITES)} (default: orders)")
     p.add_argument("--tasks", help="comma-separated task ids (default: all; see `passk tasks`)")
     p.add_argument("--trials", type=positive_int, default=3, help="trials per task, n (default: 3)")
-    p.add_argument("--k", type=positive_int, default=2, help="k for pass@k and pass^k, ≤ trials (default: 2)")
+    p.add_argument(
+        "--k", type=positive_int, help="k for pass@k and pass^k, ≤ trials (default: 2, or 1 with --trials 1)"
+    )
     p.add_argument(
         "--prompt",
         default="default",
         help="system prompt: a name of the suite (default, strict) or a text file (default: default)",
     )
     p.add_argument("--prompt-name", help="label for a prompt read from a file (default: the file's stem)")
-    p.add_argument("--temperature", type=float, help="sampling temperature (default: the backend's)")
+    p.add_argument(
+        "--temperature", type=non_negative_float, help="sampling temperature, ≥ 0 (default: the backend's)"
+    )
     p.add_argument("--seed", type=int, default=0, help="base seed; trial i sends seed+i (default: 0)")
     p.add_argument(
         "--concurrency", type=positive_int, default=4, help="trials in flight at once (default: 4)"
@@ -59,62 +75,116 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument(
         "--json-mode",
         action="store_true",
-        help="ask the backend for JSON-constrained output (changes what is measured; recorded)",
+        help="ask the backend for JSON-constrained output (ollama, openai, llama-cpp; changes what is "
+        "measured; recorded)",
     )
     backend = p.add_argument_group("backend options (network backends; given only when set)")
     backend.add_argument(
         "--json-schema",
         action="store_true",
-        help="with --json-mode: constrain replies to the action protocol's JSON Schema (ollama, openai)",
+        help="with --json-mode: constrain replies to the suite's action JSON Schema (ollama; openai in "
+        "the llama.cpp server's form)",
     )
     backend.add_argument("--max-tokens", type=positive_int, help="longest reply in tokens (default: 1024)")
-    backend.add_argument("--timeout", type=float, help="seconds to wait for one reply (default: 120)")
+    backend.add_argument(
+        "--timeout", type=positive_float, help="seconds to wait for one reply (default: 120)"
+    )
     backend.add_argument(
         "--max-attempts", type=positive_int, help="requests per reply, retries included (default: 4)"
     )
     backend.add_argument(
         "--api-key-env", help="environment variable holding the API key (default: the backend's own)"
     )
+    backend.add_argument(
+        "--claude-path",
+        metavar="PATH",
+        help="the claude CLI to run (claude-code only; default: $PASSK_CLAUDE_EXECUTABLE, "
+        "else claude on PATH)",
+    )
     p.add_argument(
         "--trial-timeout",
-        type=float,
+        type=positive_float,
         default=None,
         help="seconds one trial may take; a trial still running then is an infra_error (default: none)",
     )
-    p.add_argument("--n-boot", type=int, default=2000, help="bootstrap draws for intervals, 0 for none")
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument("--ci", type=level, default=0.95, help="interval level (default: 0.95)")
+    p.add_argument(
+        "--n-boot", type=non_negative_int, default=2000, help="bootstrap draws for intervals, 0 for none"
+    )
+    p.add_argument(
+        "--no-progress", action="store_true", help="hide the progress bar (hidden anyway when not a terminal)"
+    )
+    add_quiet(p)
     p.set_defaults(func=_cmd_run)
     return p
 
 
+def check_json_flags(provider: str, json_mode: bool, json_schema: bool) -> None:
+    """Refuse JSON flags that would measure nothing or be ignored."""
+    if provider == "scripted" and (json_mode or json_schema):
+        raise CliError(
+            "the scripted provider replays fixed scripts, so --json-mode and --json-schema would change "
+            "nothing it measures; drop them, or choose a model backend with --provider"
+        )
+    if json_schema and not json_mode:
+        raise CliError("--json-schema constrains JSON mode: pass --json-mode too")
+
+
+def resume_line(record: logging.LogRecord, total: int) -> str | None:
+    """The runner's "trials already in" log record as the line a resumed run prints; else None.
+
+    >>> record = logging.LogRecord("passk_nb", logging.INFO, "", 0,
+    ...     "run %s: %d trials already in %s, %d to run", ("3f2a", 15, "runs", 10), None)
+    >>> resume_line(record, total=25)
+    'resuming run 3f2a: 15 of 25 trials already recorded, running 10'
+    """
+    args = record.args
+    if not (isinstance(args, tuple) and len(args) == 4 and "trials already in" in str(record.msg)):
+        return None
+    run_id, _, _, todo = args
+    if not todo:
+        return f"run {run_id} is complete: all {total} trials already recorded, running none"
+    return (
+        f"resuming run {run_id}: {total - int(str(todo))} of {total} trials already recorded, running {todo}"
+    )
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from passk_nb.harness.runner import run
-    from passk_nb.view.tables import report_table  # here: keeps `passk tasks` fast
+    from passk_nb.harness.suites import get_suite
+    from passk_nb.view.tables import report_frame, report_table  # here: keeps `passk tasks` fast
 
-    if args.k > args.trials:
+    k = args.k if args.k is not None else min(2, args.trials)
+    if k > args.trials:
         raise CliError(
-            f"--k {args.k} is larger than --trials {args.trials}: pass^k needs at least k trials "
+            f"--k {k} is larger than --trials {args.trials}: pass^k needs at least k trials "
             "per task; raise --trials or lower --k"
         )
-    prompt, prompt_name = prompt_arg(args.prompt)
-    backend_flags = {
-        "base_url": args.base_url,
-        "json_schema": args.json_schema or None,
-        "max_tokens": args.max_tokens,
-        "timeout": args.timeout,
-        "max_attempts": args.max_attempts,
-        "api_key_env": args.api_key_env,
-    }
-    options = {name: value for name, value in backend_flags.items() if value is not None}
     if args.provider == "callable":
         raise CliError(
             "the callable provider takes a Python function: use passk_nb.run(provider=fn) in Python"
         )
+    check_json_flags(args.provider, args.json_mode, args.json_schema)
+    prompt, prompt_name = prompt_arg(args.prompt)
+    backend_flags = {
+        "base_url": args.base_url,
+        "max_tokens": args.max_tokens,
+        "timeout": args.timeout,
+        "max_attempts": args.max_attempts,
+        "api_key_env": args.api_key_env,
+        "executable": args.claude_path,
+    }
+    options = {name: value for name, value in backend_flags.items() if value is not None}
+    tasks = [t.strip() for t in args.tasks.split(",")] if args.tasks else None
+    n_tasks = len(tasks) if tasks is not None else len(get_suite(args.suite).tasks)
+    handler = getattr(args, "log_handler", None)  # set by main(): says a resumed run's progress
+    if handler is not None:
+        handler.rewrite = lambda record: resume_line(record, n_tasks * args.trials)
     df = run(
         provider=args.provider,
         model=args.model,
         suite=args.suite,
-        tasks=args.tasks.split(",") if args.tasks else None,
+        tasks=tasks,
         trials=args.trials,
         prompt=prompt,
         prompt_name=args.prompt_name or prompt_name,
@@ -124,15 +194,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
         out=args.out,
         max_turns=args.max_turns,
         max_format_errors=args.max_format_errors,
-        json_mode=args.json_mode,
-        progress=not args.no_progress,
+        json_mode="schema" if args.json_schema else "json" if args.json_mode else "off",
+        progress=show_progress(args),
         trial_timeout=args.trial_timeout,
         **options,
     )
-    print(report_table(df, args.k, n_boot=args.n_boot))
-    run_ids = sorted(df["run_id"].unique())
-    print(
-        f"records: {', '.join(str(Path(args.out) / r) for r in run_ids)} "
-        f"({len(df)} trials; open with passk_nb.load({str(args.out)!r}))"
-    )
+    report = report_frame(df, k=k, ci=args.ci, n_boot=args.n_boot)
+    by = [c for c in report.columns[: list(report.columns).index("k")]]
+    print(report_table(report, by=by, ci=args.ci, notes=not args.quiet))
+    if not args.quiet:
+        run_ids = sorted(df["run_id"].unique())
+        where = ", ".join(str(Path(args.out) / r) for r in run_ids)
+        print(f"records: {where} ({len(df)} trials; `passk report {args.out}` reports them again)")
+    sys.stdout.flush()
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from passk_nb.cli.common import CliError
 from passk_nb.harness.suites import get_suite
 
 
@@ -19,12 +20,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def _cmd_tasks(args: argparse.Namespace) -> int:
     suite = get_suite(args.suite)
     if args.prompt:
-        print(
-            suite.prompts[args.prompt]
-            if args.prompt in suite.prompts
-            else f"unknown prompt {args.prompt!r}; choose from {sorted(suite.prompts)}"
-        )
-        return 0 if args.prompt in suite.prompts else 2
+        if args.prompt not in suite.prompts:
+            raise CliError(
+                f"unknown prompt {args.prompt!r} in suite {suite.name!r}; "
+                f"choose from {', '.join(suite.prompts)}"
+            )
+        print(suite.prompts[args.prompt])
+        return 0
+    # a plain listing, not a table: `passk tasks` stays fast (no pandas or scipy import)
     print(f"suite {suite.name!r}: {len(suite.tasks)} tasks; prompts: {', '.join(suite.prompts)}")
     for task in suite.tasks:
         print(f"  {task.id:<24} {task.tests}")

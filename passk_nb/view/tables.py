@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import html
+import json
+import warnings
+from collections.abc import Sequence
+
 import pandas as pd
 from scipy import stats as sps
 
-from passk_nb.stats.params import CI
+from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
 from passk_nb.stats.summary import DECLINED, summarize
+from passk_nb.view.transcript_html import claim_flags
 
 
 def summary_table(summary: pd.DataFrame, *, ci: float = CI) -> pd.DataFrame:
@@ -59,56 +65,302 @@ def _interval(lo: float, hi: float) -> str:
     return f"[{max(lo, 0.0):.3f}, {min(hi, 1.0):.3f}]"
 
 
-def report_table(df: pd.DataFrame, k: int, n_boot: int = 2000) -> str:
-    """The CLI's table: one line per provider/model/prompt with pass@k, pass^k and trial counts."""
+# --- The one renderer the CLI uses: text, markdown and HTML tables; CSV and JSON frames. ---
+
+#: What ``passk report --format`` accepts (``html`` is the whole-page report of :mod:`report_html`).
+FORMATS: tuple[str, ...] = ("table", "markdown", "csv", "json")
+
+
+def render_table(frame: pd.DataFrame, fmt: str = "table", *, rule_before_last: int = 0) -> str:
+    """``frame`` as an aligned text table (``"table"``), a markdown table or an HTML table.
+
+    Every cell is shown with ``str``; ``rule_before_last`` draws a rule above the last rows
+    (a total line). HTML escapes every cell.
+
+    >>> frame = pd.DataFrame({"case": ["a", "mean"], "pass^2": ["0.500", "0.500"]})
+    >>> print(render_table(frame, rule_before_last=1))
+    case | pass^2
+    -----+-------
+    a    | 0.500
+    -----+-------
+    mean | 0.500
+    >>> print(render_table(frame, "markdown"))
+    | case | pass^2 |
+    |---|---|
+    | a | 0.500 |
+    | mean | 0.500 |
+    """
+    header = [str(c) for c in frame.columns]
+    rows = [[str(v) for v in row] for row in frame.itertuples(index=False, name=None)]
+    if fmt == "markdown":
+
+        def md(cells: list[str]) -> str:
+            return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+        return "\n".join([md(header), "|" + "---|" * len(header), *map(md, rows)])
+    if fmt == "html":
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in header)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+        return f"<table class='passk-table'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    if fmt != "table":
+        raise ValueError(f"unknown table format {fmt!r}; choose from table, markdown, html")
+    widths = [max(len(c) for c in column) for column in zip(header, *rows, strict=True)]
+
+    def line(cells: list[str]) -> str:
+        return " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+
+    rule = "-+-".join("-" * w for w in widths)
+    body_lines = [line(r) for r in rows]
+    if 0 < rule_before_last < len(body_lines):
+        body_lines.insert(len(body_lines) - rule_before_last, rule)
+    return "\n".join([line(header), rule, *body_lines])
+
+
+@share_docs
+def report_frame(
+    df: pd.DataFrame,
+    *,
+    k: int,
+    by: str | Sequence[str] | None = None,
+    ci: float = CI,
+    n_boot: int = N_BOOT,
+    seed: int = SEED,
+    infra: str = INFRA,
+) -> pd.DataFrame:
+    """:func:`passk_nb.stats.summary.summarize` with the counts a report shows beside the trials.
+
+    Adds ``n_claimed_unperformed`` (final answers that claim an action the final state does
+    not show, :func:`passk_nb.stats.flags.claimed_unperformed_action`) and ``n_agent_errors``
+    (trials whose outcome is ``agent_error``). A group whose every trial was an infrastructure
+    error gets NaN values and a warning that says so; when every trial of the frame was one,
+    a ValueError says what to check.
+
+    {df}
+    {k}
+    {by}
+    {ci}
+    {n_boot}
+    {seed}
+    {infra}
+
+    >>> from passk_nb.data.records import frame_from_records
+    >>> df = frame_from_records([{"run_id": "r", "suite": "s", "task": "t", "trial": i, "model": "m",
+    ...     "passed": i < 3, "outcome": "pass" if i < 3 else "agent_error"} for i in range(4)])
+    >>> report_frame(df, k=2, n_boot=0)[["model", "pass^k", "n_agent_errors", "n_claimed_unperformed"]]
+      model  pass^k  n_agent_errors  n_claimed_unperformed
+    0     m     0.5               1                      0
+    """
     if df.empty:
-        raise ValueError("no trial records to report")
-    infra = df["outcome"] == "infra_error"
-    if infra.all():
+        raise ValueError("no trial records to report: the folder holds none, or the filters match none")
+    by = default_by(df, by)
+    infra_rows = df["outcome"] == "infra_error"
+    if infra_rows.all():
+        first = df.loc[infra_rows, "error"].dropna()
+        every = "the only trial was" if len(df) == 1 else f"all {len(df)} trials were"
         raise ValueError(
-            f"all {len(df)} trials ended in infrastructure errors, so there is nothing to estimate "
-            f"(first: {df.loc[infra, 'error'].iloc[0]}). Check the backend (is it running? --base-url? "
-            "the API key?), then run the same command again: trials that ended in infra errors are "
-            "run again"
+            f"{every} infrastructure errors, which are excluded, so there is nothing to estimate "
+            f"(first error: {first.iloc[0] if len(first) else 'not recorded'}). Check that the backend "
+            "runs and answers (base URL, model name, API key), then run the same run command again: "
+            "trials that ended in infrastructure errors run again"
         )
-    if k > int(df.groupby(["run_id", "task"]).size().max()):
-        raise ValueError(
-            f"--k {k} is larger than the number of trials per task; use --k ≤ trials or run more"
+    extras = df.assign(
+        _claimed=claim_flags(df).to_numpy(),
+        _agent_error=(df["outcome"] == "agent_error").to_numpy(),
+        _usable=(~infra_rows).to_numpy() if infra == "exclude" else True,
+    )
+    keys = list(by) if by else [pd.Series(0, index=df.index)]
+    counts = extras.groupby(keys, sort=False, dropna=False)[["_claimed", "_agent_error", "_usable"]].sum()
+    dead = counts.index[counts["_usable"] == 0]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = summarize(df, k=k, by=by, ci=ci, n_boot=n_boot, seed=seed, infra=infra)
+    for w in caught:  # a group with no usable trial at all is said better below
+        if not (len(dead) and str(w.message).startswith("no task has")):
+            warnings.warn(w.message, w.category, stacklevel=2)
+    for key in dead:
+        values = key if isinstance(key, tuple) else (key,)
+        name = ", ".join(f"{col}={val}" for col, val in zip(by, values, strict=True)) or "the frame"
+        warnings.warn(
+            f"every trial of {name} was an infrastructure error, so all are excluded and its row is "
+            "empty; check its backend (base URL, model name, API key) and run it again",
+            UserWarning,
+            stacklevel=2,
         )
-    table = summarize(df, k=k, by=("provider", "model", "prompt_name", "prompt_hash"), n_boot=n_boot)
-    lines = []
-    for row in table.to_dict("records"):
-        passed = int(row["successes"])
-        total = int(row["trials"]) + int(row["n_infra_excluded"])
-        infra = f", {int(row['n_infra_excluded'])} infra errors excluded" if row["n_infra_excluded"] else ""
+    if len(dead):
+        alive = counts.loc[counts["_usable"] > 0].index
+        starved = out.set_index(list(by)).index.isin(alive) & (out["n_tasks_covered"] == 0).to_numpy()
+        for i in starved.nonzero()[0]:
+            name = ", ".join(f"{col}={out.loc[i, col]}" for col in by)
+            warnings.warn(
+                f"no task has ≥ {k} usable trials in {name}; the value is NaN. "
+                "Run more trials or choose a smaller k",
+                UserWarning,
+                stacklevel=2,
+            )
+    flagged = (
+        counts[["_claimed", "_agent_error"]]
+        .astype("int64")
+        .rename(columns={"_claimed": "n_claimed_unperformed", "_agent_error": "n_agent_errors"})
+    )
+    if by:
+        return out.merge(flagged.reset_index(), on=list(by), how="left")
+    return out.assign(**{c: int(flagged[c].iloc[0]) for c in flagged.columns})
+
+
+#: Identity columns shown joined, as one field: provider/model, prompt name (hash).
+_JOINED: tuple[tuple[str, tuple[str, str], str], ...] = (
+    ("provider/model", ("provider", "model"), "{}/{}"),
+    ("prompt", ("prompt_name", "prompt_hash"), "{} ({})"),
+)
+
+
+def row_fields(frame: pd.DataFrame, by: Sequence[str]) -> dict[str, pd.Series]:
+    """``{field: label per row}`` for the grouping columns ``by`` of ``frame``.
+
+    Provider and model read ``provider/model``; prompt name and hash read ``name (hash)``.
+
+    >>> frame = pd.DataFrame({"provider": ["p", "p"], "model": ["a", "b"], "config": ["x", "x"]})
+    >>> {name: values.tolist() for name, values in row_fields(frame, ["provider", "model", "config"]).items()}
+    {'provider/model': ['p/a', 'p/b'], 'config': ['x', 'x']}
+    """
+    fields: dict[str, pd.Series] = {}
+    joined = {col: spec for spec in _JOINED for col in spec[1] if set(spec[1]) <= set(by)}
+    for col in by:
+        if col in joined:
+            name, (first, second), pattern = joined[col]
+            if name not in fields:
+                fields[name] = pd.Series(
+                    [
+                        pattern.format(_cell(a), _cell(b))
+                        for a, b in zip(frame[first], frame[second], strict=True)
+                    ],
+                    index=frame.index,
+                )
+        else:
+            fields[col] = frame[col].map(_cell)
+    return fields
+
+
+def _cell(value: object) -> str:
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return "–"
+    return str(value)
+
+
+def split_fields(fields: dict[str, pd.Series]) -> tuple[dict[str, pd.Series], dict[str, str]]:
+    """The fields that differ among the rows (to label them), and the constant ones (to say once).
+
+    >>> varying, constant = split_fields({"model": pd.Series(["a", "b"]), "suite": pd.Series(["s", "s"])})
+    >>> list(varying), constant
+    (['model'], {'suite': 's'})
+    """
+    varying = {name: values for name, values in fields.items() if values.nunique(dropna=False) > 1}
+    constant = {name: str(values.iloc[0]) for name, values in fields.items() if name not in varying}
+    return varying, constant
+
+
+def report_table(
+    report: pd.DataFrame, fmt: str = "table", *, by: Sequence[str], ci: float = CI, notes: bool = True
+) -> str:
+    """A :func:`report_frame` as ``fmt``: ``"table"`` (text), ``"markdown"``, ``"csv"`` or ``"json"``.
+
+    Text and markdown label each row with only the fields that differ among the rows; the
+    fields every row shares come once, above the table. The interval level and its z come
+    from ``ci``. ``notes`` adds lines that say what each column means. CSV and JSON hold the
+    report frame itself, at full precision (JSON: ``{"k", "ci", "by", "rows"}``, NaN as null).
+
+    >>> from passk_nb.data.records import frame_from_records
+    >>> df = frame_from_records([{"run_id": "r", "suite": "s", "task": t, "trial": i, "model": "m",
+    ...     "passed": i < c, "outcome": "pass" if i < c else "wrong_state"}
+    ...     for t, c in [("a", 4), ("b", 2)] for i in range(4)])
+    >>> print(report_table(report_frame(df, k=2, by=["model"], n_boot=0), by=["model"], notes=False))
+    model: m
+    pass@2 | pass^2 | ± these tasks | trials   | infra excl. | claimed not done | agent errors
+    -------+--------+---------------+----------+-------------+------------------+-------------
+    0.917  | 0.583  | ± 0.376       | 6/8 pass | 0           | 0                | 0
+    """
+    by = list(by)
+    if fmt == "csv":
+        return report.to_csv(index=False)
+    if fmt == "json":
+        rows = json.loads(report.to_json(orient="records", double_precision=15))
+        k = int(report["k"].iloc[0]) if len(report) else None
+        return json.dumps({"k": k, "ci": ci, "by": by, "rows": rows}, indent=1)
+    display, caption = report_display(report, by=by, ci=ci)
+    lines = [caption] if caption else []
+    if fmt == "markdown" and lines:
+        lines.append("")
+    lines.append(render_table(display, fmt))
+    if notes:
+        lines.extend([""] if fmt == "markdown" else [])
+        lines.extend(report_notes(report, ci=ci))
+    return "\n".join(lines)
+
+
+def report_display(report: pd.DataFrame, *, by: Sequence[str], ci: float = CI) -> tuple[pd.DataFrame, str]:
+    """The text cells of a report (one row per group) and the caption of what every row shares."""
+    z = float(sps.norm.ppf(0.5 + ci / 2))
+    k = int(report["k"].iloc[0])
+    varying, constant = split_fields(row_fields(report, by))
+    caption = ", ".join(f"{name}: {value}" for name, value in constant.items())
+    if not by:
+        caption = "all trials pooled (--by none)"
+    out = pd.DataFrame({name: values.to_numpy() for name, values in varying.items()}, index=report.index)
+    out[f"pass@{k}"] = [_with_interval(row, "pass@k") for row in report.to_dict("records")]
+    out[f"pass^{k}"] = [_with_interval(row, "pass^k") for row in report.to_dict("records")]
+    out["± these tasks"] = [
+        "n/a (n < k)" if pd.isna(se) else f"± {z * se:.3f}" for se in report["pass^k_se_fixed"]
+    ]
+    trials = []
+    for row in report.to_dict("records"):
+        text = f"{int(row['successes'])}/{int(row['trials'])} pass"
         if row["n_tasks_covered"] < row["n_tasks"]:
-            infra += f"; k={k} covers {int(row['n_tasks_covered'])}/{int(row['n_tasks'])} tasks"
-        se = row["pass^k_se_fixed"]
-        lines.append(
-            {
-                "provider/model": f"{row['provider']}/{row['model']}",
-                "prompt": f"{row['prompt_name']} ({row['prompt_hash']})",
-                f"pass@{k}": _with_ci(row, "pass@k"),
-                f"pass^{k}": _with_ci(row, "pass^k"),
-                "± fixed tasks": "n/a (n < 2k)" if pd.isna(se) else f"± {1.96 * se:.3f}",
-                "trials": f"{passed}/{total} pass{infra}",
-            }
-        )
-    frame = pd.DataFrame(lines)
-    widths = [max(len(c), *(len(str(v)) for v in frame[c])) for c in frame.columns]
-    rows = [list(frame.columns), *frame.astype(str).values.tolist()]
-    out = [" | ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    out.insert(1, "-+-".join("-" * w for w in widths))
-    notes = [f"pass@{k} / pass^{k}: mean over tasks of unbiased per-task estimates."]
-    if n_boot:
+            text += f"; k={k} covers {int(row['n_tasks_covered'])}/{int(row['n_tasks'])} tasks"
+        trials.append(text)
+    out["trials"] = trials
+    out["infra excl."] = report["n_infra_excluded"].astype(int).astype(str)
+    out["claimed not done"] = report["n_claimed_unperformed"].astype(int).astype(str)
+    out["agent errors"] = report["n_agent_errors"].astype(int).astype(str)
+    return out.reset_index(drop=True), caption
+
+
+def report_notes(report: pd.DataFrame, *, ci: float = CI) -> list[str]:
+    """One line per column kind: what the numbers of :func:`report_display` mean."""
+    k = int(report["k"].iloc[0])
+    methods = set(report["ci_method"])
+    per_task = "task" in report.columns[: list(report.columns).index("k")]
+    what = (
+        "unbiased estimates for each task" if per_task else "mean over tasks of unbiased per-task estimates"
+    )
+    notes = [f"pass@{k} / pass^{k}: {what}."]
+    interval_notes = {
+        "korn-graubard": "Korn-Graubard interval over tasks, for new tasks like these (its coverage "
+        "was measured from five tasks up: benchmarks/coverage.py)",
+        "t": "Student-t interval over tasks, for new tasks like these",
+        "bootstrap": "bootstrap over tasks, for new tasks like these (under-covers with few tasks)",
+        "cluster-bootstrap": "bootstrap over tasks, for new tasks like these (under-covers with few tasks)",
+        "clopper-pearson": "exact (Clopper-Pearson) interval for the task's true value",
+    }
+    for method in sorted(methods & set(interval_notes)):
+        notes.append(f"[{ci:.0%} interval]: {interval_notes[method]}.")
+    if DECLINED in methods:
         notes.append(
-            "[95% interval]: bootstrap over tasks, for new tasks like these (coarse with few tasks)."
+            f"[no interval]: {DECLINED}; an interval for new tasks would be nearly [0, 1]: "
+            "read the ± these tasks column."
         )
-    notes.append(f"± fixed tasks: 95% half-width of pass^{k} for these same tasks re-run (needs n ≥ 2k).")
-    return "\n".join(out + notes)
+    notes.append(
+        f"± these tasks: {ci:.0%} half-width of pass^{k} for these same tasks re-run "
+        "(exact variance of each task's estimate at a shrunk success rate; never zero)."
+    )
+    notes.append("infra excl.: infrastructure errors, left out of n (not the agent's fault).")
+    notes.append(
+        "claimed not done: final answers claiming an action the final state does not show; "
+        "agent errors: exceptions raised by the agent's own code."
+    )
+    return notes
 
 
-def _with_ci(row: dict, metric: str) -> str:
+def _with_interval(row: dict, metric: str) -> str:
     value = row[metric]
     text = "n/a" if pd.isna(value) else f"{value:.3f}"
     lo, hi = row.get(f"{metric}_lo"), row.get(f"{metric}_hi")

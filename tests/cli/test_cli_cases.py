@@ -113,9 +113,18 @@ def test_bad_case_file_exits_2_with_one_line(passk, tmp_path, name, text, messag
 
 
 def test_bad_trials_is_a_usage_error(passk):
-    with pytest.raises(SystemExit) as exc:
-        passk("cases", EXAMPLE_JSON, "--agent", f"{EXAMPLE_PY}:agent", "--trials", "0")
-    assert exc.value.code == 2
+    status, out, err = passk("cases", EXAMPLE_JSON, "--agent", f"{EXAMPLE_PY}:agent", "--trials", "0")
+    assert status == 2 and out == ""
+    assert err == "passk: error: argument --trials: must be ≥ 1, got 0 (see `passk cases --help`)\n"
+
+
+def test_cases_default_k_is_min_two_trials_and_quiet_prints_the_table_only(passk):
+    status, out, err = passk(
+        "cases", EXAMPLE_JSON, "--agent", f"{EXAMPLE_PY}:agent", "--trials", 1, "--quiet"
+    )
+    assert status == 0 and err == ""
+    assert table_row(out, "case")[:4] == ["case", "passes", "pass@1", "pass^1"]
+    assert out.splitlines()[-1].startswith("mean ")
 
 
 def test_help_lists_the_options(passk, capsys):

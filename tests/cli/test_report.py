@@ -1,0 +1,259 @@
+"""`passk report` and `passk runs`: filters, grouping, every format parsing back, the HTML page."""
+
+import io
+import json
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import passk_nb
+from passk_nb.cli.main import main
+from passk_nb.data.records import frame_from_records
+
+HOSTILE = "<script>alert('pwned')</script><img src=https://evil.example/x.png onerror=alert(1)>"
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+def records() -> pd.DataFrame:
+    """Two models x two prompts x three tasks x four trials, with claims, agent errors and hostile text."""
+    rng = np.random.default_rng(7)
+    rows = []
+    for model, skill in (("big", 0.9), ("small", 0.4)):
+        for prompt in ("default", "strict"):
+            for task in ("t1", "t2", "t3"):
+                for trial in range(4):
+                    passed = bool(rng.random() < skill)
+                    outcome = "pass" if passed else "wrong_state"
+                    answer, claims = "Done as asked.", "[]"
+                    if not passed and trial == 1:
+                        answer = "Your order O1003 has been cancelled."  # claimed, not done
+                        claims = json.dumps([{"kind": "cancel", "ids": ["O1003"], "text": answer}])
+                    if not passed and trial == 2 and model == "small":
+                        outcome, answer = "agent_error", None
+                    if not passed and trial == 3:
+                        answer = HOSTILE
+                    transcript = json.dumps([{"kind": "reply", "role": "assistant", "content": HOSTILE}])
+                    rows.append(
+                        {
+                            "run_id": f"{model}-{prompt}",
+                            "suite": "orders",
+                            "provider": "test",
+                            "model": model,
+                            "prompt_name": prompt,
+                            "prompt_hash": f"{prompt}-hash"[:12],
+                            "task": task,
+                            "trial": trial,
+                            "passed": passed,
+                            "outcome": outcome,
+                            "final_answer": answer,
+                            "false_claims": claims,
+                            "transcript": transcript,
+                        }
+                    )
+    return frame_from_records(rows)
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    path = tmp_path_factory.mktemp("report") / "records.parquet"
+    records().to_parquet(path)
+    return path
+
+
+def passk(capsys, *argv) -> str:
+    assert main([str(a) for a in argv]) == 0
+    out, err = capsys.readouterr()
+    assert "passk: error" not in err
+    return out
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_csv_and_json_parse_back_to_summarize(folder, capsys, fmt, tmp_path):
+    df = passk_nb.load(folder)
+    expected = passk_nb.summarize(df, k=2, n_boot=300, seed=3)
+    out_file = tmp_path / f"report.{fmt}"
+    passk(capsys, "report", folder, "--format", fmt, "--n-boot", 300, "--seed", 3, "--out", out_file)
+    if fmt == "csv":
+        got = pd.read_csv(out_file)
+    else:
+        doc = json.loads(out_file.read_text())
+        assert (
+            doc["k"] == 2
+            and doc["ci"] == 0.95
+            and doc["by"] == list(expected.columns[: list(expected.columns).index("k")])
+        )
+        got = pd.DataFrame(doc["rows"])
+    numbers = [c for c in expected.columns if pd.api.types.is_numeric_dtype(expected[c])]
+    assert len(got) == len(expected) == 4  # default: one row per model and prompt, never pooled
+    for column in numbers:
+        np.testing.assert_allclose(got[column].astype(float), expected[column].astype(float), rtol=1e-12)
+    for column in expected.columns.difference(numbers):
+        assert got[column].astype(str).tolist() == expected[column].astype(str).tolist()
+    flags = passk_nb.claimed_unperformed_action(df)
+    by = ["model", "prompt_name"]
+    claimed = df.assign(flag=flags).groupby(by)["flag"].sum().to_numpy()
+    agent = df.assign(flag=df["outcome"] == "agent_error").groupby(by)["flag"].sum().to_numpy()
+    assert got["n_claimed_unperformed"].tolist() == claimed.tolist() and claimed.sum() > 0
+    assert got["n_agent_errors"].tolist() == agent.tolist() and agent.sum() > 0
+
+
+def test_stdout_formats_parse_too(folder, capsys):
+    csv = passk(capsys, "report", folder, "--format", "csv", "--n-boot", 0)
+    assert len(pd.read_csv(io.StringIO(csv))) == 4
+    doc = json.loads(passk(capsys, "report", folder, "--format", "json", "--n-boot", 0))
+    assert len(doc["rows"]) == 4 and doc["rows"][0]["pass@k_lo"] is None  # NaN -> null
+
+
+def test_table_labels_rows_with_only_the_fields_that_differ(folder, capsys):
+    out = passk(capsys, "report", folder, "--n-boot", 0, "--where", "model=small")
+    lines = out.splitlines()
+    assert lines[0] == "suite: orders, provider/model: test/small, config: default"
+    header = [c.strip() for c in lines[1].split(" | ")]
+    assert header[:2] == ["prompt", "pass@2"]  # the model is the same in every row shown
+    rows = [line for line in lines[3:] if " | " in line]
+    assert [r.split(" | ")[0].strip() for r in rows] == ["default (default-hash)", "strict (strict-hash)"]
+    assert header[-2:] == ["claimed not done", "agent errors"]
+
+
+def test_where_is_or_within_a_column_and_across_columns_and(folder, capsys):
+    df = passk_nb.load(folder)
+    argv = ["report", folder, "--format", "csv", "--n-boot", 0, "--by", "model"]
+    one = pd.read_csv(
+        io.StringIO(passk(capsys, *argv, "--where", "prompt_name=strict", "--where", "task=t1"))
+    )
+    kept = df[(df["prompt_name"] == "strict") & (df["task"] == "t1")]
+    assert one["trials"].tolist() == kept.groupby("model").size().tolist() == [4, 4]
+    both = pd.read_csv(io.StringIO(passk(capsys, *argv, "--where", "model=big", "--where", "model=small")))
+    assert both["model"].tolist() == ["big", "small"] and both["trials"].sum() == len(df)
+
+
+def test_by_chooses_the_rows_and_none_pools_all(folder, capsys):
+    argv = ["report", folder, "--format", "csv", "--n-boot", 0]
+    per_task = pd.read_csv(io.StringIO(passk(capsys, *argv, "--by", "model,task")))
+    assert len(per_task) == 6 and set(per_task["ci_method"]) == {"none"}
+    assert main(["report", str(folder), "--n-boot", "0", "--by", "model"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("passk: warning: --by model pools trials whose prompt_name, prompt_hash differ")
+    pooled = pd.read_csv(io.StringIO(passk(capsys, *argv, "--by", "none")))
+    assert len(pooled) == 1 and pooled.loc[0, "trials"] == 48
+    out = passk(capsys, "report", folder, "--n-boot", 0, "--by", "none")
+    assert out.splitlines()[0] == "all trials pooled (--by none)"
+
+
+def test_markdown_is_a_pipe_table(folder, capsys):
+    out = passk(capsys, "report", folder, "--format", "markdown", "--n-boot", 0, "--quiet")
+    table = [line for line in out.splitlines() if line.startswith("|")]
+    assert table[1].startswith("|---|") and len(table) == 2 + 4
+    assert all(line.count("|") == table[0].count("|") for line in table)
+
+
+def test_default_k_is_two_or_the_trials_there_are(tmp_path, capsys):
+    passk_nb.run("scripted", trials=1, out=tmp_path, progress=False)
+    assert "pass@1 " in passk(capsys, "report", tmp_path, "--n-boot", 0)
+    assert main(["run", "--trials", "1", "--out", str(tmp_path / "b"), "--no-progress", "--n-boot", "0"]) == 0
+    assert "pass@1 " in capsys.readouterr().out
+
+
+def test_a_group_of_only_infra_errors_says_so(tmp_path, capsys):
+    df = records()
+    df.loc[df["model"] == "small", ["outcome", "passed"]] = ["infra_error", False]
+    path = tmp_path / "r.parquet"
+    df.to_parquet(path)
+    one = ["--where", "prompt_name=default", "--by", "model"]  # one configuration per model
+    out = passk(capsys, "report", path, "--n-boot", 0, *one, "--format", "csv")
+    assert main(["report", str(path), "--n-boot", "0", *one]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("passk: warning: every trial of model=small was an infrastructure error")
+    assert "no task has" not in err and len(err.splitlines()) == 1
+    report = pd.read_csv(io.StringIO(out))
+    assert report["n_infra_excluded"].tolist() == [0, 12] and np.isnan(report.loc[1, "pass^k"])
+
+
+def test_runs_lists_each_run(folder, tmp_path, capsys):
+    passk_nb.run("scripted", trials=2, out=tmp_path, progress=False)
+    with pytest.warns(UserWarning, match="the prompt changed"):
+        passk_nb.run("scripted", trials=1, out=tmp_path, progress=False, prompt="strict")
+    out = passk(capsys, "runs", tmp_path)
+    lines = out.splitlines()
+    header = [c.strip() for c in lines[0].split(" | ")]
+    assert header == [
+        "run",
+        "provider/model",
+        "prompt",
+        "config",
+        "suite",
+        "trials done/expected",
+        "infra errors",
+        "started",
+        "version",
+    ]
+    rows = [[c.strip() for c in line.split(" | ")] for line in lines[2:4]]
+    assert sorted(r[5] for r in rows) == ["10/10", "5/5"]
+    assert {r[2].split(" ")[0] for r in rows} == {"default", "strict"}
+    assert lines[4].startswith("2 runs, 15 trials in ")
+
+
+class _Collector(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags, self.attrs, self.text = [], [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self.attrs.extend((tag, name, value or "") for name, value in attrs)
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+@pytest.fixture(scope="module")
+def html_report(folder, tmp_path_factory):
+    out = tmp_path_factory.mktemp("html") / "report.html"
+    assert main(["report", str(folder), "--format", "html", "--out", str(out), "--n-boot", "200"]) == 0
+    return out
+
+
+def test_html_report_is_self_contained_and_escapes_hostile_text(html_report):
+    page = html_report.read_text()
+    parsed = _Collector()
+    parsed.feed(page)
+    links = [(t, n, v) for t, n, v in parsed.attrs if n in ("src", "href")]
+    assert links and all(v.startswith("data:image/png;base64,") for _, _, v in links)
+    assert not any(v.startswith(("http:", "https:", "//")) for _, _, v in parsed.attrs)
+    assert "script" not in parsed.tags and "onerror" not in {n for _, n, _ in parsed.attrs}
+    text = "".join(parsed.text)
+    assert HOSTILE in text  # shown as text, exactly
+    assert parsed.tags.count("img") == 3  # curve, heatmap, outcomes
+    assert parsed.tags.count("table") == 2 and "claimed not done" in text and "pass^2" in text
+    assert "default (default-hash)" in text and "small" in text
+    failed = int((~records()["passed"]).sum())
+    assert page.count("<details><summary>") == min(25, failed) and failed > 0
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed")
+def test_html_report_renders_in_a_headless_browser(html_report, tmp_path):
+    shot = tmp_path / "shot.png"
+    subprocess.run(
+        [
+            str(CHROMIUM),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--window-size=1200,2400",
+            f"--screenshot={shot}",
+            html_report.as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    import matplotlib.image
+
+    pixels = matplotlib.image.imread(shot)
+    assert pixels.shape[0] >= 2000 and pixels.std() > 0.05  # something is drawn, not a blank page
+    assert shutil.which(str(CHROMIUM))
