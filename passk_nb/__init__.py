@@ -58,11 +58,14 @@ _LAZY = {
     "compare": "passk_nb.stats.paired",
     "flips": "passk_nb.stats.paired",
     "claimed_unperformed_action": "passk_nb.stats.flags",
+    "divergence": "passk_nb.stats.divergence",  # issue 17
+    "action_tree": "passk_nb.stats.divergence",  # issue 17
     # view: tables, plots, widgets
     "plot_curve": "passk_nb.view.plots",
     "plot_flips": "passk_nb.view.plots",
     "plot_outcomes": "passk_nb.view.plots",
     "plot_tasks": "passk_nb.view.plots",
+    "plot_divergence": "passk_nb.view.divergence_plots",  # issue 17
     "explore": "passk_nb.view.widgets",
     "browse_transcripts": "passk_nb.view.widgets",
     "show_transcript": "passk_nb.view.widgets",
