@@ -66,25 +66,36 @@ def plot_divergence(
         ax.plot([x0, x1], [y0, y1], color=color, lw=1 + 5 * n / widest, solid_capstyle="round", zorder=1)
         ax.scatter([x1], [y1], s=18, color=color, zorder=2)
         label = row.action if len(row.action) <= MAX_LABEL else row.action[: MAX_LABEL - 1] + "…"
+        mid = ((x0 + x1) / 2, (y0 + y1) / 2)
         ax.annotate(
             label,
-            (x1, y1),
-            xytext=(4, 4),
+            mid,
+            xytext=(0, 3),
             textcoords="offset points",
+            ha="center",
+            va="bottom",
             fontsize=8,
             fontweight="bold" if parts else "normal",
             color=FAIL_COLOR if parts else "black",
         )
-        ax.text(
-            (x0 + x1) / 2, (y0 + y1) / 2, f"{row.n_pass}✓ {row.n_fail}✗", fontsize=7, ha="center", va="top"
+        ax.annotate(
+            f"{row.n_pass}✓ {row.n_fail}✗",
+            mid,
+            xytext=(0, -3),
+            textcoords="offset points",
+            fontsize=7,
+            ha="center",
+            va="top",
         )
     ax.scatter([0], [y[0]], s=30, color="black", zorder=2)
     ax.annotate("start", (0, y[0]), xytext=(-4, 4), textcoords="offset points", ha="right", fontsize=8)
-    ax.set_xlabel("step")
+    depths = range(int(tree["depth"].max()) if len(tree) else 0)
+    ax.set_xticks([d + 0.5 for d in depths], [str(d) for d in depths])
+    ax.set_xlabel("step (as in divergence())")
     ax.set_yticks([])
     for side in ("left", "right", "top"):
         ax.spines[side].set_visible(False)
-    ax.set_xlim(-0.6, (int(tree["depth"].max()) if len(tree) else 1) + 0.9)
+    ax.set_xlim(-0.3, (int(tree["depth"].max()) if len(tree) else 1) + 0.2)
     ax.legend(
         handles=[
             Line2D([], [], color=PASS_COLOR, lw=3, label="passing trials only"),
