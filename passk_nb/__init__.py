@@ -41,6 +41,7 @@ _LAZY = {
     "run_episode": "passk_nb.harness.episode",
     "run": "passk_nb.harness.runner",
     "regrade": "passk_nb.harness.regrade",
+    "probe": "passk_nb.harness.probe",  # issue 17
     "run_eval": "passk_nb.harness.cases",
     "run_cases": "passk_nb.harness.cases",
     "load_cases": "passk_nb.harness.case_files",

@@ -14,12 +14,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from passk_nb.cli import cases, gate, regrade, report, run, tasks  # issue 17
+from passk_nb.cli import cases, gate, probe, regrade, report, run, tasks  # issue 17
 from passk_nb.cli.common import CliError
 
 #: The subcommands, in the order ``--help`` lists them; each module registers its own parser.
 COMMANDS = (run, report, tasks, cases)
-COMMANDS += (gate, regrade)  # issue 17
+COMMANDS += (gate, regrade, probe)  # issue 17
 
 
 def build_parser() -> argparse.ArgumentParser:
