@@ -61,6 +61,8 @@ _LAZY = {
     "claimed_unperformed_action": "passk_nb.stats.flags",
     "divergence": "passk_nb.stats.divergence",  # issue 17
     "action_tree": "passk_nb.stats.divergence",  # issue 17
+    "with_cost": "passk_nb.stats.cost",  # issue 17
+    "cost_summary": "passk_nb.stats.cost",  # issue 17
     # view: tables, plots, widgets
     "plot_curve": "passk_nb.view.plots",
     "plot_flips": "passk_nb.view.plots",
