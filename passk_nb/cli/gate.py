@@ -24,6 +24,12 @@ Which interval (``--interval``):
 the gate fails when the whole interval of pass^k(current) − pass^k(baseline) is below 0.
 Each side must hold one configuration (filter with ``--provider``, ``--model``,
 ``--config``). Given with ``--min``, both conditions must hold.
+
+In the JUnit XML a task's test case fails when its own pass^k is below ``--min``, or, with
+``--baseline``, when it got significantly worse (Fisher's exact test per task, Benjamini–
+Hochberg across tasks: :func:`passk_nb.flips`); the failure lists the task's failing trials
+with their outcome and error. Every task must have at least k usable trials: a gate that
+silently skipped a task would be no gate (exit 2 says which task is short).
 """
 
 from __future__ import annotations
@@ -155,6 +161,13 @@ def gate(
             per_task = summarize(df, k=k, by=(*by, "task"), n_boot=0)
         except ValueError as exc:
             raise CliError(str(exc)) from None
+    short = per_task[per_task["trials"] < k]
+    if len(short):
+        names = ", ".join(f"{t} ({n})" for t, n in list(zip(short["task"], short["trials"], strict=True))[:5])
+        raise CliError(
+            f"k={k} needs {k} usable trials of every task; these have fewer (infra errors excluded): "
+            f"{names}. Run more trials (re-running the same `passk run` resumes) or lower --k"
+        )
     labels = group_labels(summary, by) if by else pd.Series("all trials", index=summary.index)
     per_task_labels = group_labels(per_task, by) if by else pd.Series("all trials", index=per_task.index)
     failed_tasks: set[tuple[str, str]] = set()

@@ -79,6 +79,9 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys):
     assert "has fewer than 2k=8 usable trials" in capsys.readouterr().err
     assert main(["gate", str(tmp_path / "nowhere"), "--k", "2", "--min", "0.5"]) == 2
     assert "does not exist" in capsys.readouterr().err
+    short = write_marks(tmp_path / "short", {"a": "1111", "b": "11ii"})
+    assert main(["gate", str(short), "--k", "3", "--min", "0.5"]) == 2
+    assert "these have fewer (infra errors excluded): b (2)" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exc:
         main(["gate", str(data), "--k", "2", "--min", "1.5"])
     assert exc.value.code == 2
