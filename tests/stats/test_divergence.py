@@ -184,3 +184,24 @@ def test_sequences_from_a_real_run_match_the_known_good_script(tmp_path):
     task = passk_nb.get_suite("orders").task("cancel-pending-lookup")
     assert len(action_sequence(df["transcript"].iloc[0])) == len(task.script)
     assert action_sequence(df["transcript"].iloc[0])[-1] == "answer"
+
+
+def test_a_real_run_of_a_flawed_agent_diverges_at_the_refund(tmp_path):
+    from tests.harness.test_regrade import flawed_agent
+
+    flawed_agent.calls = 0
+    df = passk_nb.run(flawed_agent, trials=4, out=tmp_path, progress=False, concurrency=1)
+    out = divergence(df)
+    assert out[
+        ["task", "step", "action", "reference", "n_diverging", "n_failing", "n_passing"]
+    ].values.tolist() == [
+        [
+            "refund-delivered",
+            1,
+            'refund_order(amount=50.0, order_id="O1001")',
+            'refund_order(amount=79.99, order_id="O1001") ×2',
+            2,
+            2,
+            2,
+        ]
+    ]
