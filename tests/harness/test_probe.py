@@ -176,3 +176,25 @@ def test_the_command_prints_a_verdict_per_concurrency_and_keeps_trial_records_ap
     options = ["--repeats", "2", "--concurrency", "1", "--seed-repeats", "0", "--max-attempts", "1"]
     assert main([*down, *options, "--timeout", "1", "--out", str(tmp_path), "--no-progress"]) == 2
     assert "all 4 requests failed" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_smollm2_through_llama_cpp_server_is_deterministic_and_honours_the_seed(tmp_path):
+    # Measured (issue 17, 2026-12-01, 2 shared cores): 20 repeats x 3 requests at concurrency 1 and 8
+    # gave one reply each (llama_cpp.server answers one request at a time); 5 same-seed replies at
+    # temperature 0.8 were identical, 5 other seeds gave 5 replies differing from the first character.
+    from tests.harness.test_local_model import require_local_extra
+
+    require_local_extra()
+    from passk_nb.harness.providers.local import LlamaServer
+
+    with LlamaServer(n_ctx=4096) as server:
+        result = probe(
+            "openai", server.model, base_url=server.url, api_key_env=None, max_tokens=24,
+            tasks=TASKS[:1], repeats=3, concurrency=(1, 2), seed_repeats=3, out=tmp_path, progress=False,
+        )  # fmt: skip
+    main = result.summary[result.summary["phase"] == "temperature0"]
+    assert (main["n_errors"] == 0).all(), result.replies["error"].dropna().tolist()
+    assert main["deterministic"].all(), main
+    assert not result.seed_verdict.startswith("not honoured"), result.seed_verdict
+    assert len(load_probes(tmp_path)) == 2 * 2 * 3 + 2 * 3
