@@ -41,6 +41,7 @@ _LAZY = {
     "run_episode": "passk_nb.harness.episode",
     "run": "passk_nb.harness.runner",
     "regrade": "passk_nb.harness.regrade",
+    "probe": "passk_nb.harness.probe",  # issue 17
     "run_eval": "passk_nb.harness.cases",
     "run_cases": "passk_nb.harness.cases",
     "load_cases": "passk_nb.harness.case_files",
@@ -58,11 +59,16 @@ _LAZY = {
     "compare": "passk_nb.stats.paired",
     "flips": "passk_nb.stats.paired",
     "claimed_unperformed_action": "passk_nb.stats.flags",
+    "divergence": "passk_nb.stats.divergence",  # issue 17
+    "action_tree": "passk_nb.stats.divergence",  # issue 17
+    "with_cost": "passk_nb.stats.cost",  # issue 17
+    "cost_summary": "passk_nb.stats.cost",  # issue 17
     # view: tables, plots, widgets
     "plot_curve": "passk_nb.view.plots",
     "plot_flips": "passk_nb.view.plots",
     "plot_outcomes": "passk_nb.view.plots",
     "plot_tasks": "passk_nb.view.plots",
+    "plot_divergence": "passk_nb.view.divergence_plots",  # issue 17
     "explore": "passk_nb.view.widgets",
     "browse_transcripts": "passk_nb.view.widgets",
     "show_transcript": "passk_nb.view.widgets",

@@ -191,9 +191,9 @@ def flips(
     (Boschloo's exact unconditional test, more powerful at small n: 4/4 → 0/4 gives p = 0.0078
     where Fisher gives 0.029; slower).
     family: ``"tarone"`` (default): Benjamini–Hochberg across only the tasks whose trial counts
-    and total successes can reach p < alpha/K at all (Tarone's rule; a task that passed every
-    trial under both arms cannot show a flip and does not dilute the others); ``"all"``: every
-    task.
+    and total successes can reach p ≤ alpha at all (Tarone's screen, which uses only the margins,
+    on which Fisher's test conditions; a task that passed every trial under both arms cannot show
+    a flip and does not dilute the others); ``"all"``: every task.
 
     One row per task with usable trials under both arms: ``successes_a``/``trials_a``,
     ``successes_b``/``trials_b``, ``delta`` (success rate b − a), ``p_value``, ``min_p`` (the
@@ -267,12 +267,13 @@ def flips(
 
 
 def _tarone(reachable: np.ndarray, alpha: float) -> np.ndarray:
-    """Tarone's rule: the smallest K with at most K tasks able to reach p ≤ alpha/K; those tasks."""
-    for k in range(1, reachable.size + 1):
-        family = reachable <= alpha / k
-        if family.sum() <= k:
-            return family
-    return np.zeros(reachable.size, dtype=bool)
+    """The testable tasks: those whose margins let some split reach p ≤ alpha at all (Tarone's screen).
+
+    The screen uses only the margins (each task's trials per arm and total successes), and Fisher's
+    p-value is valid conditional on them, so Benjamini–Hochberg over the screened tasks keeps its
+    false discovery rate; tasks that could never be significant no longer dilute the family.
+    """
+    return reachable <= alpha
 
 
 @lru_cache(maxsize=4096)

@@ -432,11 +432,23 @@ def test_flips_tarone_family_flags_a_lone_complete_flip_among_five_tasks() -> No
 
 
 def test_flips_warns_from_what_the_tarone_family_can_reach() -> None:
-    # five tasks that could each reach p = 0.029 alone: Tarone needs p <= 0.05/K, none qualifies
+    # five tasks whose margins could each reach p = 0.029: all testable, but BH across five needs
+    # p <= 0.05/5 for a lone flip, which four trials per arm cannot give
     spec = {("m", "p1", t): "1100" for t in "abcde"} | {("m", "p2", t): "1001" for t in "abcde"}
     with pytest.warns(UserWarning, match=r"Benjamini–Hochberg across 5 tasks cannot flag a single flip"):
         out = flips(trials(spec), a="p1", b="p2")
-    assert not out["tested"].any() and not out["flip"].any()
+    assert out["tested"].all() and not out["flip"].any()
+
+
+def test_flips_four_complete_flips_among_six_tasks_are_all_flagged() -> None:
+    # the two unchanged tasks (4/4 and 4/4) can never be significant and leave the family;
+    # BH over the four flips: every q = 0.029
+    spec = {("m", "p1", t): "1111" for t in "abcdef"}
+    spec |= {("m", "p2", t): ("0000" if t in "abcd" else "1111") for t in "abcdef"}
+    out = flips(trials(spec), a="p1", b="p2")
+    assert out["tested"].tolist() == [True] * 4 + [False] * 2
+    assert out["flip"].tolist() == [True] * 4 + [False] * 2
+    assert out["q_value"].iloc[:4].tolist() == pytest.approx([2 / 70] * 4)
 
 
 def test_flips_boschloo_option() -> None:

@@ -1,0 +1,169 @@
+"""``passk regrade``: judge stored trials again under the suite's current checks, as a new run.
+
+    passk regrade runs
+    passk regrade runs --suite mychecks:SUITE --out runs-regraded
+
+No model is called: each trial's transcript is replayed against the suite's seeded initial
+state (:func:`passk_nb.regrade`). The originals stay untouched; the re-graded records are
+written as new run folders, one per original run, under ``--out`` (default: the same data
+folder). A re-graded record names the checks it was graded with in ``provider_meta``
+(``{"grader": {"suite", "checks", "passk_nb", "regraded_from"}}``, ``checks`` a 12-hex
+fingerprint of the suite's check functions, refusal rules and claim vocabulary), gets its
+own ``run_id``, and its ``config`` label gains ``checks=<fingerprint>`` so that no analysis
+pools two gradings of the same trials.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from passk_nb.cli.common import CliError
+from passk_nb.data.ids import content_id
+from passk_nb.data.records import COLUMNS
+from passk_nb.data.store import load
+
+#: Changed verdicts listed on screen (all of them are in the records).
+SHOW_CHANGED = 10
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add the ``regrade`` subcommand to ``subparsers`` and return its parser."""
+    p = subparsers.add_parser(
+        "regrade",
+        help="judge stored trials again under the current checks, without calling a model",
+        description="Replay the stored transcripts of every trial under PATH against the suite's "
+        "current checks and write the re-graded records as new run folders (originals untouched).",
+    )
+    p.add_argument("path", help="data folder written by `passk run`")
+    p.add_argument(
+        "--suite",
+        metavar="MODULE:NAME",
+        help="the suite to grade with, as module:attribute (default: each record's registered suite)",
+    )
+    p.add_argument("--out", type=Path, help="data folder for the re-graded runs (default: PATH itself)")
+    p.set_defaults(func=_cmd_regrade)
+    return p
+
+
+def import_suite(text: str) -> Any:
+    """The :class:`~passk_nb.harness.suites.base.Suite` named by ``module:attribute``.
+
+    >>> import_suite("passk_nb.harness.suites.orders:SUITE").name
+    'orders'
+    """
+    from passk_nb.harness.suites.base import Suite
+
+    module_name, sep, attribute = text.partition(":")
+    if not sep or not module_name or not attribute:
+        raise CliError(f"--suite must look like module:NAME (e.g. mysuite:SUITE), got {text!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise CliError(
+            f"cannot import {module_name!r} for --suite: {exc}; run from the folder that holds it "
+            "or install it"
+        ) from None
+    suite = getattr(module, attribute, None)
+    if not isinstance(suite, Suite):
+        found = "nothing" if suite is None else type(suite).__name__
+        raise CliError(f"{text} is {found}, not a Suite; name the module attribute that holds the suite")
+    return suite
+
+
+def checks_fingerprint(suite: Any) -> str:
+    """12 hex characters that change when any of the suite's checks changes.
+
+    >>> from passk_nb.harness.suites import get_suite
+    >>> len(checks_fingerprint(get_suite("orders")))
+    12
+    """
+    from passk_nb.harness.fingerprint import fingerprint
+
+    checks = tuple((t.id, t.check) for t in suite.tasks)
+    rules = repr([(t.id, t.refusal) for t in suite.tasks]) + repr(suite.claims)
+    return fingerprint((checks, rules))
+
+
+def regraded_records(df: pd.DataFrame, again: pd.DataFrame, grader: dict[str, str]) -> pd.DataFrame:
+    """The re-graded rows as records of new runs: new ``run_id``, ``config`` and ``provider_meta``."""
+    out = again[list(COLUMNS)].copy()
+    new_ids = {old: content_id(["regrade", old, grader["checks"]]) for old in df["run_id"].unique()}
+    out["run_id"] = df["run_id"].map(new_ids).to_numpy()
+    out["config"] = [
+        f"{c}, checks={grader['checks']}"
+        if isinstance(c, str) and c and c != "default"
+        else f"checks={grader['checks']}"
+        for c in df["config"]
+    ]
+    out["provider_meta"] = [
+        json.dumps({**_meta(meta), "grader": {**grader, "regraded_from": str(run)}}, default=str)
+        for meta, run in zip(df["provider_meta"], df["run_id"], strict=True)
+    ]
+    return out
+
+
+def _meta(text: object) -> dict[str, Any]:
+    try:
+        value = json.loads(text) if isinstance(text, str) else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _cmd_regrade(args: argparse.Namespace) -> int:
+    import pyarrow as pa
+
+    from passk_nb._version import __version__
+    from passk_nb.data.records import SCHEMA
+    from passk_nb.data.store import write_part
+    from passk_nb.harness.regrade import RegradeError, regrade
+    from passk_nb.harness.suites import get_suite
+
+    if not Path(args.path).is_dir():
+        raise CliError(f"{args.path} is not a folder; give the data folder `passk run --out` wrote")
+    df = load(args.path)
+    is_regrade = df["provider_meta"].map(lambda m: "grader" in _meta(m)).astype(bool)
+    skipped = int(is_regrade.sum())
+    df = df[~is_regrade].reset_index(drop=True)
+    if df.empty:
+        raise CliError(f"no original trial records under {args.path} to re-grade")
+    suite = import_suite(args.suite) if args.suite else None
+    out_dir = Path(args.out) if args.out else Path(args.path)
+    written: list[str] = []
+    changed_rows: list[pd.DataFrame] = []
+    for suite_name, part in df.groupby("suite", sort=True):
+        grading = suite if suite is not None else get_suite(str(suite_name))
+        grader = {"suite": grading.name, "checks": checks_fingerprint(grading), "passk_nb": __version__}
+        try:
+            again = regrade(part.reset_index(drop=True), suite=grading)
+        except RegradeError as exc:
+            raise CliError(f"cannot re-grade: {exc}") from None
+        records = regraded_records(part.reset_index(drop=True), again, grader)
+        for run_id, rows in records.groupby("run_id", sort=True):
+            if (out_dir / str(run_id)).exists():
+                raise CliError(
+                    f"{out_dir / str(run_id)} exists: these trials were re-graded with checks "
+                    f"{grader['checks']} already; delete that folder to write them again"
+                )
+            table = pa.Table.from_pandas(rows, schema=SCHEMA, preserve_index=False)
+            write_part(table, out_dir, str(run_id))
+            source = _meta(rows["provider_meta"].iloc[0])["grader"]["regraded_from"]
+            written.append(f"{out_dir / str(run_id)} (re-graded run {source})")
+        changed_rows.append(again[again["regrade_changed"]])
+    changed = pd.concat(changed_rows, ignore_index=True)
+    print(f"re-graded {len(df)} trials without calling a model; {len(changed)} changed verdict")
+    for row in changed.head(SHOW_CHANGED).itertuples():
+        print(f"  {row.task} trial {row.trial} (run {row.run_id}): {row.outcome_before} -> {row.outcome}")
+    if len(changed) > SHOW_CHANGED:
+        print(f"  ... and {len(changed) - SHOW_CHANGED} more")
+    if skipped:
+        print(f"skipped {skipped} records that are re-gradings themselves (left out)")
+    for line in written:
+        print(f"records: {line}")
+    return 0

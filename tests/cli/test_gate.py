@@ -1,0 +1,114 @@
+"""passk gate: exit 0 when the lower bound holds, 1 when it does not, 2 on bad input; JUnit XML per task."""
+
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pyarrow as pa
+
+import passk_nb
+from passk_nb.cli.main import main
+from passk_nb.data.records import SCHEMA
+from passk_nb.data.store import write_part
+from tests.helpers.records import records_from_marks
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def write_marks(folder, marks_by_task, model="m", prompt="p"):
+    """Records of one configuration, task -> marks ("1" pass, "0" wrong_state, "i" infra_error)."""
+    df = records_from_marks({(model, prompt, task): marks for task, marks in marks_by_task.items()})
+    write_part(pa.Table.from_pandas(df, schema=SCHEMA, preserve_index=False), folder, df["run_id"].iloc[0])
+    return folder
+
+
+def test_the_scripted_suite_passes_the_gate_from_the_command_line(tmp_path):
+    passk_nb.run("scripted", suite="bank", trials=4, out=tmp_path, progress=False)
+    done = subprocess.run(  # the command .ci/run uses: ten tasks that all pass give a lower bound of 0.612
+        [sys.executable, "-m", "passk_nb", "gate", str(tmp_path), "--k", "2", "--min", "0.6"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("## passk gate: PASS")
+    assert "| 10/10 | 40/40 pass | 1.000 | 0.612 | pass |" in done.stdout
+
+
+def test_a_lower_bound_below_the_threshold_fails_and_junit_names_the_failing_trials(tmp_path, capsys):
+    # pass^2 per task: 1, 1, 1, 1, C(2,2)/C(4,2) = 1/6 -> mean 0.833; with five tasks the interval
+    # for new tasks like these reaches far below 0.8
+    data = write_marks(tmp_path / "runs", {"a": "1111", "b": "1111", "c": "1111", "d": "1111", "e": "1010"})
+    junit = tmp_path / "gate.xml"
+    assert main(["gate", str(data), "--k", "2", "--min", "0.8", "--junit", str(junit)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("## passk gate: FAIL")
+    assert "| 0.833 |" in out and "**FAIL**" in out
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite.get("tests") == "5" and suite.get("failures") == "1"
+    failed = [case for case in suite.iter("testcase") if case.find("failure") is not None]
+    assert [case.get("name") for case in failed] == ["e (pass^2)"]
+    text = failed[0].find("failure").text
+    assert "trial 1" in text and "trial 3" in text and "wrong_state" in text
+    assert "trial 0" not in text and "trial 2" not in text
+
+
+def test_the_same_data_passes_a_lower_threshold(tmp_path, capsys):
+    data = write_marks(tmp_path, {"a": "1111", "b": "1111", "c": "1111", "d": "1111", "e": "1010"})
+    assert main(["gate", str(data), "--k", "2", "--min", "0.1"]) == 0
+    assert capsys.readouterr().out.startswith("## passk gate: PASS")
+
+
+def test_the_fixed_task_interval_is_narrower_but_never_certain(tmp_path, capsys):
+    # 4 tasks at 8/8 and one at 0/8: pass^4 = 0.8 exactly, yet neither interval lets 0.8 through
+    # (the fixed-task SE is never zero); these tasks re-rolled is the narrower question
+    data = write_marks(tmp_path, {t: "11111111" for t in "abcd"} | {"e": "00000000"})
+    assert main(["gate", str(data), "--k", "4", "--min", "0.8", "--interval", "fixed"]) == 1
+    assert main(["gate", str(data), "--k", "4", "--min", "0.8"]) == 1
+    capsys.readouterr()
+    assert main(["gate", str(data), "--k", "4", "--min", "0.5", "--interval", "fixed"]) == 0
+    assert main(["gate", str(data), "--k", "4", "--min", "0.5"]) == 1
+
+
+def test_bad_input_exits_2_with_one_line(tmp_path, capsys):
+    data = write_marks(tmp_path, {"a": "1111", "b": "1111"})
+    assert main(["gate", str(data), "--k", "2"]) == 2
+    assert "give --min THRESHOLD, --baseline DIR" in capsys.readouterr().err
+    assert main(["gate", str(data), "--k", "5", "--min", "0.5"]) == 2
+    assert "5 is larger than n=4" in capsys.readouterr().err
+    assert main(["gate", str(tmp_path / "nowhere"), "--k", "2", "--min", "0.5"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    short = write_marks(tmp_path / "short", {"a": "1111", "b": "11ii"})
+    assert main(["gate", str(short), "--k", "3", "--min", "0.5"]) == 2
+    assert "these have fewer (infra errors excluded): b (2)" in capsys.readouterr().err
+    assert main(["gate", str(data), "--k", "2", "--min", "1.5"]) == 2
+    assert capsys.readouterr().err.startswith("passk: error:")
+
+
+def test_a_paired_regression_against_the_baseline_fails_the_gate(tmp_path, capsys):
+    tasks = "abcdef"
+    base = write_marks(tmp_path / "base", {t: "1111" for t in tasks})
+    worse = write_marks(
+        tmp_path / "worse", {t: "0000" for t in tasks[:4]} | {t: "1111" for t in tasks[4:]}, prompt="q"
+    )
+    same = write_marks(tmp_path / "same", {t: "1111" for t in tasks}, prompt="q")
+    junit = tmp_path / "gate.xml"
+    assert main(["gate", str(worse), "--k", "2", "--baseline", str(base), "--junit", str(junit)]) == 1
+    out = capsys.readouterr().out
+    assert "| 1.000 | 0.333 | -0.667 |" in out
+    assert "a 4/4 → 0/4" in out  # the two steady tasks leave the flips' family: all four flips show
+    failed = [
+        c.get("name") for c in ET.parse(junit).getroot().iter("testcase") if c.find("failure") is not None
+    ]
+    assert failed == ["a (pass^2)", "b (pass^2)", "c (pass^2)", "d (pass^2)"]
+    assert main(["gate", str(same), "--k", "2", "--baseline", str(base)]) == 0
+    assert "| 1.000 | 1.000 | +0.000 |" in capsys.readouterr().out
+
+
+def test_a_baseline_comparison_needs_one_configuration_per_side(tmp_path, capsys):
+    both = write_marks(tmp_path / "both", {"a": "11", "b": "11"}, prompt="p")
+    write_marks(both, {"a": "11", "b": "11"}, prompt="q")
+    base = write_marks(tmp_path / "base", {"a": "11", "b": "11"})
+    assert main(["gate", str(both), "--k", "2", "--baseline", str(base)]) == 2
+    assert "holds 2 configurations" in capsys.readouterr().err
