@@ -315,6 +315,7 @@ def _messages(messages: Iterable[Any]) -> dict[str, Any]:
         elif role == "tool":
             failed = message.error is not None
             n_tool_errors += failed
+            text = text or (message.error.message if failed else "")
             entries.append(
                 transcript_entry("tool_result", "tool", text, tool=message.function or "", error=failed)
             )

@@ -9,6 +9,7 @@ and ``pass_k(k)`` epoch reducers computed on the same log.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -41,7 +42,8 @@ GENERATE = textwrap.dedent(
     from inspect_ai.model import ModelOutput, ModelUsage, get_model
     from inspect_ai.scorer import (CORRECT, INCORRECT, Score, Target, accuracy, match, mean,
                                    pass_at, pass_k, scorer)
-    from inspect_ai.solver import TaskState, generate
+    from inspect_ai.solver import TaskState, generate, use_tools
+    from inspect_ai.tool import ToolError, tool
 
     REPLIES = {replies!r}
     PATTERNS = {patterns!r}
@@ -69,6 +71,33 @@ GENERATE = textwrap.dedent(
         out.usage = ModelUsage(input_tokens=10, output_tokens=2, total_tokens=12)
         return out
 
+    @tool
+    def lookup():
+        async def execute(key: str) -> str:
+            '''Look a key up.
+
+            Args:
+                key: The key.
+            '''
+            if key == "missing":
+                raise ToolError("no such key")
+            return "found"
+        return execute
+
+    def with_a_tool_call(input, tools, tool_choice, config):
+        # first a tool call (sample b asks for a key that is missing), then the reply
+        if input[-1].role != "tool":
+            key = "missing" if input[-1].text == "qb" else "k"
+            call = ModelOutput.for_tool_call("mockllm", "lookup", {{"key": key}})
+            call.usage = ModelUsage(input_tokens=10, output_tokens=2, total_tokens=12)  # no tokenizer
+            return call
+        question = [m for m in input if m.role == "user"][-1].text
+        return outputs([question_message(question)], tools, tool_choice, config)
+
+    def question_message(text):
+        from inspect_ai.model import ChatMessageUser
+        return ChatMessageUser(content=text)
+
     def samples():
         return [Sample(id=int(i) if i.isdigit() else i, input="q" + i, target="x",
                        metadata={{"pattern": PATTERNS[i]}}) for i in REPLIES]
@@ -76,13 +105,13 @@ GENERATE = textwrap.dedent(
     reducers = [pass_at(1), pass_at(2), pass_at(3), pass_k(2), pass_k(3)]
     tiny = Task(name="tiny", dataset=samples(), solver=generate(),
                 scorer=[match(), pattern(), numeric()], epochs=Epochs(4, reducers))
-    other = Task(name="other", dataset=samples()[:2], solver=generate(), scorer=match(),
-                 epochs=Epochs(2, [pass_at(1)]))
+    other = Task(name="other", dataset=samples()[:2], solver=[use_tools(lookup()), generate()],
+                 scorer=match(), epochs=Epochs(2, [pass_at(1)]))
     log_dir = sys.argv[1]
     [first] = eval(tiny, model=get_model("mockllm/model", custom_outputs=outputs),
                    log_dir=log_dir, log_format="eval", display="none")
     calls.clear()
-    [second] = eval(other, model=get_model("mockllm/model", custom_outputs=outputs),
+    [second] = eval(other, model=get_model("mockllm/model", custom_outputs=with_a_tool_call),
                     log_dir=log_dir, log_format="json", display="none")
     assert first.status == second.status == "success", (first.error, second.error)
     print(first.location)
@@ -180,6 +209,12 @@ def test_json_logs_folders_and_several_tasks(logs: tuple[Path, Path]) -> None:
     assert sorted(alone["task"].unique()) == ["a", "b"] and (alone["suite"] == "other").all()
     assert alone["trial"].tolist() == [0, 1, 0, 1]
     assert alone["passed"].tolist() == [True, False, False, False]  # replies x, y / y, y
+    assert (alone["n_turns"] == 2).all() and (alone["n_tool_calls"] == 1).all()  # a tool call, then the reply
+    assert alone["n_tool_errors"].tolist() == [0, 0, 1, 1]  # sample b asks for a missing key
+    entries = json.loads(alone.loc[2, "transcript"])
+    assert [e["kind"] for e in entries] == ["task", "reply", "tool_result", "reply"]
+    assert 'lookup({"key": "missing"})' in entries[1]["content"] and entries[2]["error"] is True
+    assert "no such key" in entries[2]["content"]
     both = from_inspect(logs[0].parent, scorer="match")  # the folder: both logs
     assert both["run_id"].nunique() == 2  # two logs are never pooled
     assert len(both) == 16 + 4
