@@ -303,3 +303,30 @@ def test_bad_arguments_are_named(tmp_path: Path) -> None:
         from_inspect(3)
     with pytest.raises(ValueError, match="empty list"):
         from_inspect([])
+
+
+@pytest.mark.slow
+def test_partial_credit_several_part_scores_and_logs_without_samples(logs: tuple[Path, Path]) -> None:
+    from inspect_ai.scorer import Score
+
+    log = read(logs[1])
+    partial = log.model_copy(deep=True)
+    partial.samples[0].scores = {"match": Score(value="P")}  # inspect's PARTIAL
+    with pytest.raises(ValueError, match=r"gave values \[\"'P'\"\] .* value_map="):
+        from_inspect(partial)
+    assert from_inspect(partial, value_map={"P": True})["passed"].tolist() == [True, False, False, False]
+    assert not from_inspect(partial, value_map={"P": False})["passed"].any()
+    booleans = log.model_copy(deep=True)
+    for sample in booleans.samples:
+        sample.scores = {"match": Score(value=sample.scores["match"].value == "C")}
+    assert from_inspect(booleans)["passed"].tolist() == from_inspect(log)["passed"].tolist()
+    several = log.model_copy(deep=True)
+    several.samples[0].scores = {"match": Score(value={"accuracy": 1, "f1": 0.5})}
+    with pytest.raises(ValueError, match=r"several parts \(\['accuracy', 'f1'\]\) are not supported"):
+        from_inspect(several)
+    with pytest.raises(ValueError, match="holds no samples .* header_only"):
+        from_inspect(log.model_copy(update={"samples": None}))
+    no_usage = log.model_copy(deep=True)
+    for sample in no_usage.samples:
+        sample.model_usage = {}
+    assert from_inspect(no_usage)["input_tokens"].isna().all()
