@@ -33,6 +33,7 @@ _LAZY = {
     # importers: other runners' trials as records
     "from_tau_bench": "passk_nb.importers.tau_bench",
     "from_frame": "passk_nb.importers.frame",
+    "from_inspect": "passk_nb.importers.inspect_ai",
     # harness: running trials
     "Answer": "passk_nb.harness.protocol",
     "FormatError": "passk_nb.harness.protocol",

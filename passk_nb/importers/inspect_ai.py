@@ -1,0 +1,350 @@
+"""Trial records from inspect_ai eval logs: :func:`from_inspect`.
+
+inspect_ai (UK AISI) runs each sample of a task for several *epochs* and scores every
+epoch with one or more scorers. Each sample × epoch becomes one trial record: the sample
+is the task, the epoch the trial, and the chosen scorer's value says whether it passed.
+The logs (``.eval`` and ``.json``) are read through inspect_ai's own log API
+(:func:`inspect_ai.log.read_eval_log`), so every log format it reads works here; install
+it with the optional extra: ``pip install "passk-nb[inspect]"``.
+
+>>> import pytest; _ = pytest.importorskip("inspect_ai")  # the examples need the extra
+>>> import tempfile
+>>> from_inspect(tempfile.mkdtemp())
+Traceback (most recent call last):
+ValueError: no inspect_ai logs (.eval or .json) under ...
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import warnings
+from collections.abc import Hashable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from passk_nb.data.ids import content_id
+from passk_nb.data.records import frame_from_records
+from passk_nb.data.transcript import cap_text, transcript_entry
+
+#: Score values counted as success / failure without a ``value_map`` (inspect_ai's
+#: CORRECT / INCORRECT constants, booleans, and the numbers 1 / 0).
+_CORRECT = frozenset({"C"})
+_INCORRECT = frozenset({"I"})
+_INSTALL = 'pip install "passk-nb[inspect]"'
+
+
+def from_inspect(
+    log_or_dir: Any,
+    *,
+    scorer: str | None = None,
+    value_map: Mapping[Any, bool] | None = None,
+    threshold: float | None = None,
+    model: str | None = None,
+) -> pd.DataFrame:
+    """Trial records (:mod:`passk_nb.data.records` columns) from inspect_ai eval logs.
+
+    ``log_or_dir`` is a log file (``.eval`` or ``.json``), a folder searched for logs
+    (recursively, as ``inspect view`` does), an ``EvalLog`` already read, or a list of
+    these. One record per sample × epoch:
+
+    - ``task``: the sample id; when the logs hold several inspect tasks, prefixed by the
+      task's name (``"gsm8k/17"``) so that samples of different tasks never share a task.
+    - ``trial``: the epoch − 1; ``suite``: the inspect task's name; ``model``: the log
+      header's model (``model=`` overrides it); ``provider``: ``"inspect_ai"``.
+    - ``passed`` / ``outcome`` (``pass`` or ``wrong_output``) from the score of
+      ``scorer`` (needed when the log has several scorers). Values ``"C"``/``"I"``
+      (inspect's CORRECT/INCORRECT), booleans and 1/0 are understood; for anything
+      else give ``value_map`` (``{"P": False}``: partial credit fails) or ``threshold``
+      (numeric scores ≥ ``threshold`` pass, as inspect's ``pass_at(k, value=...)``
+      counts them). ``value_map`` is looked up first.
+    - A sample that errored without a score is an ``infra_error`` row (left out of n
+      by default); ``input_tokens`` / ``output_tokens`` are the evaluated model's usage;
+      ``latency_s`` the sample's total time; prompt fields stay empty.
+    - ``run_id``: a hash of the log's eval id and run id, so two logs are never pooled.
+
+    Checked: every sample × epoch has a score from the scorer (else it names the first
+    one missing), no (sample, epoch) appears twice in a log, and every score value is
+    understood (else the error lists the values found and how to map them). A log that
+    did not finish (status other than ``success``) gives a warning.
+
+    >>> import pytest; _ = pytest.importorskip("inspect_ai")  # needs passk-nb[inspect]
+    >>> log = _demo_log()  # an EvalLog with one sample scored C, I over two epochs
+    >>> from_inspect(log)[["suite", "task", "trial", "passed", "outcome", "model"]]
+      suite task  trial  passed       outcome          model
+    0  demo    a      0    True          pass  mockllm/model
+    1  demo    a      1   False  wrong_output  mockllm/model
+    """
+    logs = _read_logs(log_or_dir)
+    names = {log.eval.task for log in logs}
+    records: list[dict[str, Any]] = []
+    for log in logs:
+        records.extend(
+            _log_records(
+                log,
+                scorer=scorer,
+                value_map=value_map,
+                threshold=threshold,
+                model=model,
+                prefix=len(names) > 1,
+            )
+        )
+    df = frame_from_records(records)
+    for _, per_task in df.groupby("run_id")["task"]:  # within one log: every sample, every epoch?
+        counts = per_task.value_counts()
+        if counts.nunique() > 1:
+            short = counts[counts < counts.max()]
+            warnings.warn(
+                f"{len(short)} of {len(counts)} samples of a log have fewer epochs than the others (e.g. "
+                f"{short.index[0]!r}: {short.iloc[0]} of {counts.max()}); each task's pass^k uses its own n",
+                UserWarning,
+                stacklevel=2,
+            )
+    return df
+
+
+def _log_api() -> Any:
+    try:
+        import inspect_ai.log as log_api
+    except ImportError as err:
+        raise ImportError(
+            f"from_inspect reads logs through inspect_ai, which is not installed: {_INSTALL}"
+        ) from err
+    return log_api
+
+
+def _read_logs(source: Any) -> list[Any]:
+    items = list(source) if isinstance(source, list | tuple) else [source]
+    if not items:
+        raise ValueError("from_inspect got an empty list of logs")
+    log_api = _log_api()
+    logs = []
+    for item in items:
+        if isinstance(item, log_api.EvalLog):
+            logs.append(item)
+            continue
+        if not isinstance(item, str | os.PathLike):
+            raise TypeError(
+                f"from_inspect needs a log file, a folder of logs or an EvalLog, got {type(item).__name__}"
+            )
+        path = Path(item)
+        if path.is_dir():
+            found = log_api.list_eval_logs(str(path), formats=["eval", "json"], descending=False)
+            if not found:
+                raise ValueError(f"no inspect_ai logs (.eval or .json) under {path}")
+            logs.extend(log_api.read_eval_log(info) for info in found)
+        elif path.is_file():
+            logs.append(log_api.read_eval_log(str(path)))
+        else:
+            raise FileNotFoundError(f"no inspect_ai log at {path}")
+    return logs
+
+
+def _log_records(
+    log: Any,
+    *,
+    scorer: str | None,
+    value_map: Mapping[Any, bool] | None,
+    threshold: float | None,
+    model: str | None,
+    prefix: bool,
+) -> list[dict[str, Any]]:
+    where = log.location or f"the log of task {log.eval.task!r}"
+    samples = log.samples
+    if not samples:
+        raise ValueError(
+            f"{where} holds no samples (was it written with --no-log-samples, or read header_only?)"
+        )
+    if log.status != "success":
+        warnings.warn(
+            f"{where} has status {log.status!r}: its samples may be incomplete",
+            UserWarning,
+            stacklevel=4,
+        )
+    name = _choose_scorer(log, scorer, where)
+    run_id = content_id(["inspect_ai", log.eval.eval_id, log.eval.run_id])
+    eval_model = log.eval.model
+    temperature = getattr(log.eval.model_generate_config, "temperature", None)
+    seen: set[tuple[str, int]] = set()
+    missing: list[tuple[str, int]] = []
+    unknown: list[Any] = []
+    records = []
+    for sample in samples:
+        key = (str(sample.id), int(sample.epoch))
+        if key in seen:
+            raise ValueError(
+                f"{where} holds sample {key[0]!r} epoch {key[1]} more than once: "
+                "was it merged from several runs? Import the runs as separate logs"
+            )
+        seen.add(key)
+        score = (sample.scores or {}).get(name)
+        value = None if score is None else score.value
+        if _missing(value) and sample.error is None:
+            missing.append(key)
+            continue
+        if _missing(value):
+            passed, outcome = False, "infra_error"
+        else:
+            verdict = _verdict(value, value_map, threshold)
+            if verdict is None:
+                unknown.append(value)
+                continue
+            passed, outcome = verdict, "pass" if verdict else "wrong_output"
+        records.append(
+            {
+                "run_id": run_id,
+                "suite": log.eval.task,
+                "task": f"{log.eval.task}/{key[0]}" if prefix else key[0],
+                "provider": "inspect_ai",
+                "model": model or eval_model,
+                "temperature": _float(temperature),
+                "trial": key[1] - 1,
+                "passed": passed,
+                "outcome": outcome,
+                "state_ok": passed,
+                **_usage(sample, eval_model),
+                **_messages(sample.messages or []),
+                "latency_s": _float(getattr(sample, "total_time", None)),
+                "started_at": _timestamp(getattr(sample, "started_at", None)),
+                "final_answer": cap_text(sample.output.completion) if sample.output else None,
+                "error": cap_text(sample.error.message) if sample.error is not None else None,
+                "provider_meta": json.dumps(
+                    {"scorer": name, "score": value, "sample_id": sample.id, "log": log.location},
+                    default=str,
+                ),
+            }
+        )
+    records.sort(key=lambda record: (record["task"], record["trial"]))
+    if missing:
+        raise ValueError(
+            f"{len(missing)} sample epochs in {where} have no {name!r} score (e.g. sample "
+            f"{missing[0][0]!r} epoch {missing[0][1]}): score the log first (`inspect score LOG`), "
+            "or choose another scorer="
+        )
+    if unknown:
+        found = sorted({repr(v) for v in unknown if isinstance(v, Hashable)})
+        raise ValueError(
+            f"scorer {name!r} in {where} gave values {found[:10]} that are not C/I, booleans or 1/0: "
+            "say which pass with value_map= (e.g. value_map={'P': False}) or, for numeric scores, "
+            "threshold= (e.g. threshold=1.0: scores >= 1.0 pass)"
+        )
+    return records
+
+
+def _choose_scorer(log: Any, scorer: str | None, where: str) -> str:
+    names: list[str] = []
+    for sample in log.samples:
+        for name in sample.scores or {}:
+            if name not in names:
+                names.append(name)
+    if scorer is not None:
+        if scorer not in names:
+            raise ValueError(f"no {scorer!r} scores in {where}; its scorers are {names}")
+        return scorer
+    if len(names) != 1:
+        raise ValueError(
+            f"{where} has scores from {len(names)} scorers {names}: choose one with scorer="
+            if names
+            else f"{where} has no scores: score it first (`inspect score LOG`)"
+        )
+    return names[0]
+
+
+def _float(value: Any) -> float:
+    return float("nan") if value is None else float(value)
+
+
+def _timestamp(value: Any) -> pd.Timestamp | None:
+    return pd.Timestamp(value) if value else None
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _verdict(value: Any, value_map: Mapping[Any, bool] | None, threshold: float | None) -> bool | None:
+    """Whether a score value is a success; None when it is not understood."""
+    if isinstance(value, dict | list):
+        keys = list(value) if isinstance(value, dict) else f"a list of {len(value)}"
+        raise ValueError(
+            f"score values with several parts ({keys}) are not supported: "
+            "write a scorer that gives one value per sample, or use from_frame on your own table"
+        )
+    if value_map is not None and value in value_map:
+        return bool(value_map[value])
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float):
+        if threshold is not None:
+            return bool(value >= threshold)
+        return bool(value) if value in (0, 1) else None
+    if isinstance(value, str):
+        text = value.strip().upper()
+        if text in _CORRECT or text in _INCORRECT:
+            return text in _CORRECT
+    return None
+
+
+def _usage(sample: Any, eval_model: str) -> dict[str, int | None]:
+    usage = sample.model_usage or {}
+    picked = [usage[eval_model]] if eval_model in usage else list(usage.values())
+    if not picked:
+        return {"input_tokens": None, "output_tokens": None}
+    return {
+        "input_tokens": sum(u.input_tokens for u in picked),
+        "output_tokens": sum(u.output_tokens for u in picked),
+    }
+
+
+def _messages(messages: Iterable[Any]) -> dict[str, Any]:
+    """Turn counts and a transcript in this package's format from inspect chat messages."""
+    entries = []
+    n_turns = n_tool_calls = n_tool_errors = 0
+    for message in messages:
+        role = message.role
+        text = message.text or ""
+        if role == "assistant":
+            calls = message.tool_calls or []
+            n_turns += 1
+            n_tool_calls += len(calls)
+            shown = [f"→ {call.function}({json.dumps(call.arguments, default=str)})" for call in calls]
+            entries.append(transcript_entry("reply", "assistant", "\n".join([text, *shown]).strip()))
+        elif role == "tool":
+            failed = message.error is not None
+            n_tool_errors += failed
+            text = text or (message.error.message if failed else "")
+            entries.append(
+                transcript_entry("tool_result", "tool", text, tool=message.function or "", error=failed)
+            )
+        else:
+            entries.append(transcript_entry("task" if role == "user" else role, role, text))
+    return {
+        "n_turns": n_turns,
+        "n_tool_calls": n_tool_calls,
+        "n_tool_errors": n_tool_errors,
+        "transcript": json.dumps(entries, ensure_ascii=False),
+    }
+
+
+def _demo_log() -> Any:  # pragma: no cover - used by the docstring example only
+    """A tiny EvalLog built in memory (one sample, two epochs, scored C then I)."""
+    from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalSample, EvalSpec
+    from inspect_ai.model import GenerateConfig
+    from inspect_ai.scorer import Score
+
+    spec = EvalSpec(
+        created="2026-01-01T00:00:00+00:00",
+        task="demo",
+        dataset=EvalDataset(),
+        model="mockllm/model",
+        config=EvalConfig(),
+        model_generate_config=GenerateConfig(),
+    )
+    samples = [
+        EvalSample(id="a", epoch=e, input="q", target="x", scores={"match": Score(value=v)})
+        for e, v in ((1, "C"), (2, "I"))
+    ]
+    return EvalLog(status="success", eval=spec, samples=samples)
