@@ -58,6 +58,8 @@ _LAZY = {
     "compare": "passk_nb.stats.paired",
     "flips": "passk_nb.stats.paired",
     "claimed_unperformed_action": "passk_nb.stats.flags",
+    "forecast": "passk_nb.stats.forecast",
+    "plan": "passk_nb.stats.planning",
     # view: tables, plots, widgets
     "plot_curve": "passk_nb.view.plots",
     "plot_flips": "passk_nb.view.plots",
