@@ -60,6 +60,8 @@ _LAZY = {
     "claimed_unperformed_action": "passk_nb.stats.flags",
     "forecast": "passk_nb.stats.forecast",
     "plan": "passk_nb.stats.planning",
+    "noise_floor": "passk_nb.stats.noise",
+    "g_pass_at_k": "passk_nb.stats.noise",
     # view: tables, plots, widgets
     "plot_curve": "passk_nb.view.plots",
     "plot_flips": "passk_nb.view.plots",
