@@ -42,8 +42,9 @@ def plot_forecast(
     """Observed pass^k (points) and the forecast far beyond n (line and band), per group.
 
     The forecast's ``ci`` band, a dotted line at its asymptote (``share_always``: the share of
-    tasks the model says never fail), and the k range beyond the trials run shaded and marked
-    "extrapolation". A declined forecast draws only the observed points and says why.
+    tasks the model says never fail), thin dashed lines at what the data allow without the
+    model (``bound_lo``/``bound_hi``), and the k range beyond the trials run shaded and marked
+    "extrapolation". A declined forecast draws only the observed points and the bounds, and says why.
 
     records: trial records (the forecast is computed with :func:`passk_nb.stats.forecast.forecast`).
     frame: or the frame ``forecast`` returned.
@@ -73,7 +74,7 @@ def plot_forecast(
     missing = [col for col in _FORECAST_COLUMNS if col not in data.columns]
     if missing:
         raise ValueError(f"frame= must be what passk_nb.forecast returned; it lacks {missing}")
-    group_cols = _group_columns(data, ("k", *_FORECAST_COLUMNS))
+    group_cols = _group_columns(data)
     labels = group_labels(data, group_cols) if group_cols else pd.Series("all trials", index=data.index)
     ax = _axes(ax)
     min_n = int(data["min_n"].min())
@@ -92,6 +93,9 @@ def plot_forecast(
             ax.axhline(rows["share_always"].iloc[0], color=color, linestyle=":", linewidth=1)
         elif "note" in rows and rows["note"].iloc[0]:
             notes.append(f"{label}: forecast declined")
+        if "bound_lo" in rows and rows["bound_lo"].notna().any():
+            for edge in ("bound_lo", "bound_hi"):
+                ax.plot(rows["k"], rows[edge], color=color, linestyle="--", linewidth=0.8, alpha=0.7)
         seen = rows["observed"].notna()
         ax.plot(rows["k"][seen], rows["observed"][seen], "o", color=color, label=f"{label} — observed")
     ax.set_xscale("log", base=2)
@@ -100,7 +104,7 @@ def plot_forecast(
     ax.set_xlabel("k (number of tries)")
     ax.set_ylabel("pass^k")
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, fontsize="small")
-    default = f"pass^k forecast beyond n (band: {ci:.0%}; dotted: asymptote)"
+    default = f"pass^k forecast beyond n (band: {ci:.0%}; dotted: asymptote; dashed: model-free bounds)"
     if notes:
         default += "\n" + "; ".join(notes)
     _title(ax, title, default)
@@ -233,16 +237,9 @@ def _one_of(records: pd.DataFrame | None, frame: pd.DataFrame | None, name: str)
     return frame
 
 
-def _group_columns(data: pd.DataFrame, known: Sequence[str]) -> list[str]:
-    stats_columns = set(known) | {
-        "extrapolated",
-        "n_tasks",
-        "note",
-        "alpha",
-        "beta",
-        *(f"share_{s}{e}" for s in ("always", "never", "flaky") for e in ("", "_lo", "_hi")),
-    }
-    return [col for col in data.columns if col not in stats_columns]
+def _group_columns(data: pd.DataFrame) -> list[str]:
+    """The grouping columns: forecast() puts them before ``k``."""
+    return [str(col) for col in data.columns[: data.columns.get_loc("k")]]
 
 
 def _axes(ax: Axes | None, figsize: tuple[float, float] = _FIGSIZE) -> Axes:

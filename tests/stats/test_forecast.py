@@ -16,6 +16,7 @@ from passk_nb.stats.forecast import (
     _profile_one_n,
     beta_moment,
     bootstrap_mixtures,
+    data_bounds,
     fit_mixture,
     forecast,
     pass_hat_interval,
@@ -72,6 +73,9 @@ def test_all_pass_data_gives_share_always_one_and_declines_the_forecast() -> Non
     assert out["pass^k"].isna().all() and out["lo"].isna().all()
     assert out["observed"].tolist()[:2] == [1.0, 1.0] and math.isnan(out["observed"].iloc[2])
     assert "run more trials" in out["note"].iloc[0]
+    # Without the model the data still bound pass^k: high at k = n, unbounded below far beyond it.
+    assert out["bound_hi"].tolist() == pytest.approx([1.0, 1.0, 1.0])
+    assert out["bound_lo"].iloc[1] > 0.7 and out["bound_lo"].iloc[2] < 0.05
 
 
 def test_too_few_tasks_declines_with_the_reason() -> None:
@@ -176,3 +180,19 @@ def test_interval_coverage_at_forty_tasks_and_four_trials() -> None:
     pure_beta = coverage(Mixture(0.0, 0.0, 0.6, 0.3), 40, 4, 100, ks, seed=12)
     assert (in_model >= 0.9).all(), in_model
     assert (pure_beta >= 0.85).all(), pure_beta
+
+
+@pytest.mark.slow
+def test_the_model_free_bounds_cover_a_population_the_model_does_not_describe() -> None:
+    """Two clusters of p (0.5 and 0.97): the mixture's interval covers pass^64 only about half the
+    time (benchmarks/forecast_validation.py), the model-free bounds every time here."""
+    rng = np.random.default_rng(13)
+    ks = np.array([4, 16, 64])
+    truth = 0.5 * 0.5**ks + 0.5 * 0.97**ks
+    n = np.full(40, 4)
+    hits = []
+    for _ in range(60):
+        c = rng.binomial(n, np.where(rng.random(40) < 0.5, 0.97, 0.5))
+        bounds = data_bounds(n, c, ks, 0.95)
+        hits.append((bounds[:, 0] <= truth) & (truth <= bounds[:, 1]))
+    assert (np.mean(hits, axis=0) >= 0.95).all()
