@@ -7,6 +7,8 @@ trials and compare with the unbiased pass^16 from all 16.
 
     python benchmarks/forecast_validation.py                 # 200 suites, T = 40, n = 4
     python benchmarks/forecast_validation.py --tasks 10 20   # the decline threshold
+    python benchmarks/forecast_validation.py --bounds --suites 100   # model-free bounds' coverage
+    python benchmarks/forecast_validation.py --plan          # plan(): predicted vs simulated
 """
 
 from __future__ import annotations
@@ -15,9 +17,12 @@ import argparse
 import time
 
 import numpy as np
+import pandas as pd
+from scipy import stats as sps
 
 from passk_nb.stats.estimators import pass_hat_k
-from passk_nb.stats.forecast import Mixture, bootstrap_mixtures, fit_mixture, pass_hat_interval
+from passk_nb.stats.forecast import Mixture, bootstrap_mixtures, data_bounds, fit_mixture, pass_hat_interval
+from passk_nb.stats.planning import Population, components, paired_power, plan
 
 KS = np.array([16, 64])
 
@@ -84,6 +89,67 @@ def first_of_sixteen(tasks: int, suites: int, n_boot: int, seed: int) -> None:
     )
 
 
+def bounds_coverage(sample, truth: np.ndarray, tasks: int, trials: int, suites: int, seed: int):
+    rng = np.random.default_rng(seed)
+    n = np.full(tasks, trials)
+    hits, widths = [], []
+    for _ in range(suites):
+        b = data_bounds(n, rng.binomial(n, sample((tasks,), rng)), KS, 0.95)
+        hits.append((b[:, 0] <= truth) & (truth <= b[:, 1]))
+        widths.append(b[:, 1] - b[:, 0])
+    return np.mean(hits, 0), np.mean(widths, 0)
+
+
+def plan_validation(seed: int) -> None:
+    """Predicted half-widths (from a 100-task, 8-trial pilot) and power against simulation."""
+    rng = np.random.default_rng(seed)
+    truth = Mixture(0.3, 0.1, 2.0, 1.0)
+    p = truth.sample((100,), rng)
+    passed = rng.random((100, 8)) < p[:, None]
+    pilot = pd.DataFrame({"task": np.repeat(np.arange(100), 8), "passed": passed.ravel()})
+    pilot["outcome"] = np.where(pilot["passed"], "pass", "wrong_state")
+    print("plan(): predicted / simulated half-width (pilot: 100 tasks x 8 trials; 4000 simulated suites)")
+    for k in (1, 4):
+        table = plan(pilot, k=k, tasks=[10, 20, 40], trials=[4, 8, 16]).set_index(
+            ["tasks", "trials_per_task"]
+        )
+        for tasks, n in [(10, 4), (20, 8), (40, 16), (40, 4)]:
+            c = rng.binomial(n, truth.sample((4000, tasks), rng))
+            x = np.asarray(pass_hat_k(n, c, k))
+            new = np.mean(sps.t.ppf(0.975, tasks - 1) * x.std(axis=1, ddof=1) / np.sqrt(tasks))
+            pt = truth.sample((100, 1, tasks), rng)
+            xr = np.asarray(pass_hat_k(n, rng.binomial(n, np.broadcast_to(pt, (100, 200, tasks))), k)).mean(
+                axis=2
+            )
+            these = 1.959964 * np.sqrt(np.mean(xr.var(axis=1, ddof=1)))
+            row = table.loc[(tasks, n)]
+            print(
+                f"  k={k} T={tasks} n={n}: new tasks {row['halfwidth_new']:.3f} / {new:.3f} "
+                f"({row['halfwidth_new'] / new - 1:+.0%}), "
+                f"these tasks {row['halfwidth_these']:.3f} / {these:.3f} "
+                f"({row['halfwidth_these'] / these - 1:+.0%})"
+            )
+    print("plan(): predicted vs simulated power of the paired t-test (arm B fixes a share of A's tasks)")
+    for k, n, tasks, improved in [(1, 4, 30, 0.3), (2, 4, 20, 0.4), (4, 8, 40, 0.2), (1, 8, 15, 0.2)]:
+        arm_b = Mixture(improved + (1 - improved) * 0.3, (1 - improved) * 0.1, 2.0, 1.0)
+        pop = Population(mixture=truth)
+        gap, gap2 = 1 - pop.moment(k), 1 - 2 * pop.moment(k) + pop.moment(2 * k)
+        diff = improved * gap
+        within = components(pop, k, n)[2] + components(Population(mixture=arm_b), k, n)[2]
+        predicted = paired_power(diff, improved * gap2 - diff**2 + within, tasks)
+        p_a = truth.sample((4000, tasks), rng)
+        p_b = np.where(rng.random(p_a.shape) < improved, 1.0, p_a)
+        d = np.asarray(pass_hat_k(n, rng.binomial(n, p_b), k)) - np.asarray(
+            pass_hat_k(n, rng.binomial(n, p_a), k)
+        )
+        t = d.mean(1) / (d.std(1, ddof=1) / np.sqrt(tasks))
+        simulated = np.mean(np.abs(t) > sps.t.ppf(0.975, tasks - 1))
+        print(
+            f"  k={k} n={n} T={tasks} diff={diff:.3f}: predicted {predicted:.1%}, simulated {simulated:.1%} "
+            f"({(predicted - simulated) * 100:+.1f} points)"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -94,8 +160,27 @@ def main() -> None:
     parser.add_argument("--n-boot", type=int, default=400)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--only", default=None, help="run only populations whose name contains this")
+    parser.add_argument("--bounds", action="store_true", help="coverage of the model-free bounds instead")
+    parser.add_argument(
+        "--plan", action="store_true", help="plan(): predicted vs simulated half-width and power"
+    )
     args = parser.parse_args()
     start = time.perf_counter()
+    if args.plan:
+        plan_validation(args.seed)
+        print(f"({time.perf_counter() - start:.0f} s)")
+        return
+    if args.bounds:
+        for tasks in args.tasks:
+            print(f"model-free bounds: T={tasks}, n={args.trials}, {args.suites} suites, 95%")
+            for name, (sample, truth) in POPULATIONS.items():
+                cov, width = bounds_coverage(sample, truth, tasks, args.trials, args.suites, args.seed)
+                parts = [
+                    f"K={k}: coverage {c:.1%} width {w:.3f}" for k, c, w in zip(KS, cov, width, strict=True)
+                ]
+                print(f"  {name}: " + " | ".join(parts))
+        print(f"({time.perf_counter() - start:.0f} s)")
+        return
     for tasks in args.tasks:
         print(
             f"T={tasks} tasks, n={args.trials} trials, {args.suites} suites, "
