@@ -165,7 +165,7 @@ def coverage(truth: Mixture, tasks: int, trials: int, suites: int, ks: np.ndarra
     for _ in range(suites):
         c = rng.binomial(n, truth.sample((tasks,), rng))
         fit = fit_mixture(n, c)
-        lo, hi = pass_hat_interval(fit.pass_hat(ks), bootstrap_mixtures(fit, n, 200, rng), ks, 0.95)
+        lo, hi = pass_hat_interval(fit.pass_hat(ks), bootstrap_mixtures(fit, n, 150, rng), ks, 0.95)
         hits.append((lo <= truth.pass_hat(ks)) & (truth.pass_hat(ks) <= hi))
     return np.mean(hits, axis=0)
 
@@ -173,11 +173,11 @@ def coverage(truth: Mixture, tasks: int, trials: int, suites: int, ks: np.ndarra
 @pytest.mark.slow
 def test_interval_coverage_at_forty_tasks_and_four_trials() -> None:
     """The target is 95 % (≥ 90 % required); benchmarks/forecast_validation.py measures it over 200
-    suites (96 % / 96 % in-model, 93.5 % / 92 % pure Beta at K = 16 / 64). Here 100 suites per
-    population, so the bound allows ±1.5 standard errors of the simulation."""
+    suites (96 % / 96 % in-model, 93.5 % / 92 % pure Beta at K = 16 / 64). Here 80 suites per
+    population and 150 refits each, so the bounds allow for the simulation's own noise."""
     ks = np.array([16, 64])
-    in_model = coverage(Mixture(0.3, 0.1, 2.0, 1.0), 40, 4, 100, ks, seed=11)
-    pure_beta = coverage(Mixture(0.0, 0.0, 0.6, 0.3), 40, 4, 100, ks, seed=12)
+    in_model = coverage(Mixture(0.3, 0.1, 2.0, 1.0), 40, 4, 80, ks, seed=11)
+    pure_beta = coverage(Mixture(0.0, 0.0, 0.6, 0.3), 40, 4, 80, ks, seed=12)
     assert (in_model >= 0.9).all(), in_model
     assert (pure_beta >= 0.85).all(), pure_beta
 
