@@ -416,6 +416,8 @@ def forecast(
     by_ = default_by(df, by)
     counts = task_counts(df, by_, infra)
     counts = counts[counts["n"] > 0].reset_index(drop=True)
+    if counts.empty:
+        raise ValueError("no usable trials: every trial is an infra_error; rerun them, or pass infra='fail'")
     gid, keys = group_ids(counts, by_)
     rng = np.random.default_rng(seed)
     frames = []
@@ -427,7 +429,7 @@ def forecast(
         if reason is not None:
             label = ", ".join(f"{k}={v}" for k, v in group.items()) or "all trials"
             warnings.warn(f"forecast declined for {label}: {reason}", UserWarning, stacklevel=2)
-        fit = _fit_or_none(n, c, reason)
+        fit = _fit(n, c, reason)
         if per_task:
             frames.append(_per_task(rows, fit, ks_, reason))
         else:
@@ -436,7 +438,7 @@ def forecast(
     return pd.concat(frames, ignore_index=True)
 
 
-def _fit_or_none(n: np.ndarray, c: np.ndarray, reason: str | None) -> Mixture:
+def _fit(n: np.ndarray, c: np.ndarray, reason: str | None) -> Mixture:
     """The fitted mixture; when declined, the observed shares of all-pass and all-fail tasks
     (the mixture's MLE when no task is flaky: all-pass data gives share_always = 1)."""
     if reason is None:
