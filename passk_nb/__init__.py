@@ -42,7 +42,7 @@ _LAZY = {
     "run_episode": "passk_nb.harness.episode",
     "run": "passk_nb.harness.runner",
     "regrade": "passk_nb.harness.regrade",
-    "probe": "passk_nb.harness.probe",  # issue 17
+    "probe": "passk_nb.harness.probe",
     "run_eval": "passk_nb.harness.cases",
     "run_cases": "passk_nb.harness.cases",
     "load_cases": "passk_nb.harness.case_files",
@@ -60,16 +60,24 @@ _LAZY = {
     "compare": "passk_nb.stats.paired",
     "flips": "passk_nb.stats.paired",
     "claimed_unperformed_action": "passk_nb.stats.flags",
-    "divergence": "passk_nb.stats.divergence",  # issue 17
-    "action_tree": "passk_nb.stats.divergence",  # issue 17
-    "with_cost": "passk_nb.stats.cost",  # issue 17
-    "cost_summary": "passk_nb.stats.cost",  # issue 17
+    "divergence": "passk_nb.stats.divergence",
+    "action_tree": "passk_nb.stats.divergence",
+    "with_cost": "passk_nb.stats.cost",
+    "cost_summary": "passk_nb.stats.cost",
+    "forecast": "passk_nb.stats.forecast",
+    "plan": "passk_nb.stats.planning",
+    "noise_floor": "passk_nb.stats.noise",
+    "g_pass_at_k": "passk_nb.stats.noise",
+    "rank": "passk_nb.stats.rank",
     # view: tables, plots, widgets
     "plot_curve": "passk_nb.view.plots",
     "plot_flips": "passk_nb.view.plots",
     "plot_outcomes": "passk_nb.view.plots",
     "plot_tasks": "passk_nb.view.plots",
-    "plot_divergence": "passk_nb.view.divergence_plots",  # issue 17
+    "plot_divergence": "passk_nb.view.divergence_plots",
+    "plot_forecast": "passk_nb.view.forecast_plots",
+    "plot_plan": "passk_nb.view.forecast_plots",
+    "plot_rank": "passk_nb.view.forecast_plots",
     "explore": "passk_nb.view.widgets",
     "browse_transcripts": "passk_nb.view.widgets",
     "show_transcript": "passk_nb.view.widgets",

@@ -20,8 +20,18 @@ EXPECTED = [
     "03-prompt-brittleness",
     "04-failure-modes",
     "05-rule-based-cases",
+    "06-beyond-n",
 ]
-PLOT_FUNCTIONS = ("plot_curve", "plot_tasks", "plot_flips", "plot_outcomes")
+PLOT_FUNCTIONS = (
+    "plot_curve",
+    "plot_tasks",
+    "plot_flips",
+    "plot_outcomes",
+    "plot_forecast",
+    "plot_plan",
+    "plot_rank",
+    "plot_divergence",
+)
 #: Calls whose displayed result is not a table (text, HTML transcripts, widgets, figures).
 NOT_TABLES = {"print", "show_transcript", "browse_transcripts", "explore", *PLOT_FUNCTIONS}
 
@@ -66,7 +76,7 @@ def shows_a_table(tree: ast.Module) -> bool:
     return False
 
 
-def test_the_five_notebooks_exist():
+def test_the_notebooks_exist():
     assert [path.stem for path in NOTEBOOKS] == EXPECTED
 
 

@@ -1,0 +1,545 @@
+"""Forecast pass^K far beyond the n trials you ran, from a model of the tasks.
+
+Eight trials per task cannot estimate pass^100 directly: the unbiased estimator stops at
+k = n. :func:`forecast` models the per-task success probabilities p across tasks as a
+mixture with point masses at p = 1 ("always"), p = 0 ("never") and a Beta(α, β) for the
+flaky rest, fitted by maximum likelihood over tasks (every task's own n is used, as a
+beta-binomial). The suite's pass^K for any K is then
+
+    pass^K = share_always + share_flaky · ∏_{i<K} (α + i) / (α + β + i),
+
+which tends to ``share_always`` as K grows. Intervals come from a parametric bootstrap
+over tasks (draw T tasks from the fitted mixture, trials with each task's n, fit again).
+
+What the data can and cannot say: n trials per task identify only the first n moments of
+the distribution of p, so a forecast for K ≫ n is the model speaking, not the data. A task
+with p = 0.99 looks like an "always" task at n = 4 but has pass^64 ≈ 0.53. The forecast is
+honest for populations the mixture describes; for others (two clusters of p, say) the
+interval can miss — ``benchmarks/forecast_validation.py`` measures how often (at T = 40, n = 4:
+95 % coverage at K = 16 and 64 for the mixture and Beta populations, but about half for a
+two-point population at K = 64). So every row also carries ``bound_lo``/``bound_hi``: what the
+data allow with no model at all (:func:`data_bounds`), which always covers but is wide. Where
+the model cannot be identified at all (fewer than :data:`MIN_TASKS` tasks, or no task with
+both a pass and a failure) the forecast is NaN with a warning saying why.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import optimize
+from scipy import stats as sps
+from scipy.special import betaln, gammaln, xlogy
+
+from passk_nb.stats.counts import check_k, check_options, group_ids, task_counts
+from passk_nb.stats.estimators import pass_hat_k
+from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
+
+#: Fewer tasks than this and the forecast declines (NaN and a warning). Measured with
+#: benchmarks/forecast_validation.py (n = 4, 200 suites): the interval still covered at 5 and 8
+#: tasks (95–100 %), but only by spanning 0.7–0.77 of [0, 1], with a point error (RMSE) near 0.2 —
+#: no more than the model-free bounds say; at 10 tasks the width starts to fall (0.66, 0.45 at 40).
+MIN_TASKS = 10
+#: Fewer flaky tasks (0 < c < n) than this and the Beta part cannot be estimated.
+MIN_FLAKY = 2
+#: Default K values of :func:`forecast`.
+KS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128)
+
+# The (mean, concentration) grid of the Beta part that every fit searches first.
+_MU = 1.0 / (1.0 + np.exp(-np.linspace(-6.0, 6.0, 31)))
+_S = np.exp(np.linspace(np.log(0.05), np.log(2000.0), 25))
+_GRID_MU, _GRID_S = (a.ravel() for a in np.meshgrid(_MU, _S, indexing="ij"))
+_GRID_A, _GRID_B = _GRID_MU * _GRID_S, (1.0 - _GRID_MU) * _GRID_S
+_CHUNK = 256
+
+
+@dataclass(frozen=True)
+class Mixture:
+    """A population of tasks: shares at p = 1 and p = 0, and Beta(alpha, beta) for the rest."""
+
+    share_always: float
+    share_never: float
+    alpha: float
+    beta: float
+
+    @property
+    def share_flaky(self) -> float:
+        return 1.0 - self.share_always - self.share_never
+
+    def pass_hat(self, k: np.ndarray | int) -> np.ndarray:
+        """E[p^k] over the population: share_always + share_flaky · ∏_{i<k}(α+i)/(α+β+i)."""
+        return mixture_pass_hat(self.share_always, self.share_flaky, self.alpha, self.beta, k)
+
+    def sample(self, size: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+        """Draw task success probabilities from the population."""
+        u = rng.random(size)
+        p = rng.beta(self.alpha, self.beta, size)
+        return np.where(
+            u < self.share_always, 1.0, np.where(u < self.share_always + self.share_never, 0.0, p)
+        )
+
+
+def beta_moment(alpha: np.ndarray | float, beta: np.ndarray | float, k: np.ndarray | int) -> np.ndarray:
+    """E[p^k] for p ~ Beta(α, β): ∏_{i<k} (α+i)/(α+β+i), computed with log-gammas.
+
+    >>> round(float(beta_moment(2.0, 1.0, 2)), 12)  # (2/3) * (3/4)
+    0.5
+    """
+    a, b, k_ = np.asarray(alpha, float), np.asarray(beta, float), np.asarray(k, float)
+    return np.exp(gammaln(a + k_) - gammaln(a) - gammaln(a + b + k_) + gammaln(a + b))
+
+
+def mixture_pass_hat(
+    share_always: np.ndarray | float,
+    share_flaky: np.ndarray | float,
+    alpha: np.ndarray | float,
+    beta: np.ndarray | float,
+    k: np.ndarray | int,
+) -> np.ndarray:
+    """Suite pass^k of the mixture: share_always + share_flaky · E[p^k | Beta(α, β)]."""
+    return np.asarray(share_always) + np.asarray(share_flaky) * beta_moment(alpha, beta, k)
+
+
+# Fitting --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Patterns:
+    """The distinct (n, c) a group can show; counts are per replicate over these."""
+
+    n: np.ndarray
+    c: np.ndarray
+
+    @classmethod
+    def for_trials(cls, ns: np.ndarray) -> _Patterns:
+        values = np.unique(ns)
+        n = np.concatenate([np.full(v + 1, v) for v in values])
+        c = np.concatenate([np.arange(v + 1) for v in values])
+        return cls(n.astype(np.int64), c.astype(np.int64))
+
+    def index(self, n: np.ndarray, c: np.ndarray) -> np.ndarray:
+        """Pattern number of tasks with n trials and c successes (broadcast)."""
+        values, first = np.unique(self.n, return_index=True)
+        return first[np.searchsorted(values, n)] + c
+
+    def counts(self, n: np.ndarray, c: np.ndarray) -> np.ndarray:
+        """Tasks per pattern for each replicate: n (T,), c (R, T) -> (R, U)."""
+        idx = self.index(n, c) + self.n.size * np.arange(c.shape[0])[:, None]
+        return (
+            np.bincount(idx.ravel(), minlength=c.shape[0] * self.n.size).reshape(c.shape[0], -1).astype(float)
+        )
+
+
+def _log_pmf(patterns: _Patterns, alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    """log beta-binomial pmf, shape (G, U)."""
+    n, c = patterns.n[None, :], patterns.c[None, :]
+    a, b = alpha[:, None], beta[:, None]
+    log_choose = gammaln(n + 1) - gammaln(c + 1) - gammaln(n - c + 1)
+    return log_choose + betaln(c + a, n - c + b) - betaln(a, b)
+
+
+def _profile(
+    m: np.ndarray, patterns: _Patterns, alpha: np.ndarray, beta: np.ndarray
+) -> tuple[np.ndarray, ...]:
+    """Maximise the likelihood over the three shares for each (replicate, grid point).
+
+    m: counts (R, U). Returns loglik, share_always, share_never, share_flaky, each (R, G).
+    """
+    f = np.minimum(np.exp(_log_pmf(patterns, alpha, beta)), 1.0)  # (G, U)
+    if np.unique(patterns.n).size == 1:
+        return _profile_one_n(m, f)
+    return _profile_em(m, patterns, f)
+
+
+def _loglik(m: np.ndarray, f: np.ndarray, is_all: np.ndarray, is_none: np.ndarray, w1, w0, wf) -> np.ndarray:
+    dens = w1[..., None] * is_all + w0[..., None] * is_none + wf[..., None] * f[None, :, :]
+    with np.errstate(divide="ignore"):
+        return xlogy(m[:, None, :], dens).sum(-1)
+
+
+def _profile_one_n(m: np.ndarray, f: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Closed form when every task has the same n: the best of the concave problem's faces."""
+    total = m.sum(1)[:, None]
+    m_all, m_none = m[:, -1][:, None], m[:, 0][:, None]
+    m_mid = total - m_all - m_none
+    f_all, f_none = f[None, :, -1], f[None, :, 0]
+    with np.errstate(divide="ignore"):
+        mid_term = m[:, 1:-1] @ np.log(f[:, 1:-1]).T if f.shape[1] > 2 else np.zeros((m.shape[0], f.shape[0]))
+    q = np.maximum(1.0 - f_all - f_none, 1e-300)
+    shape = (m.shape[0], f.shape[0])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        wf_inner = m_mid / (total * q)
+        wf_no_all = np.clip((m_all + m_mid) / (total * np.maximum(1.0 - f_none, 1e-300)), 0.0, 1.0)
+        wf_no_none = np.clip((m_none + m_mid) / (total * np.maximum(1.0 - f_all, 1e-300)), 0.0, 1.0)
+    zero, one = np.zeros(shape), np.ones(shape)
+    candidates = [
+        (m_all / total - wf_inner * f_all, m_none / total - wf_inner * f_none, wf_inner * one),
+        (zero, 1.0 - wf_no_all, wf_no_all * one),
+        (1.0 - wf_no_none, zero, wf_no_none * one),
+        (zero, zero, one),
+        (m_all / total * one, m_none / total * one, zero),
+    ]
+    best = [np.full(shape, -np.inf), zero, zero, zero]
+    for w1, w0, wf in candidates:
+        w1, w0, wf = (np.broadcast_to(w, shape) for w in (w1, w0, wf))
+        feasible = (w1 >= -1e-12) & (w0 >= -1e-12)
+        w1, w0, wf = (np.clip(w, 0.0, 1.0) for w in (w1, w0, wf))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ll = xlogy(m_all, w1 + wf * f_all) + xlogy(m_none, w0 + wf * f_none) + xlogy(m_mid, wf)
+            ll = np.where(m_mid > 0, ll + mid_term, ll)
+        ll = np.where(feasible & ~np.isnan(ll), ll, -np.inf)
+        better = ll > best[0]
+        best = [
+            np.where(better, ll, best[0]),
+            *(np.where(better, w, b) for w, b in zip((w1, w0, wf), best[1:], strict=True)),
+        ]
+    return tuple(best)
+
+
+def _profile_em(
+    m: np.ndarray, patterns: _Patterns, f: np.ndarray, iterations: int = 100
+) -> tuple[np.ndarray, ...]:
+    """EM over the shares when tasks have different n (no closed form)."""
+    is_all = (patterns.c == patterns.n).astype(float)
+    is_none = (patterns.c == 0).astype(float)
+    total = m.sum(1)[:, None]
+    shape = (m.shape[0], f.shape[0])
+    w1, w0, wf = np.full(shape, 1 / 3), np.full(shape, 1 / 3), np.full(shape, 1 / 3)
+    for _ in range(iterations):
+        dens = w1[..., None] * is_all + w0[..., None] * is_none + wf[..., None] * f[None]
+        ratio = np.divide(m[:, None, :], dens, out=np.zeros_like(dens), where=dens > 0)
+        w1 = w1 * (ratio * is_all).sum(-1) / total
+        w0 = w0 * (ratio * is_none).sum(-1) / total
+        wf = wf * (ratio * f[None]).sum(-1) / total
+    return _loglik(m, f, is_all, is_none, w1, w0, wf), w1, w0, wf
+
+
+def _fit_grid(m: np.ndarray, patterns: _Patterns) -> np.ndarray:
+    """Best grid fit per replicate: array (R, 4) of share_always, share_never, alpha, beta."""
+    out = np.empty((m.shape[0], 4))
+    for start in range(0, m.shape[0], _CHUNK):
+        block = m[start : start + _CHUNK]
+        ll, w1, w0, _ = _profile(block, patterns, _GRID_A, _GRID_B)
+        best = np.argmax(ll, axis=1)
+        rows = np.arange(block.shape[0])
+        out[start : start + _CHUNK] = np.column_stack(
+            [w1[rows, best], w0[rows, best], _GRID_A[best], _GRID_B[best]]
+        )
+    return out
+
+
+def fit_mixture(n: np.ndarray, c: np.ndarray) -> Mixture:
+    """Maximum-likelihood mixture for tasks with n trials and c successes each.
+
+    >>> m = fit_mixture(np.array([4] * 6), np.array([4, 4, 4, 2, 1, 0]))
+    >>> round(m.share_always, 2) >= 0.3 and 0 <= m.share_never <= 1
+    True
+    >>> fit_mixture(np.array([4, 4, 4]), np.array([4, 4, 4])).share_always
+    1.0
+    """
+    n, c = np.asarray(n, np.int64), np.asarray(c, np.int64)
+    patterns = _Patterns.for_trials(n)
+    m = np.bincount(patterns.index(n, c), minlength=patterns.n.size)[None, :].astype(float)
+    w1, w0, a, b = _fit_grid(m, patterns)[0]
+
+    def objective(x: np.ndarray) -> float:
+        mu, s = 1.0 / (1.0 + np.exp(-x[0])), np.exp(x[1])
+        ll = _profile(m, patterns, np.array([mu * s]), np.array([(1.0 - mu) * s]))[0]
+        return -float(ll[0, 0])
+
+    start = np.array([np.log(a / b), np.log(a + b)])
+    bounds = [(-9.0, 9.0), (np.log(0.01), np.log(1e4))]
+    res = optimize.minimize(
+        objective, start, method="Nelder-Mead", bounds=bounds, options={"xatol": 1e-4, "fatol": 1e-9}
+    )
+    if res.fun <= objective(start):
+        mu, s = 1.0 / (1.0 + np.exp(-res.x[0])), float(np.exp(res.x[1]))
+        a, b = mu * s, (1.0 - mu) * s
+        _, w1_, w0_, _ = _profile(m, patterns, np.array([a]), np.array([b]))
+        w1, w0 = float(w1_[0, 0]), float(w0_[0, 0])
+    return Mixture(float(w1), float(w0), float(a), float(b))
+
+
+def bootstrap_mixtures(fit: Mixture, n: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """Parametric bootstrap: refit on n_boot suites drawn from ``fit`` with the tasks' n.
+
+    Returns (n_boot, 4): share_always, share_never, alpha, beta per replicate.
+    """
+    n = np.asarray(n, np.int64)
+    patterns = _Patterns.for_trials(n)
+    p = fit.sample((n_boot, n.size), rng)
+    c = rng.binomial(np.broadcast_to(n, p.shape), p)
+    m = patterns.counts(n, c)
+    return _fit_grid(m, patterns)
+
+
+def pass_hat_interval(
+    point: np.ndarray, reps: np.ndarray, ks: np.ndarray, ci: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The interval of the suite's pass^K from bootstrap fits ``reps`` (R, 4).
+
+    The percentile interval of the refits, widened downwards to the basic-bootstrap bound
+    2·point − upper when that is lower: the fit leans towards p = 1 (a task with p = 0.99 looks
+    like an "always" task in a few trials), so the point forecast is biased upwards and a
+    plain percentile interval under-covered in simulation. Never narrower than [point, point].
+    """
+    w1, w0, a, b = reps.T
+    values = mixture_pass_hat(w1[:, None], (1 - w1 - w0)[:, None], a[:, None], b[:, None], ks[None, :])
+    lo, hi = np.quantile(values, [(1 - ci) / 2, (1 + ci) / 2], axis=0)
+    lo = np.clip(np.minimum(lo, 2 * point - hi), 0.0, None)
+    return np.minimum(lo, point), np.maximum(hi, point)
+
+
+#: The p grid of the model-free bounds' linear programs.
+_BOUND_GRID = np.linspace(0.0, 1.0, 401)
+
+
+def data_bounds(n: np.ndarray, c: np.ndarray, ks: np.ndarray, ci: float) -> np.ndarray:
+    """What the data allow without the mixture: the smallest and largest population pass^K
+    over every distribution of p whose count frequencies fit the tasks' counts.
+
+    The tasks' counts are brought to a common n0 = min n (each task's exact hypergeometric
+    chance of each count in n0 of its trials) and every frequency gets a Clopper–Pearson
+    interval, Bonferroni-corrected so all hold together at ``ci``; two linear programs per K
+    then bound E[p^K] over distributions on a fine grid of p. When the true distribution
+    fits inside the intervals (probability ≥ ci) the bounds contain its pass^K, whatever its
+    shape. Returns (len(ks), 2): lower and upper bound per K.
+
+    >>> b = data_bounds(np.full(20, 4), np.full(20, 4), np.array([4, 64]), 0.95)
+    >>> bool(b[0, 0] > 0.7 and b[1, 0] < 0.05 and (b[:, 1] > 0.999).all())
+    True
+    """
+    n, c = np.asarray(n, np.int64), np.asarray(c, np.int64)
+    n0, tasks = int(n.min()), n.size
+    counts = np.arange(n0 + 1)
+    freq = sps.hypergeom.pmf(counts[None, :], n[:, None], c[:, None], n0).mean(0) * tasks
+    level = 1 - (1 - ci) / (n0 + 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lo = np.nan_to_num(sps.beta.ppf((1 - level) / 2, freq, tasks - freq + 1), nan=0.0) * (freq > 0)
+        hi = np.where(
+            freq < tasks, np.nan_to_num(sps.beta.ppf((1 + level) / 2, freq + 1, tasks - freq), nan=1.0), 1.0
+        )
+    pmf = sps.binom.pmf(counts[:, None], n0, _BOUND_GRID[None, :])
+    a_ub, b_ub = np.vstack([pmf, -pmf]), np.r_[hi, -lo]
+    a_eq, b_eq = np.ones((1, _BOUND_GRID.size)), np.array([1.0])
+    out = np.full((ks.size, 2), np.nan)
+    for i, k in enumerate(ks):
+        moment = _BOUND_GRID ** float(k)
+        for j, sign in enumerate((1.0, -1.0)):
+            res = optimize.linprog(sign * moment, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, method="highs")
+            if res.success:
+                out[i, j] = float(np.clip(sign * res.fun, 0.0, 1.0))
+    return out
+
+
+# Identification -------------------------------------------------------------------------------
+
+
+def unidentified(n: np.ndarray, c: np.ndarray) -> str | None:
+    """Why a mixture cannot be fitted to these tasks, or None when it can."""
+    n, c = np.asarray(n), np.asarray(c)
+    if n.size < MIN_TASKS:
+        return (
+            f"only {n.size} tasks: the mixture needs at least {MIN_TASKS} (with fewer, its interval "
+            "spans most of [0, 1] in simulation); add tasks, or read the observed pass^k for k ≤ n "
+            "and the model-free bounds (bound_lo, bound_hi)"
+        )
+    flaky = int(((c > 0) & (c < n)).sum())
+    if flaky < MIN_FLAKY:
+        return (
+            f"{flaky} task(s) with both a pass and a failure: the flaky part cannot be estimated "
+            f"(at least {MIN_FLAKY} needed), so pass^k beyond n is unknown — a task that passed "
+            "every trial may still fail at a rate too small to see in n trials; run more trials per task"
+        )
+    return None
+
+
+# Public API -----------------------------------------------------------------------------------
+
+
+@share_docs
+def forecast(
+    df: pd.DataFrame,
+    *,
+    ks: Sequence[int] = KS,
+    by: str | Sequence[str] | None = None,
+    ci: float = CI,
+    n_boot: int = N_BOOT,
+    seed: int = SEED,
+    infra: str = INFRA,
+    per_task: bool = False,
+) -> pd.DataFrame:
+    """Forecast the suite's pass^K for K far beyond the trials run, with intervals.
+
+    Fits, per group, the mixture "always" (p = 1) + "never" (p = 0) + Beta(α, β) to the
+    tasks' counts by maximum likelihood, and returns one row per (group, K) with:
+    ``pass^k`` the model's suite pass^K, ``lo``/``hi`` its ``ci`` interval (parametric
+    bootstrap over tasks), ``observed`` the unbiased suite pass^k where every task has
+    k ≤ n (NaN beyond), ``extrapolated`` (K beyond the smallest n), ``bound_lo``/``bound_hi``
+    what the data allow at ``ci`` without the mixture (every distribution of p that fits the
+    counts; see :func:`data_bounds` — for K ≫ n the lower bound is near 0: only the model
+    says more, and it is also given when the model is declined), the fitted shares
+    ``share_always`` (the asymptote as K grows), ``share_never``, ``share_flaky``, each with
+    ``_lo``/``_hi``, the Beta's ``alpha`` and ``beta``, ``n_tasks``, ``min_n`` and ``note``
+    (why a forecast was declined, else empty). Declines (NaN and a warning) with fewer than
+    10 tasks or fewer than 2 flaky tasks (0 < c < n).
+
+    With ``per_task=True``: one row per (group, task, K) with the task's posterior
+    predictive pass^K given its c of n (``pass^k``) beside its unbiased ``observed`` value.
+
+    {df}
+    ks: the K values (default 1, 2, 4, …, 128); any K ≥ 1, also beyond n.
+    {by}
+    {ci}
+    {n_boot}
+    {seed}
+    {infra}
+
+    >>> import numpy as np, pandas as pd
+    >>> rng = np.random.default_rng(1)
+    >>> p = np.r_[np.ones(10), rng.beta(3, 1, 20)]
+    >>> passed = rng.random((30, 4)) < p[:, None]
+    >>> df = pd.DataFrame({"task": np.repeat(np.arange(30), 4), "passed": passed.ravel()})
+    >>> df["outcome"] = np.where(df["passed"], "pass", "wrong_state")
+    >>> out = forecast(df, ks=(4, 64), by=(), n_boot=200)
+    >>> out[["k", "extrapolated"]].values.tolist()
+    [[4, False], [64, True]]
+    >>> bool((out["lo"] <= out["pass^k"]).all() and (out["pass^k"] <= out["hi"]).all())
+    True
+    """
+    ks_ = _check_ks(ks)
+    check_options(ci=ci, n_boot=n_boot, seed=seed)
+    by_ = default_by(df, by)
+    counts = task_counts(df, by_, infra)
+    counts = counts[counts["n"] > 0].reset_index(drop=True)
+    if counts.empty:
+        raise ValueError("no usable trials: every trial is an infra_error; rerun them, or pass infra='fail'")
+    gid, keys = group_ids(counts, by_)
+    rng = np.random.default_rng(seed)
+    frames = []
+    for g in range(len(keys)):
+        rows = counts[gid == g]
+        n, c = rows["n"].to_numpy(), rows["c"].to_numpy()
+        reason = unidentified(n, c)
+        group = {col: keys.iloc[g][col] for col in by_}
+        if reason is not None:
+            label = ", ".join(f"{k}={v}" for k, v in group.items()) or "all trials"
+            warnings.warn(f"forecast declined for {label}: {reason}", UserWarning, stacklevel=2)
+        fit = _fit(n, c, reason)
+        if per_task:
+            frames.append(_per_task(rows, fit, ks_, reason))
+        else:
+            frame = _suite(n, c, fit, ks_, ci, n_boot, rng, reason)
+            frames.append(frame.assign(**group)[[*by_, *frame.columns]])
+    return pd.concat(frames, ignore_index=True)
+
+
+def _fit(n: np.ndarray, c: np.ndarray, reason: str | None) -> Mixture:
+    """The fitted mixture; when declined, the observed shares of all-pass and all-fail tasks
+    (the mixture's MLE when no task is flaky: all-pass data gives share_always = 1)."""
+    if reason is None:
+        return fit_mixture(n, c)
+    return Mixture(float(np.mean(c == n)), float(np.mean(c == 0)), np.nan, np.nan)
+
+
+def _suite(
+    n: np.ndarray,
+    c: np.ndarray,
+    fit: Mixture,
+    ks: np.ndarray,
+    ci: float,
+    n_boot: int,
+    rng: np.random.Generator,
+    reason: str | None,
+) -> pd.DataFrame:
+    min_n = int(n.min())
+    observed = np.array([float(np.mean(pass_hat_k(n, c, k))) if k <= min_n else np.nan for k in ks])
+    nan = np.full(ks.size, np.nan)
+    point, lo, hi = nan.copy(), nan.copy(), nan.copy()
+    shares = {
+        "share_always": fit.share_always,
+        "share_never": fit.share_never,
+        "share_flaky": fit.share_flaky,
+    }
+    share_ci: dict[str, float] = {}
+    if reason is None:
+        point = fit.pass_hat(ks)
+        if n_boot > 0:
+            reps = bootstrap_mixtures(fit, n, n_boot, rng)
+            lo, hi = pass_hat_interval(point, reps, ks, ci)
+            w1, w0 = reps[:, 0], reps[:, 1]
+            q = [(1 - ci) / 2, (1 + ci) / 2]
+            for name, v in (("share_always", w1), ("share_never", w0), ("share_flaky", 1 - w1 - w0)):
+                share_ci[name + "_lo"], share_ci[name + "_hi"] = np.quantile(v, q)
+    bounds = data_bounds(n, c, ks, ci) if n.size >= 2 else np.full((ks.size, 2), np.nan)
+    out = pd.DataFrame(
+        {
+            "k": ks,
+            "pass^k": point,
+            "lo": lo,
+            "hi": hi,
+            "observed": observed,
+            "extrapolated": ks > min_n,
+            "bound_lo": bounds[:, 0],
+            "bound_hi": bounds[:, 1],
+        }
+    )
+    for name, value in shares.items():
+        out[name] = value
+        out[name + "_lo"] = share_ci.get(name + "_lo", np.nan)
+        out[name + "_hi"] = share_ci.get(name + "_hi", np.nan)
+    out["alpha"], out["beta"] = fit.alpha, fit.beta
+    out["n_tasks"] = n.size
+    out["min_n"] = min_n
+    out["note"] = reason or ""
+    return out
+
+
+def task_pass_hat(fit: Mixture, n: np.ndarray, c: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Posterior predictive E[p^k | c of n] per task under the mixture, broadcast over k.
+
+    >>> fit = Mixture(0.0, 0.0, 1.0, 1.0)  # uniform p: posterior Beta(1 + c, 1 + n - c)
+    >>> round(float(task_pass_hat(fit, np.array([2]), np.array([2]), np.array([1]))[0, 0]), 12)  # (1+2)/(2+2)
+    0.75
+    """
+    n, c, k = np.asarray(n)[:, None], np.asarray(c)[:, None], np.asarray(k)[None, :]
+    log_f = gammaln(n + 1) - gammaln(c + 1) - gammaln(n - c + 1) + betaln(c + fit.alpha, n - c + fit.beta)
+    f = np.exp(log_f - betaln(fit.alpha, fit.beta))
+    a_w = fit.share_always * (c == n)
+    n_w = fit.share_never * (c == 0)
+    f_w = fit.share_flaky * f
+    post_flaky = beta_moment(fit.alpha + c, fit.beta + n - c, k)
+    return (a_w + f_w * post_flaky) / (a_w + n_w + f_w)
+
+
+def _per_task(rows: pd.DataFrame, fit: Mixture, ks: np.ndarray, reason: str | None) -> pd.DataFrame:
+    n, c = rows["n"].to_numpy(), rows["c"].to_numpy()
+    if reason is None:
+        values = task_pass_hat(fit, n, c, ks)
+    else:
+        values = np.full((n.size, ks.size), np.nan)
+    observed = np.where(
+        ks[None, :] <= n[:, None],
+        pass_hat_k(n[:, None], c[:, None], np.minimum(ks[None, :], n[:, None])),
+        np.nan,
+    )
+    base = rows.drop(columns="n_infra").reset_index(drop=True)
+    out = base.loc[base.index.repeat(ks.size)].reset_index(drop=True)
+    out["k"] = np.tile(ks, n.size)
+    out["pass^k"] = values.ravel()
+    out["observed"] = observed.ravel()
+    out["note"] = reason or ""
+    return out
+
+
+def _check_ks(ks: Sequence[int]) -> np.ndarray:
+    values = list(ks) if not isinstance(ks, int | np.integer) else [ks]
+    if not values:
+        raise ValueError("ks must list at least one K, e.g. ks=(1, 4, 16, 64)")
+    for k in values:
+        check_k(k)
+    return np.array(sorted(set(int(k) for k in values)), dtype=np.int64)

@@ -1,0 +1,255 @@
+"""Plots beyond the trials you ran: the pass^K forecast, the plan, the ranking.
+
+Each function takes trial records (``records=``) and computes its statistic, or the frame
+the statistic already returned (``frame=``), draws on ``ax`` (a new figure when None) and
+returns the Axes. Colours come from the Okabe–Ito palette; groups are labelled by their
+values (:func:`passk_nb.view.labels.group_labels`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+
+from passk_nb.stats.forecast import KS, forecast
+from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, share_docs
+from passk_nb.stats.planning import plan
+from passk_nb.stats.rank import rank
+from passk_nb.view.labels import PALETTE, group_labels
+
+_FIGSIZE = (7.5, 4.0)
+_FORECAST_COLUMNS = ("k", "pass^k", "lo", "hi", "observed", "share_always", "min_n")
+
+
+@share_docs
+def plot_forecast(
+    records: pd.DataFrame | None = None,
+    *,
+    frame: pd.DataFrame | None = None,
+    ks: Sequence[int] = KS,
+    by: str | Sequence[str] | None = None,
+    ci: float = CI,
+    n_boot: int = N_BOOT,
+    seed: int = SEED,
+    infra: str = INFRA,
+    ax: Axes | None = None,
+    title: str | None = None,
+) -> Axes:
+    """Observed pass^k (points) and the forecast far beyond n (line and band), per group.
+
+    The forecast's ``ci`` band, a dotted line at its asymptote (``share_always``: the share of
+    tasks the model says never fail), thin dashed lines at what the data allow without the
+    model (``bound_lo``/``bound_hi``), and the k range beyond the trials run shaded and marked
+    "extrapolation". A declined forecast draws only the observed points and the bounds, and says why.
+
+    records: trial records (the forecast is computed with :func:`passk_nb.stats.forecast.forecast`).
+    frame: or the frame ``forecast`` returned.
+    {by}
+    {ci}
+    {n_boot}
+    {seed}
+    {infra}
+    {ax}
+    {title}
+
+    >>> import numpy as np, pandas as pd
+    >>> rng = np.random.default_rng(0)
+    >>> p = np.r_[np.ones(8), rng.beta(3, 1, 16)]
+    >>> passed = rng.random((24, 4)) < p[:, None]
+    >>> df = pd.DataFrame({"task": np.repeat(np.arange(24), 4), "passed": passed.ravel()})
+    >>> df["outcome"] = np.where(df["passed"], "pass", "wrong_state")
+    >>> ax = plot_forecast(df, by=(), n_boot=100)
+    >>> ax.get_xscale(), ax.get_ylabel()
+    ('log', 'pass^k')
+    >>> import matplotlib.pyplot as plt; plt.close("all")
+    """
+    data = _one_of(records, frame, "forecast")
+    if data is None:
+        assert records is not None
+        data = forecast(records, ks=ks, by=by, ci=ci, n_boot=n_boot, seed=seed, infra=infra)
+    missing = [col for col in _FORECAST_COLUMNS if col not in data.columns]
+    if missing:
+        raise ValueError(f"frame= must be what passk_nb.forecast returned; it lacks {missing}")
+    group_cols = _group_columns(data)
+    labels = group_labels(data, group_cols) if group_cols else pd.Series("all trials", index=data.index)
+    ax = _axes(ax)
+    min_n = int(data["min_n"].min())
+    k_max = int(data["k"].max())
+    if k_max > min_n:
+        ax.axvspan(min_n, k_max * 1.15, color="0.93", zorder=0)
+        ax.text(min_n * 1.08, 1.02, "extrapolation (k > n)", fontsize="small", color="0.35", va="bottom")
+    notes = []
+    for i, (label, rows) in enumerate(data.groupby(labels, sort=False)):
+        color = PALETTE[i % len(PALETTE)]
+        rows = rows.sort_values("k")
+        fitted = rows["pass^k"].notna()
+        if fitted.any():
+            ax.plot(rows["k"][fitted], rows["pass^k"][fitted], color=color, label=f"{label} — forecast")
+            ax.fill_between(rows["k"][fitted], rows["lo"][fitted], rows["hi"][fitted], color=color, alpha=0.2)
+            ax.axhline(rows["share_always"].iloc[0], color=color, linestyle=":", linewidth=1)
+        elif "note" in rows and rows["note"].iloc[0]:
+            notes.append(f"{label}: forecast declined")
+        if "bound_lo" in rows and rows["bound_lo"].notna().any():
+            for edge in ("bound_lo", "bound_hi"):
+                ax.plot(rows["k"], rows[edge], color=color, linestyle="--", linewidth=0.8, alpha=0.7)
+        seen = rows["observed"].notna()
+        ax.plot(rows["k"][seen], rows["observed"][seen], "o", color=color, label=f"{label} — observed")
+    ax.set_xscale("log", base=2)
+    ax.set_xlim(0.9, k_max * 1.15)
+    ax.set_ylim(0, 1.08)
+    ax.set_xlabel("k (number of tries)")
+    ax.set_ylabel("pass^k")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, fontsize="small")
+    default = f"pass^k forecast beyond n (band: {ci:.0%}; dotted: asymptote; dashed: model-free bounds)"
+    if notes:
+        default += "\n" + "; ".join(notes)
+    _title(ax, title, default)
+    return ax
+
+
+@share_docs
+def plot_plan(
+    records: pd.DataFrame | None = None,
+    *,
+    frame: pd.DataFrame | None = None,
+    k: int = 1,
+    y: str = "halfwidth_new",
+    tasks: Sequence[int] | None = None,
+    trials: Sequence[int] | None = None,
+    ax: Axes | None = None,
+    title: str | None = None,
+) -> Axes:
+    """A plan's ``y`` (half-width, detectable difference or power) against trials per task,
+    one line per number of tasks.
+
+    records: pilot records (the plan is computed with :func:`passk_nb.stats.planning.plan`).
+    frame: or the frame ``plan`` returned.
+    {k}
+    y: the column to draw: halfwidth_new, halfwidth_these, mdd_new, mdd_these, power_new, power_these.
+    {ax}
+    {title}
+
+    >>> import numpy as np, pandas as pd
+    >>> rng = np.random.default_rng(0)
+    >>> passed = rng.random((20, 8)) < rng.beta(2, 1, 20)[:, None]
+    >>> df = pd.DataFrame({"task": np.repeat(np.arange(20), 8), "passed": passed.ravel()})
+    >>> df["outcome"] = np.where(df["passed"], "pass", "wrong_state")
+    >>> ax = plot_plan(df, k=2, tasks=[20, 40])
+    >>> len(ax.get_lines())
+    2
+    >>> import matplotlib.pyplot as plt; plt.close("all")
+    """
+    data = _one_of(records, frame, "plan")
+    if data is None:
+        assert records is not None
+        data = plan(records, k=k, tasks=tasks, trials=trials)
+    if y not in data.columns:
+        raise ValueError(f"y must be a column of the plan, e.g. 'halfwidth_new'; got y={y!r}")
+    ax = _axes(ax)
+    for i, (t, rows) in enumerate(data.groupby("tasks", sort=True)):
+        rows = rows.sort_values("trials_per_task")
+        ax.plot(
+            rows["trials_per_task"], rows[y], marker="o", color=PALETTE[i % len(PALETTE)], label=f"{t} tasks"
+        )
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("trials per task")
+    ax.set_ylabel(y)
+    if y.startswith("power"):
+        ax.axhline(0.8, color="0.5", linestyle=":", linewidth=1)
+        ax.set_ylim(0, 1.02)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, fontsize="small")
+    _title(ax, title, f"{y} by trials per task, one line per number of tasks")
+    return ax
+
+
+@share_docs
+def plot_rank(
+    records: pd.DataFrame | None = None,
+    *,
+    frame: pd.DataFrame | None = None,
+    on: str = "model",
+    k: int = 1,
+    n_boot: int = N_BOOT,
+    seed: int = SEED,
+    ax: Axes | None = None,
+    title: str | None = None,
+) -> Axes:
+    """A forest plot of the arms' pass^k with intervals, best first, coloured by tier (arms in
+    one tier are statistically indistinguishable), with each arm's rank interval.
+
+    records: trial records (the ranking is computed with :func:`passk_nb.stats.rank.rank`).
+    frame: or the frame ``rank`` returned.
+    on: the column whose values are the arms.
+    {k}
+    {n_boot}
+    {seed}
+    {ax}
+    {title}
+
+    >>> import numpy as np, pandas as pd
+    >>> rng = np.random.default_rng(0)
+    >>> p = {"a": 0.9, "b": 0.88, "c": 0.4}
+    >>> rows = [(m, t, bool(rng.random() < p[m])) for m in p for t in range(20) for _ in range(4)]
+    >>> df = pd.DataFrame(rows, columns=["model", "task", "passed"])
+    >>> df["outcome"] = np.where(df["passed"], "pass", "wrong_state")
+    >>> ax = plot_rank(df, k=1, n_boot=200)
+    >>> [t.get_text() for t in ax.get_yticklabels()]
+    ['a  (rank 1–2)', 'b  (rank 1–2)', 'c  (rank 3–3)']
+    >>> import matplotlib.pyplot as plt; plt.close("all")
+    """
+    data = _one_of(records, frame, "rank")
+    if data is None:
+        assert records is not None
+        data = rank(records, on=on, k=k, n_boot=n_boot, seed=seed)
+    data = data.sort_values("rank").reset_index(drop=True)
+    ax = _axes(ax, (7.5, 0.45 * len(data) + 1.2))
+    y = np.arange(len(data))[::-1]
+    for tier in sorted(data["tier"].unique()):
+        rows = data["tier"] == tier
+        color = PALETTE[(tier - 1) % len(PALETTE)]
+        err = np.vstack([data["pass^k"][rows] - data["lo"][rows], data["hi"][rows] - data["pass^k"][rows]])
+        ax.errorbar(
+            data["pass^k"][rows], y[rows], xerr=err, fmt="o", color=color, capsize=3, label=f"tier {tier}"
+        )
+    ax.set_yticks(
+        y,
+        [
+            f"{a}  (rank {lo}–{hi})"
+            for a, lo, hi in zip(data["arm"], data["rank_lo"], data["rank_hi"], strict=True)
+        ],
+    )
+    ax.set_xlabel(f"pass^{int(data['k'].iloc[0])}")
+    ax.set_xlim(-0.02, 1.02)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, fontsize="small")
+    _title(ax, title, "Ranking: arms in one tier are statistically tied")
+    return ax
+
+
+def _one_of(records: pd.DataFrame | None, frame: pd.DataFrame | None, name: str) -> pd.DataFrame | None:
+    if (records is None) == (frame is None):
+        raise ValueError(
+            f"pass either records= (trial records) or frame= (what {name} returned), not both or neither"
+        )
+    return frame
+
+
+def _group_columns(data: pd.DataFrame) -> list[str]:
+    """The grouping columns: forecast() puts them before ``k``."""
+    return [str(col) for col in data.columns[: data.columns.get_loc("k")]]
+
+
+def _axes(ax: Axes | None, figsize: tuple[float, float] = _FIGSIZE) -> Axes:
+    if ax is not None:
+        return ax
+    _, ax = plt.subplots(figsize=figsize, layout="constrained")
+    return ax
+
+
+def _title(ax: Axes, title: str | None, default: str) -> None:
+    text = default if title is None else title
+    if text:
+        ax.set_title(text, loc="left", fontsize="medium")

@@ -1,0 +1,76 @@
+"""plot_forecast, plot_plan, plot_rank: check what was drawn."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from passk_nb.stats.forecast import Mixture, forecast  # noqa: E402
+from passk_nb.view.forecast_plots import plot_forecast, plot_plan, plot_rank  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def records(p: np.ndarray, n: int, model: str = "m", seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    passed = rng.random((p.size, n)) < p[:, None]
+    return pd.DataFrame(
+        {
+            "model": model,
+            "task": np.repeat([f"t{t:02d}" for t in range(p.size)], n),
+            "passed": passed.ravel(),
+            "outcome": np.where(passed.ravel(), "pass", "wrong_state"),
+        }
+    )
+
+
+def test_plot_forecast_marks_the_extrapolation_and_the_asymptote() -> None:
+    p = Mixture(0.3, 0.1, 2.0, 1.0).sample((40,), np.random.default_rng(1))
+    frame = forecast(records(p, 4), ks=(1, 2, 4, 16, 64), by=(), n_boot=100)
+    ax = plot_forecast(frame=frame, title="t")
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert labels[:2] == ["all trials — forecast", "_child1"] or "all trials — forecast" in labels
+    assert "all trials — observed" in labels
+    texts = [t.get_text() for t in ax.texts]
+    assert any("extrapolation" in t for t in texts)
+    asymptote = [line for line in ax.get_lines() if line.get_linestyle() == ":"]
+    assert asymptote and asymptote[0].get_ydata()[0] == pytest.approx(frame["share_always"].iloc[0])
+    assert ax.get_title(loc="left") == "t"
+
+
+def test_plot_forecast_says_when_it_declined() -> None:
+    with pytest.warns(UserWarning):
+        ax = plot_forecast(records(np.ones(20), 4), by=(), n_boot=10)
+    assert "declined" in ax.get_title(loc="left")
+    assert not any(line.get_label().endswith("forecast") for line in ax.get_lines())
+
+
+def test_plot_plan_one_line_per_number_of_tasks() -> None:
+    p = np.random.default_rng(2).beta(2, 1, 20)
+    ax = plot_plan(records(p, 8), k=2, tasks=[20, 40, 80], trials=[2, 4, 8], y="power_these")
+    assert [line.get_label() for line in ax.get_lines() if not line.get_label().startswith("_")] == [
+        "20 tasks",
+        "40 tasks",
+        "80 tasks",
+    ]
+    assert ax.get_ylim() == (0, 1.02)
+
+
+def test_plot_rank_lists_arms_best_first() -> None:
+    p = np.random.default_rng(3).beta(2, 1, 25)
+    df = pd.concat([records(p, 4, "good", 1), records(p * 0.2, 4, "bad", 2)], ignore_index=True)
+    ax = plot_rank(df, k=1, n_boot=100)
+    assert [t.get_text().split()[0] for t in ax.get_yticklabels()] == ["good", "bad"]
+
+
+def test_records_and_frame_are_exclusive() -> None:
+    with pytest.raises(ValueError, match="either records= .* or frame="):
+        plot_plan()
