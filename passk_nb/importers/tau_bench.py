@@ -40,6 +40,7 @@ import pandas as pd
 
 from passk_nb.data.ids import prompt_hash
 from passk_nb.data.records import frame_from_records
+from passk_nb.data.transcript import transcript_entry
 
 #: |reward − 1| at most this counts as success (τ-bench's rule).
 REWARD_TOLERANCE = 1e-6
@@ -217,6 +218,14 @@ def _load(source: Any) -> Any:
     data = json.loads(file.read_text(encoding="utf-8"))
     folder = file.parent / "simulations"  # τ²-bench folder format: one file per simulation
     if isinstance(data, dict) and not data.get("simulations") and folder.is_dir():
+        index = data.get("simulation_index")
+        if isinstance(index, list):  # τ²-bench lists its files: every one must be there
+            missing = [str(e.get("id")) for e in index if not (folder / f"{e.get('id')}.json").is_file()]
+            if missing:
+                raise ValueError(
+                    f"{file}: the simulation index lists {len(missing)} simulation(s) with no file in "
+                    f"{folder}, e.g. {missing[0]}; the results folder is incomplete"
+                )
         sims = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(folder.glob("*.json"))]
         data = {**data, "simulations": sims}
     return data
@@ -244,8 +253,12 @@ def _tau_record(result: Mapping[str, Any], *, model: str, suite: str | None) -> 
 
 def _tau2_records(data: Mapping[str, Any], *, model: str | None, suite: str | None) -> list[dict[str, Any]]:
     info = data.get("info") or {}
-    model = model or (info.get("agent_info") or {}).get("llm") or ""
+    agent_info = info.get("agent_info") or {}
+    model = model or agent_info.get("llm") or ""
     suite = suite or (info.get("environment_info") or {}).get("domain_name") or "tau2-bench"
+    temperature = (agent_info.get("llm_args") or {}).get("temperature")
+    if not data["simulations"]:
+        raise ValueError("the τ²-bench results hold no simulations: nothing to import (did the run finish?)")
     records = []
     seen: dict[str, int] = {}
     for sim in data["simulations"]:
@@ -266,9 +279,56 @@ def _tau2_records(data: Mapping[str, Any], *, model: str | None, suite: str | No
                 "outcome": "pass" if passed else failure,
                 "error": reason if infra else None,
                 "latency_s": sim.get("duration"),
+                **_tau2_details(sim, temperature),
             }
         )
     return records
+
+
+def _tau2_details(sim: Mapping[str, Any], temperature: Any) -> dict[str, Any]:
+    """What a τ²-bench simulation says beyond its verdict: tokens, seed, start, tool errors, transcript."""
+    messages = [m for m in sim.get("messages") or [] if isinstance(m, Mapping)]
+    agent = [m for m in messages if m.get("role") == "assistant"]
+    usages = [m["usage"] for m in agent if isinstance(m.get("usage"), Mapping)]
+
+    def total(key: str) -> int | None:
+        values = [
+            u.get(key) for u in usages if isinstance(u.get(key), int) and not isinstance(u.get(key), bool)
+        ]
+        return sum(values) if values else None
+
+    started = (
+        pd.to_datetime(sim.get("start_time"), utc=True, errors="coerce") if sim.get("start_time") else None
+    )
+    seed = sim.get("seed")
+    return {
+        "input_tokens": total("prompt_tokens"),
+        "output_tokens": total("completion_tokens"),
+        "seed": seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
+        "started_at": None if started is None or pd.isna(started) else started,
+        "temperature": float(temperature) if isinstance(temperature, int | float) else None,
+        "n_tool_errors": sum(1 for m in messages if m.get("role") == "tool" and m.get("error") is True),
+        "transcript": json.dumps([_tau2_entry(m) for m in messages], ensure_ascii=False, default=str),
+    }
+
+
+_TAU2_KINDS = {"assistant": "reply", "user": "task", "tool": "tool_result", "system": "system"}
+
+
+def _tau2_entry(message: Mapping[str, Any]) -> dict[str, Any]:
+    """One τ²-bench message as a transcript entry (:mod:`passk_nb.data.transcript`)."""
+    role = str(message.get("role"))
+    content = message.get("content")
+    text = content if isinstance(content, str) else json.dumps(content, default=str) if content else ""
+    extra: dict[str, Any] = {}
+    calls = message.get("tool_calls") or []
+    if role == "assistant" and calls:
+        call = calls[0] if isinstance(calls[0], Mapping) else {}
+        extra["action"] = {"tool": str(call.get("name")), "args": call.get("arguments") or {}}
+        text = text or json.dumps({"tool": call.get("name"), "args": call.get("arguments")}, default=str)
+    if role == "tool":
+        extra["error"] = bool(message.get("error"))
+    return transcript_entry(_TAU2_KINDS.get(role, role), role, text, **extra)
 
 
 def _common(result: Mapping[str, Any], messages: list[Mapping[str, Any]], passed: bool) -> dict[str, Any]:

@@ -10,9 +10,9 @@ and whose tool messages carry ``error``. Three tasks × three trials: task 0 pas
 task 1 has an infrastructure error and a max_steps run, task 2 passes once (reward
 0.9999995, inside τ²'s 1e-6 tolerance).
 
-Tests marked ``xfail(strict=True)`` show what from_tau_bench does not do yet for τ²-bench
-files (reported to the lead; tau_bench.py is being edited elsewhere). Strict: once the
-importer does it, the test fails until its marker is removed.
+The details beyond the verdict are imported too: the agent's token usage, each simulation's
+seed and start time, failed tool calls, the agent's temperature, and the messages as
+transcript entries the viewer shows; duplicate, empty and incomplete results are refused.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from passk_nb.stats.summary import curve
 
 FIXTURE = Path(__file__).parent / "fixtures" / "tau2_results_small.json"
 #: What a gap test expecting an error fails with while the importer accepts the input.
-NOT_RAISED = pytest.fail.Exception
 #: τ²-bench's own success rule (tau2.metrics.agent_metrics.is_successful).
 TOLERANCE = 1e-6
 
@@ -103,12 +102,9 @@ def test_folder_format_with_simulation_files_named_by_id(tmp_path: Path) -> None
     pd.testing.assert_frame_equal(folder[columns], whole[columns])
 
 
-# --- what from_tau_bench does not do yet for τ²-bench files -------------------------------
+# --- the details of a τ²-bench simulation ---------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True, raises=AssertionError, reason="gap: τ²-bench token usage (messages[].usage) is not imported"
-)
 def test_tokens_are_the_agents_usage_summed_over_its_messages() -> None:
     df = from_tau_bench(FIXTURE)
     # the agent's messages report prompt 3000 + 3100, completion 20 + 8 (the greeting has no usage);
@@ -117,43 +113,26 @@ def test_tokens_are_the_agents_usage_summed_over_its_messages() -> None:
     assert pd.isna(df.loc[4, "input_tokens"])  # the infrastructure error has no messages
 
 
-@pytest.mark.xfail(
-    strict=True, raises=AssertionError, reason="gap: a simulation's seed and start_time are not imported"
-)
 def test_seed_and_start_time_are_kept() -> None:
     df = from_tau_bench(FIXTURE)
     assert df["seed"].fillna(-1).tolist() == [300 + n for n in range(1, 10)]
     assert str(df.loc[0, "started_at"]) == str(pd.Timestamp("2025-06-10T10:00:00", tz="UTC"))
 
 
-@pytest.mark.xfail(
-    strict=True, reason="gap: failed tool calls (tool messages with error=true) are not counted"
-)
 def test_tool_errors_are_counted() -> None:
     df = from_tau_bench(FIXTURE)
     assert df["n_tool_errors"].tolist() == [0] * 7 + [1, 0]
 
 
-@pytest.mark.xfail(
-    strict=True, reason="gap: the agent's temperature (info.agent_info.llm_args) is not imported"
-)
 def test_the_agents_temperature_is_kept() -> None:
     assert (from_tau_bench(FIXTURE)["temperature"] == 0.0).all()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="gap: the transcript is τ²'s raw messages, not entries with a 'kind' the viewer shows",
-)
 def test_the_transcript_uses_the_packages_entry_format() -> None:
     entries = parse_transcript(from_tau_bench(FIXTURE).loc[0, "transcript"])
     assert [e.get("kind") for e in entries] == ["reply", "task", "reply", "tool_result", "reply", "task"]
 
 
-@pytest.mark.xfail(
-    strict=True, raises=NOT_RAISED, reason="gap: two simulations of the same (task, trial) are accepted"
-)
 def test_duplicate_task_and_trial_is_an_error() -> None:
     data = results()
     data["simulations"].append(dict(data["simulations"][0], id="another-run"))
@@ -161,9 +140,6 @@ def test_duplicate_task_and_trial_is_an_error() -> None:
         from_tau_bench(data)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="gap: a results object with no simulations gives an empty table silently"
-)
 def test_results_without_simulations_is_an_error() -> None:
     data = results()
     data["simulations"] = []
@@ -171,10 +147,6 @@ def test_results_without_simulations_is_an_error() -> None:
         from_tau_bench(data)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="gap: the folder format's simulation_index is not checked (τ²-bench refuses such a folder)",
-)
 def test_folder_missing_a_simulation_file_listed_in_the_index_is_an_error(tmp_path: Path) -> None:
     data = results()
     sims = data.pop("simulations")
