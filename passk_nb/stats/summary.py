@@ -108,6 +108,9 @@ def summarize(
       (3 of 4 trials passed: pass^4 = 0, yet p^4 > 0 for sure).
     - ``pass^k_se_fixed``, ``pass@k_se_fixed``: standard errors for *these tasks, re-rolled*;
       positive whenever the covered tasks have n ≥ k.
+    - ``pass@k_infra_fail``, ``pass^k_infra_fail``: the values had the excluded infrastructure
+      errors counted as failures (NaN where none were excluded): the sensitivity of the headline
+      to the assumption that infrastructure errors are unrelated to task difficulty.
     - ``ci_method``: the interval each row has: ``"korn-graubard"``, ``"t"``,
       ``"bootstrap"``, ``"clopper-pearson"``, ``"declined: too few tasks"`` or ``"none"``
       (``n_boot=0``).
@@ -135,6 +138,12 @@ def summarize(
     check_k(k)
     table = task_counts(df, by, infra)
     n_max = int(table["n"].max())
+    if n_max == 0 and table["n_infra"].sum() > 0:
+        raise ValueError(
+            f"all {int(table['n_infra'].sum())} trials were infrastructure errors, which are excluded "
+            "(infra='exclude'): there is nothing to estimate. Check the backend (is it running? the URL? "
+            "the key?) and run again, or pass infra='fail' to count them as failures"
+        )
     if k > n_max:
         n = f"n={n_max}" if table["n"].eq(n_max).all() else f"n (at most {n_max})"
         raise ValueError(f"k={k} is larger than {n} for every task; run more trials or choose k ≤ {n_max}")
@@ -148,6 +157,31 @@ def summarize(
     out = _summary(table, by, k, **options)
     _warn_coverage(out, by, k)
     warn_declined(out, by, min_tasks)
+    return _with_infra_bound(out, df, by, k, infra)
+
+
+def _with_infra_bound(
+    out: pd.DataFrame, df: pd.DataFrame, by: tuple[str, ...], k: int, infra: str
+) -> pd.DataFrame:
+    """Add ``pass@k_infra_fail`` / ``pass^k_infra_fail``: the values had the excluded infrastructure
+    errors been failures (NaN where none were excluded). Excluding them assumes they are unrelated to
+    how hard a task is; this is the sensitivity bound beside the headline."""
+    out = out.assign(**{"pass@k_infra_fail": np.nan, "pass^k_infra_fail": np.nan})
+    if infra != "exclude" or not out["n_infra_excluded"].any():
+        return out
+    failed = _summary(
+        task_counts(df, by, "fail"),
+        by,
+        k,
+        ci=CI,
+        n_boot=0,
+        seed=SEED,
+        method="korn-graubard",
+        min_tasks=MIN_TASKS,
+    )
+    has_infra = out["n_infra_excluded"].to_numpy() > 0
+    for metric in METRICS:
+        out.loc[has_infra, f"{metric}_infra_fail"] = failed.loc[has_infra, metric].to_numpy()
     return out
 
 

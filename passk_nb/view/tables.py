@@ -318,7 +318,12 @@ def report_display(report: pd.DataFrame, *, by: Sequence[str], ci: float = CI) -
             text += f"; k={k} covers {int(row['n_tasks_covered'])}/{int(row['n_tasks'])} tasks"
         trials.append(text)
     out["trials"] = trials
-    out["infra excl."] = report["n_infra_excluded"].astype(int).astype(str)
+    out["infra excl."] = [
+        f"{int(row['n_infra_excluded'])} (pass^{k} {row['pass^k_infra_fail']:.3f} if failures)"
+        if row["n_infra_excluded"] and not pd.isna(row.get("pass^k_infra_fail"))
+        else str(int(row["n_infra_excluded"]))
+        for row in report.to_dict("records")
+    ]
     out["claimed not done"] = report["n_claimed_unperformed"].astype(int).astype(str)
     out["agent errors"] = report["n_agent_errors"].astype(int).astype(str)
     return out.reset_index(drop=True), caption
@@ -352,7 +357,10 @@ def report_notes(report: pd.DataFrame, *, ci: float = CI) -> list[str]:
         f"± these tasks: {ci:.0%} half-width of pass^{k} for these same tasks re-run "
         "(exact variance of each task's estimate at a shrunk success rate; never zero)."
     )
-    notes.append("infra excl.: infrastructure errors, left out of n (not the agent's fault).")
+    notes.append(
+        "infra excl.: infrastructure errors, left out of n on the assumption that they are unrelated "
+        f"to task difficulty; in brackets, pass^{k} had they counted as failures."
+    )
     notes.append(
         "claimed not done: final answers claiming an action the final state does not show; "
         "agent errors: exceptions raised by the agent's own code."

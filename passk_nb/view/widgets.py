@@ -145,8 +145,10 @@ class Explorer(_Rendered):
             ax = plot_curve(
                 selected, by=self.by, k=self.k.value, ci=self.ci, n_boot=self.n_boot, seed=self.seed
             )
-            self._curves[key] = figure_png(ax.figure)
-            plt.close(ax.figure)
+            figure = ax.get_figure(root=True)
+            assert figure is not None  # an Axes drawn by plot_curve always has one
+            self._curves[key] = figure_png(figure)
+            plt.close(figure)
         return self._curves[key]
 
     def _update(self, _change: object = None) -> None:

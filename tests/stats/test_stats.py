@@ -31,6 +31,8 @@ SUMMARY_COLUMNS = [
     "pass@k_se_fixed",
     "n_infra_excluded",
     "ci_method",
+    "pass@k_infra_fail",
+    "pass^k_infra_fail",
 ]
 
 
@@ -506,3 +508,19 @@ def test_compare_and_flips_by_prompt_name_do_not_also_split_by_prompt_hash():
     table = flips(df, on="prompt_name", a="default", b="strict").set_index("task")
     assert table.loc["t1", "p_value"] == pytest.approx(2 / 70)
     assert "prompt_hash" not in table.columns
+
+
+def test_summarize_puts_the_infra_fail_value_beside_the_headline() -> None:
+    # task a: 2 passes and 2 infra errors -> excluded: n=2, c=2 (pass^1 1.0); as failures: 2/4 (0.5)
+    df = trials({("m", "p", "a"): "11ii", ("m", "p", "b"): "1100"})
+    row = summarize(df, k=1, n_boot=0).iloc[0]
+    assert row["n_infra_excluded"] == 2
+    assert row["pass^k"] == pytest.approx((1.0 + 0.5) / 2)
+    assert row["pass^k_infra_fail"] == pytest.approx((0.5 + 0.5) / 2)
+    clean = summarize(trials({("m", "p", "a"): "1100"}), k=1, n_boot=0).iloc[0]
+    assert math.isnan(clean["pass^k_infra_fail"])  # nothing excluded: no bound to show
+
+
+def test_all_infra_errors_say_so_instead_of_asking_for_k_below_one() -> None:
+    with pytest.raises(ValueError, match="all 3 trials were infrastructure errors"):
+        summarize(trials({("m", "p", "a"): "iii"}), k=1)
