@@ -40,7 +40,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 
@@ -263,7 +263,8 @@ class LlamaCppProvider(BaseProvider):
             options["response_format"] = {"type": "json_object"}
         try:
             with self._lock:
-                out = self._llm.create_chat_completion(messages=list(messages), **options)
+                # messages are plain role/content dicts; without stream= the reply is one dict
+                out: Any = self._llm.create_chat_completion(messages=cast(Any, list(messages)), **options)
         except ValueError as exc:  # e.g. the conversation no longer fits the context
             raise ProviderError(f"llama.cpp: {exc}") from None
         text = out["choices"][0]["message"].get("content")
