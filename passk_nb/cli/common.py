@@ -173,6 +173,10 @@ def one_line(text: str) -> str:
 #: Python arguments named in library messages -> the CLI flag that sets them.
 _TRANSLATIONS: tuple[tuple[str, str], ...] = (
     (r"pass another out= folder", "pass another --out folder"),
+    (
+        r"call load\(\.\.\., strict=False\) \(passk report --skip-bad-files\) to skip it",
+        "pass --skip-bad-files to skip it",
+    ),
     (r"call load\(\.\.\., strict=False\) to skip it", "pass --skip-bad-files to skip it"),
     (r"strict=False", "--skip-bad-files"),
     (r"pass executable=PATH", "pass --claude-path PATH"),

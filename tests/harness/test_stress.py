@@ -27,18 +27,24 @@ CHILD = textwrap.dedent(
     import json, os, random, sys, time
     import passk_nb
     from passk_nb.data import store
+    from passk_nb.harness.providers.base import BaseProvider
 
     out, marker, trials = sys.argv[1], sys.argv[2], int(sys.argv[3])
     script = {t.prompt: t.script for t in passk_nb.get_suite("orders").tasks}
 
-    def agent(messages):
-        turn = sum(m["role"] == "assistant" for m in messages)
-        rng = random.Random(f"{messages[1]['content']}|{turn}|{time.time_ns()}")
-        if os.environ.get("FLAKY"):  # the rounds that are killed: slow enough to be caught mid-run
-            time.sleep(rng.uniform(0.05, 0.1))
-        if os.environ.get("FLAKY") and rng.random() < 0.05:
-            raise ConnectionError("flaky backend")  # infra errors that a resume retries
-        return json.dumps(script[messages[1]["content"]][turn])
+    class FlakyBackend(BaseProvider):  # a backend, not user code: its errors are infra errors
+        name = "flaky-backend"
+
+        def chat(self, messages):
+            turn = sum(m["role"] == "assistant" for m in messages)
+            rng = random.Random(f"{messages[1]['content']}|{turn}|{time.time_ns()}")
+            if os.environ.get("FLAKY"):  # the rounds that are killed: slow enough to be caught mid-run
+                time.sleep(rng.uniform(0.05, 0.1))
+            if os.environ.get("FLAKY") and rng.random() < 0.05:
+                raise ConnectionError("flaky backend")  # infra errors that a resume retries
+            return json.dumps(script[messages[1]["content"]][turn])
+
+    agent = FlakyBackend("known-good")
 
     if os.environ.get("MERGE_MARKER"):
         real_delete = store._delete_parts
