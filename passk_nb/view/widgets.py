@@ -178,9 +178,10 @@ class Explorer(_Rendered):
 
 
 _INTERVAL_NOTE = (
-    "<p style='font-size:smaller'>“new tasks”: cluster bootstrap over tasks (how would the agent do on other "
-    "tasks like these?); “these tasks”: ± z·se from the per-task unbiased variance (how much would these "
-    "exact tasks move if re-run?). With few tasks the first is wide and coarse by nature.</p>"
+    "<p style='font-size:smaller'>“new tasks”: an interval over tasks, Korn–Graubard (how would the agent "
+    "do on other tasks like these?), declined below five tasks; “these tasks”: ± z·se from each task's "
+    "exact sampling variance (how much would these exact tasks move if re-run?). With few tasks the "
+    "first is wide: its coverage was measured, not assumed.</p>"
 )
 
 
