@@ -27,6 +27,13 @@ _INT64_MAX = 2**63 - 1
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+def check_positive(name: str, value: Any) -> int:
+    """``value`` if it is a whole number ≥ 1, else a ValueError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a whole number ≥ 1, got {value!r}")
+    return value
+
+
 def check_trials(trials: Any) -> int:
     """``trials`` if it is a whole number in 1..:data:`MAX_TRIALS`.
 

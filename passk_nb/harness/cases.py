@@ -35,9 +35,8 @@ from passk_nb.data.ids import prompt_hash, spec_hash
 from passk_nb.data.records import frame_from_records
 from passk_nb.data.store import existing_trials
 from passk_nb.data.transcript import cap_text, transcript_entry
-from passk_nb.harness.arguments import check_bool, check_text, check_trials
+from passk_nb.harness.arguments import check_bool, check_positive, check_text, check_trials
 from passk_nb.harness.batch import execute_trials, load_trials
-from passk_nb.harness.spec import check_positive
 
 __all__ = ["run_eval", "run_cases", "cases_hash"]
 

@@ -28,6 +28,7 @@ from passk_nb.data.ids import prompt_hash
 from passk_nb.data.store import existing_trials, write_spec
 from passk_nb.harness.arguments import (
     check_bool,
+    check_positive,
     check_seconds,
     check_seed,
     check_text,
@@ -39,7 +40,6 @@ from passk_nb.harness.episode import run_episode
 from passk_nb.harness.providers import BaseProvider, make_provider
 from passk_nb.harness.spec import (
     RunSpec,
-    check_positive,
     identity_settings,
     normalize_json_mode,
     normalize_temperature,

@@ -141,13 +141,6 @@ def normalize_json_mode(value: Any) -> str:
     raise ValueError(f"json_mode must be one of {list(JSON_MODES)} (or True/False), got {value!r}")
 
 
-def check_positive(name: str, value: Any) -> int:
-    """``value`` if it is a whole number ≥ 1, else a ValueError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a whole number ≥ 1, got {value!r}")
-    return value
-
-
 def note_changes(out: Path, spec: RunSpec) -> None:
     """Say so when the folder holds runs of this backend and model that differ only in the prompt
     text or in the agent's code: what changed is a new run and does not resume them."""

@@ -26,7 +26,6 @@ failures).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -38,7 +37,7 @@ from typing import Any
 
 import pandas as pd
 
-from passk_nb.data.ids import prompt_hash
+from passk_nb.data.ids import content_id, prompt_hash
 from passk_nb.data.records import frame_from_records
 from passk_nb.data.transcript import transcript_entry
 
@@ -100,7 +99,7 @@ def from_tau_bench(
         ]
         return pd.concat(frames, ignore_index=True)
     data = _load(source)
-    rid = run_id or _content_id(data)
+    rid = run_id or "tau-" + content_id(data)  # the same whenever the content is
     file_model = _model_from_name(source)
     if isinstance(data, Mapping) and "simulations" in data:
         records = _tau2_records(data, model=model, suite=suite)
@@ -202,12 +201,6 @@ def _missing_trials(records: list[dict[str, Any]], source: Any, *, fill: bool) -
                 }
             )
     return added
-
-
-def _content_id(data: Any) -> str:
-    """A run id that is the same whenever the content is."""
-    text = json.dumps(data, sort_keys=True, default=str)
-    return "tau-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
 def _load(source: Any) -> Any:

@@ -40,21 +40,12 @@ def group_means(gid: np.ndarray, values: np.ndarray, counts: np.ndarray) -> np.n
 def task_counts(df: pd.DataFrame, by: tuple[str, ...], infra: str) -> pd.DataFrame:
     """One row per (group, task), sorted: the ``by`` columns, ``task``, and ``n`` usable
     trials, ``c`` successes, ``n_infra`` infra_error trials excluded from n."""
-    require_columns(df, (*ANALYSIS_COLUMNS, *by))
-    if infra not in INFRA_MODES:
-        raise ValueError(f"infra must be one of {list(INFRA_MODES)}; got infra={infra!r}")
-    passed = df["passed"]
-    if not pd.api.types.is_bool_dtype(passed.dtype) or passed.isna().any():
-        raise ValueError(
-            f"column 'passed' must be boolean without missing values; got dtype {passed.dtype}. "
-            "Build frames with passk_nb.data.records.frame_from_records"
-        )
-    if df.empty:
-        raise ValueError("the frame has no trial rows")
+    keys = list(dict.fromkeys([*by, "task"]))
+    _check_trials(df, keys, infra)
     refuse_repeated_trials(df, by)
+    passed = df["passed"]
     is_infra = (df["outcome"] == INFRA_OUTCOME).to_numpy(dtype=bool, na_value=False)
     excluded = is_infra if infra == "exclude" else np.zeros(len(df), dtype=bool)
-    keys = list(dict.fromkeys([*by, "task"]))
     counts = (
         df[keys]
         .reset_index(drop=True)

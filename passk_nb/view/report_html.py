@@ -19,6 +19,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 
 from passk_nb._version import __version__
+from passk_nb.stats.flags import claimed_unperformed_action
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
 from passk_nb.view.plots import figure_png, plot_curve, plot_outcomes, plot_tasks
 from passk_nb.view.tables import (
@@ -29,7 +30,7 @@ from passk_nb.view.tables import (
     row_fields,
     split_fields,
 )
-from passk_nb.view.transcript_html import claim_flags, failed_first, transcript_html, trial_label
+from passk_nb.view.transcript_html import failed_first, transcript_html, trial_label
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 75em; padding: 0 1em; color: #222; }
@@ -139,7 +140,7 @@ def _failures(df: pd.DataFrame, limit: int) -> str:
     if failed.empty:
         return "<p>No trial failed.</p>"
     ordered = failed_first(failed).head(limit)
-    claimed = claim_flags(ordered)
+    claimed = claimed_unperformed_action(ordered)
     shown = (
         f"the first {len(ordered)} of {len(failed)}" if len(failed) > len(ordered) else f"all {len(failed)}"
     )

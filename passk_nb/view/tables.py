@@ -10,9 +10,9 @@ from collections.abc import Sequence
 import pandas as pd
 from scipy import stats as sps
 
+from passk_nb.stats.flags import claimed_unperformed_action
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
 from passk_nb.stats.summary import DECLINED, summarize
-from passk_nb.view.transcript_html import claim_flags
 
 
 def summary_table(summary: pd.DataFrame, *, ci: float = CI) -> pd.DataFrame:
@@ -164,7 +164,7 @@ def report_frame(
             "trials that ended in infrastructure errors run again"
         )
     extras = df.assign(
-        _claimed=claim_flags(df).to_numpy(),
+        _claimed=claimed_unperformed_action(df).to_numpy(),
         _agent_error=(df["outcome"] == "agent_error").to_numpy(),
         _usable=(~infra_rows).to_numpy() if infra == "exclude" else True,
     )

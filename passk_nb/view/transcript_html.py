@@ -27,7 +27,7 @@ def failed_first(df: pd.DataFrame) -> pd.DataFrame:
     >>> failed_first(df).index.tolist()
     [1, 0]
     """
-    key = pd.DataFrame({"passed": df["passed"].astype(bool), "claimed": ~claim_flags(df)})
+    key = pd.DataFrame({"passed": df["passed"].astype(bool), "claimed": ~claimed_unperformed_action(df)})
     order = key.sort_values(["passed", "claimed"], kind="stable").index
     return df.loc[order]
 
@@ -83,11 +83,6 @@ def transcript_html(record: Mapping[str, Any] | pd.Series) -> str:
         + "</div></div>"
     )
     return "".join(parts)
-
-
-def claim_flags(df: pd.DataFrame) -> pd.Series:
-    """:func:`~passk_nb.stats.flags.claimed_unperformed_action` of ``df``."""
-    return claimed_unperformed_action(df)
 
 
 def trial_label(row: pd.Series, claimed: bool) -> str:

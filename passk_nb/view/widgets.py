@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import HTML
 
+from passk_nb.stats.flags import claimed_unperformed_action
 from passk_nb.stats.summary import summarize
 from passk_nb.view.labels import (
     prompt_names,
@@ -41,7 +42,6 @@ from passk_nb.view.labels import (
 from passk_nb.view.plots import figure_png, plot_curve
 from passk_nb.view.tables import summary_table
 from passk_nb.view.transcript_html import (
-    claim_flags,
     failed_first,
     transcript_html,
     trial_label,
@@ -259,7 +259,7 @@ class TranscriptBrowser(_Rendered):
     def __init__(self, df: pd.DataFrame, *, static: bool | None, limit: int) -> None:
         self.trials = failed_first(df)
         self.limit = limit
-        self.flags = claim_flags(self.trials)
+        self.flags = claimed_unperformed_action(self.trials)
         kinds = ["all", "failed", "claimed but not done", *pd.unique(self.trials["outcome"])]
         start = "failed" if (~self.trials["passed"]).any() else "all"
         self.kind = widgets.Dropdown(options=kinds, value=start, description="show")
