@@ -49,13 +49,7 @@ def positive_int(text: str) -> int:
     >>> positive_int("3")
     3
     """
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be ≥ 1, got {value}")
-    return value
+    return _whole_number(text, minimum=1)
 
 
 def non_negative_int(text: str) -> int:
@@ -64,12 +58,16 @@ def non_negative_int(text: str) -> int:
     >>> non_negative_int("0")
     0
     """
+    return _whole_number(text, minimum=0)
+
+
+def _whole_number(text: str, *, minimum: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be ≥ 0, got {value}")
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be ≥ {minimum}, got {value}")
     return value
 
 

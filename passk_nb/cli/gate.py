@@ -41,7 +41,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from passk_nb.cli.common import CliError, positive_int
+from passk_nb.cli.common import CliError, level, positive_int
 from passk_nb.data.store import load
 from passk_nb.stats.params import CI, N_BOOT, SEED, default_by
 from passk_nb.view.labels import group_labels
@@ -70,7 +70,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="tasks: interval for new tasks like these (default); fixed: these tasks re-rolled, "
         "pass^k - z * fixed-task SE",
     )
-    p.add_argument("--ci", type=_level, default=CI, help=f"interval level (default {CI})")
+    p.add_argument("--ci", type=level, default=CI, help=f"interval level (default {CI})")
     p.add_argument("--n-boot", type=positive_int, default=N_BOOT, help=f"bootstrap draws (default {N_BOOT})")
     p.add_argument("--seed", type=int, default=SEED, help=f"bootstrap seed (default {SEED})")
     p.add_argument("--provider", help="only this provider")
@@ -88,13 +88,6 @@ def _unit(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}") from None
     if not 0 <= value <= 1:
         raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {value}")
-    return value
-
-
-def _level(text: str) -> float:
-    value = _unit(text)
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must be strictly between 0 and 1, got {value}")
     return value
 
 
