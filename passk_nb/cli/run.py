@@ -18,13 +18,17 @@ from passk_nb.cli.common import (
     prompt_arg,
     show_progress,
 )
+from passk_nb.harness.pacing import RateLimit
 from passk_nb.harness.providers import PROVIDERS
+from passk_nb.harness.shards import parse_shard, select_shard
 from passk_nb.harness.suites import SUITES
 
 _EPILOG_RUN = """examples:
   passk run --provider scripted --trials 3 --k 2
   passk run --provider ollama --model llama3.1:8b --trials 4 --k 2
   passk run --provider openai --base-url http://127.0.0.1:8080 --model local --prompt strict
+  passk run --provider openai --base-url http://vllm:8000 --model m --concurrency 256 --rate-limit 600rpm \
+      --shard 1/4 --out /shared/runs     (machine 1 of 4; the others run --shard 2/4 ... 4/4)
 Records go to OUT/<run_id>/ as parquet; re-running the same spec resumes (only missing trials run)."""
 
 
@@ -63,6 +67,21 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--seed", type=int, default=0, help="base seed; trial i sends seed+i (default: 0)")
     p.add_argument(
         "--concurrency", type=positive_int, default=4, help="trials in flight at once (default: 4)"
+    )
+    p.add_argument(
+        "--rate-limit",
+        type=rate_limit_arg,
+        metavar="RATE",
+        help="pace model requests across all trials: 600rpm (requests/min), 90000tpm (tokens/min), or "
+        "both: 600rpm,90000tpm (default: none; a 429 still pauses every trial)",
+    )
+    p.add_argument(
+        "--shard",
+        type=shard_arg,
+        metavar="i/N",
+        help="run only shard i of N of the tasks (1 ≤ i ≤ N; a stable hash of the task id), to split a run "
+        "across N machines; the shards are one run: point them at one --out folder, or load their folders "
+        "together",
     )
     p.add_argument("--out", default="runs", help="data folder for the records (default: runs)")
     p.add_argument("--max-turns", type=positive_int, default=10, help="model replies per trial (default: 10)")
@@ -117,6 +136,26 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     add_quiet(p)
     p.set_defaults(func=_cmd_run)
     return p
+
+
+def rate_limit_arg(text: str) -> RateLimit:
+    """``--rate-limit``: a :class:`~passk_nb.harness.pacing.RateLimit` (``600rpm``, ``90000tpm``, both)."""
+    try:
+        return RateLimit.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def shard_arg(text: str) -> tuple[int, int]:
+    """``--shard i/N``: ``(i, N)`` with ``1 ≤ i ≤ N``.
+
+    >>> shard_arg("2/4")
+    (2, 4)
+    """
+    try:
+        return parse_shard(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def check_json_flags(provider: str, json_mode: bool, json_schema: bool) -> None:
@@ -176,7 +215,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     }
     options = {name: value for name, value in backend_flags.items() if value is not None}
     tasks = [t.strip() for t in args.tasks.split(",")] if args.tasks else None
-    n_tasks = len(tasks) if tasks is not None else len(get_suite(args.suite).tasks)
+    task_ids = tasks if tasks is not None else get_suite(args.suite).task_ids
+    n_tasks = len(task_ids if args.shard is None else select_shard(task_ids, args.shard))
     handler = getattr(args, "log_handler", None)  # set by main(): says a resumed run's progress
     if handler is not None:
         handler.rewrite = lambda record: resume_line(record, n_tasks * args.trials)
@@ -197,8 +237,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
         json_mode="schema" if args.json_schema else "json" if args.json_mode else "off",
         progress=show_progress(args),
         trial_timeout=args.trial_timeout,
+        rate_limit=args.rate_limit,
+        shard=args.shard,
         **options,
     )
+    if df.empty and args.shard is not None:
+        print(f"shard {args.shard[0]}/{args.shard[1]} holds none of the {len(task_ids)} tasks: nothing ran")
+        return 0
     report = report_frame(df, k=k, ci=args.ci, n_boot=args.n_boot)
     by = [c for c in report.columns[: list(report.columns).index("k")]]
     print(report_table(report, by=by, ci=args.ci, notes=not args.quiet))

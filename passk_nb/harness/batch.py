@@ -337,6 +337,7 @@ def execute_trials(
     timeout: float | None = None,
     on_timeout: Callable[[Any, int, float], dict[str, Any]] | None = None,
     trial_key: Callable[[Any, int], tuple[str, int]] | None = None,
+    keep_records: bool = True,
 ) -> list[dict[str, Any]]:
     """The batch layer: run ``one_trial(*job)`` for every job and keep the records.
 
@@ -347,7 +348,13 @@ def execute_trials(
     ``(task, trial)``; default: the job itself), merges the run's parts at the
     end, and returns the new records in completion order. Shared by :func:`run`
     and :func:`passk_nb.harness.cases.run_cases`.
+
+    With ``keep_records=False`` (and an ``out`` folder) the records are not kept
+    in memory once on disk and the list returned is empty: memory then holds only
+    the trials in flight and the records not yet written (at most ``every_n``).
     """
+    if not keep_records and out is None:
+        raise ValueError("keep_records=False needs an out folder: the records would be lost")
     writer = None if out is None else _Writer(out, run_id)
     key_of = trial_key or (lambda task, trial: (task, trial))
     claims = stored = None
@@ -389,7 +396,8 @@ def execute_trials(
                             writer.flush_if_due()
                         continue
                     record = storable_record(record)  # the boundary: texts escaped, numbers range-checked
-                    records.append(record)
+                    if keep_records:
+                        records.append(record)
                     if writer is not None:
                         writer.add(record)
                     if on_record is not None:

@@ -37,7 +37,9 @@ from passk_nb.harness.arguments import (
 )
 from passk_nb.harness.batch import execute_trials, load_trials
 from passk_nb.harness.episode import run_episode
+from passk_nb.harness.pacing import Paced, RateLimit, RateLimiter
 from passk_nb.harness.providers import BaseProvider, make_provider
+from passk_nb.harness.shards import parse_shard, select_shard
 from passk_nb.harness.spec import (
     RunSpec,
     identity_settings,
@@ -83,8 +85,11 @@ def _trial_record(
     trial: int,
     seed: int | None,
     episode_options: dict[str, Any],
+    limiter: RateLimiter | None = None,
 ) -> dict[str, Any]:
-    bound = provider.with_seed(None if seed is None else seed + trial)
+    bound: Any = provider.with_seed(None if seed is None else seed + trial)
+    if limiter is not None:
+        bound = Paced(bound, limiter)
     started = dt.datetime.now(dt.UTC)
     try:
         fields = run_episode(suite, suite.task(task_id), bound, **episode_options)
@@ -114,6 +119,8 @@ def run(
     progress: bool = True,
     on_record: Callable[[dict[str, Any]], None] | None = None,
     trial_timeout: float | None = None,
+    rate_limit: str | RateLimit | None = None,
+    shard: tuple[int, int] | str | None = None,
     **provider_options: Any,
 ) -> pd.DataFrame:
     """Run every task ``trials`` times against ``provider`` and return the trial records.
@@ -139,6 +146,15 @@ def run(
     recorded (``infra_error`` for a backend, ``agent_error`` for a Python agent)
     and the run goes on. ``on_record`` is called with each new record as it
     completes. A provider that ``run`` created is closed when it returns.
+
+    ``concurrency`` trials run at once, on threads; a network backend's one shared
+    connection pool is sized to it. ``rate_limit`` paces the model requests of all
+    of them: ``"600rpm"`` (requests per minute), ``"90000tpm"`` (tokens per minute)
+    or both (``"600rpm,90000tpm"``); see :mod:`passk_nb.harness.pacing`. ``shard``
+    ``(i, N)`` (or ``"i/N"``, 1 ≤ i ≤ N) runs only shard ``i`` of ``N`` of the tasks,
+    chosen by a stable hash of the task id, so that N machines split a run (see
+    :mod:`passk_nb.harness.shards`). Neither is part of the run's identity: the
+    shards of a run, paced or not, are records of one run.
 
     Returns every record of this spec for the chosen tasks and trials, the
     ones from earlier runs included, sorted by task and trial.
@@ -171,6 +187,12 @@ def run(
             raise TypeError(f"task ids must be strings from {the_suite.task_ids}, got {task_id!r}")
         the_suite.task(task_id)
     check_unique("tasks", task_ids)
+    limiter = None if rate_limit is None else RateLimiter(rate_limit)
+    if shard is not None:
+        task_ids = select_shard(task_ids, shard)
+        if not task_ids:
+            i, n = parse_shard(shard)
+            log.warning("shard %d/%d holds none of the %d tasks: nothing to run", i, n, len(the_suite.tasks))
     name, text = resolve_prompt(the_suite, prompt, prompt_name)
     check_text("prompt", text)
     temperature = normalize_temperature(temperature)
@@ -193,6 +215,7 @@ def run(
     backend = make_provider(provider, model, **provider_options)
     try:
         backend.check_prompt(text)
+        backend.size_pool(concurrency)
         return _run_trials(
             the_suite,
             backend,
@@ -209,6 +232,7 @@ def run(
             progress=progress,
             on_record=on_record,
             trial_timeout=trial_timeout,
+            limiter=limiter,
         )
     finally:
         if created:
@@ -232,6 +256,7 @@ def _run_trials(
     progress: bool,
     on_record: Callable[[dict[str, Any]], None] | None,
     trial_timeout: float | None,
+    limiter: RateLimiter | None = None,
 ) -> pd.DataFrame:
     described = backend.describe()
     spec = RunSpec(
@@ -275,7 +300,7 @@ def _run_trials(
     seed = backend_seed
 
     def one_trial(task_id: str, trial: int) -> dict[str, Any]:
-        return _trial_record(the_suite, backend, base, task_id, trial, seed, episode_options)
+        return _trial_record(the_suite, backend, base, task_id, trial, seed, episode_options, limiter)
 
     def timed_out(task_id: str, trial: int, elapsed: float) -> dict[str, Any]:
         started = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=elapsed)
@@ -296,5 +321,6 @@ def _run_trials(
         on_record=on_record,
         timeout=trial_timeout,
         on_timeout=timed_out,
+        keep_records=False,  # read back from disk below: memory stays bounded however long the run
     )
     return load_trials(out_dir, run_id, task_ids, trials)

@@ -89,6 +89,10 @@ def _text_of(content: Any) -> str:
     return ""
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 1024  # hundreds of clients connect at once in the runner benchmark
+
+
 class FakeServer:
     """A fake backend of one wire format; use as a context manager.
 
@@ -106,6 +110,7 @@ class FakeServer:
         faults: list[Fault] | None = None,
         rule: Callable[[Any], Fault | None] | None = None,
         latency: float = 0.0,
+        keep_alive: bool = False,
     ):
         if wire not in CHAT_PATHS:
             raise ValueError(f"wire must be one of {sorted(CHAT_PATHS)}")
@@ -113,13 +118,19 @@ class FakeServer:
         self.faults: list[Fault] = list(faults or [])
         self.rule = rule
         self.latency = latency  # seconds before each chat reply (faults included)
+        self.keep_alive = (
+            keep_alive  # HTTP/1.1 with persistent connections (default: HTTP/1.0, one per request)
+        )
+        self.connections_opened = 0  # TCP connections accepted so far
+        self.connections_open = 0  # open right now
+        self.max_connections_open = 0  # the most open at once
         self.requests: list[Seen] = []
         self.body_bytes_sent = 0  # bytes of hostile bodies written so far
         self.hostile_body_done = threading.Event()  # a hostile body ended (the client stopped reading)
         self.scripted = ScriptedProvider(suite=suite)
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._httpd = _Server(("127.0.0.1", 0), self._handler())
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
@@ -175,6 +186,22 @@ class FakeServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1" if server.keep_alive else "HTTP/1.0"
+
+            def setup(self) -> None:
+                super().setup()
+                with server._lock:
+                    server.connections_opened += 1
+                    server.connections_open += 1
+                    server.max_connections_open = max(server.max_connections_open, server.connections_open)
+
+            def finish(self) -> None:
+                try:
+                    super().finish()
+                finally:
+                    with server._lock:
+                        server.connections_open -= 1
+
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
                 pass
 

@@ -162,6 +162,22 @@ class AnthropicProvider(RemoteProvider):
             "api_version": self._client.default_headers.get("anthropic-version"),
         }
 
+    #: Idle connections the SDK's own pool keeps (of 1000 at most).
+    SDK_KEEPALIVE = 100
+
+    def size_pool(self, concurrency: int) -> None:
+        """One shared pool for all trials (the SDK client); above the SDK's 100 kept-alive
+        connections, a pool that keeps one per request in flight."""
+        if concurrency > self.SDK_KEEPALIVE and not getattr(self, "_retired", None):
+            limits_type: Any = type(anthropic.DEFAULT_CONNECTION_LIMITS)  # the httpx the SDK uses
+            limits = limits_type(
+                max_connections=concurrency, max_keepalive_connections=concurrency, keepalive_expiry=30.0
+            )
+            http_client = anthropic.DefaultHttpxClient(limits=limits)
+            self._retired = [self._client]
+            self._client = self._client.with_options(http_client=http_client)
+
     def close(self) -> None:
         """Close the SDK's HTTP connections."""
-        self._client.close()
+        for client in [*getattr(self, "_retired", []), self._client]:
+            client.close()

@@ -176,6 +176,10 @@ class BaseProvider:
         """How replies are constrained: ``"off"``, ``"json"`` (JSON mode) or ``"schema"``."""
         return "json" if self.json_mode else "off"
 
+    def size_pool(self, concurrency: int) -> None:
+        """Get ready for ``concurrency`` requests in flight at once (network backends size their
+        connection pool); ``run()`` calls it before the first trial. Nothing to do here."""
+
     def close(self) -> None:
         """Release what the provider holds (connections, a server process); ``run()`` calls it
         for providers it created. Idempotent."""

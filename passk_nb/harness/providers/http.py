@@ -30,6 +30,7 @@ Anthropic SDK), so they behave alike under faults and record attempts alike:
 from __future__ import annotations
 
 import base64
+import importlib.util
 import json
 import logging
 import os
@@ -61,6 +62,43 @@ T = TypeVar("T")
 DEFAULT_MAX_BODY_BYTES = 32 * 2**20
 #: Largest reply once decompressed (128 MiB; ``max_decompressed_bytes=``): stops a gzip bomb.
 DEFAULT_MAX_DECOMPRESSED_BYTES = 128 * 2**20
+#: Connections a provider keeps before ``run()`` sizes its pool to the run's concurrency.
+DEFAULT_POOL_SIZE = 16
+
+
+def pool_limits(concurrency: int) -> httpx.Limits:
+    """Connection-pool limits for ``concurrency`` requests in flight: one connection each, all kept alive.
+
+    httpx's own default keeps only 20 idle connections, so above 20 in flight every
+    request past the 20th would open (and then drop) a fresh connection.
+
+    >>> pool_limits(256)
+    Limits(max_connections=256, max_keepalive_connections=256, keepalive_expiry=30.0)
+    """
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ValueError(f"a connection pool needs a whole number of connections ≥ 1, got {concurrency!r}")
+    return httpx.Limits(
+        max_connections=concurrency, max_keepalive_connections=concurrency, keepalive_expiry=30.0
+    )
+
+
+def want_http2(http2: bool | None, base_url: str | None) -> bool:
+    """Whether to offer HTTP/2: ``http2`` when given, else on for ``https://`` when ``h2`` is installed.
+
+    HTTP/2 is negotiated during the TLS handshake (ALPN), so a server that speaks only
+    HTTP/1.1 is still reached; over plain ``http://`` httpx always speaks HTTP/1.1.
+    ``http2=True`` without the ``h2`` package is refused with the command that installs it.
+
+    >>> want_http2(False, "https://api.example.com"), want_http2(None, "http://127.0.0.1:8080")
+    (False, False)
+    """
+    if http2 is None:
+        return (base_url or "").startswith("https://") and importlib.util.find_spec("h2") is not None
+    if not isinstance(http2, bool):
+        raise ValueError(f"http2 must be True, False or None (automatic), got {http2!r}")
+    if http2 and importlib.util.find_spec("h2") is None:
+        raise ValueError("http2=True needs the h2 package: pip install 'passk-nb[http2]' (or pip install h2)")
+    return http2
 
 
 def _normalise_url(url: str) -> tuple[str, httpx.BasicAuth | None, list[str]]:
@@ -219,6 +257,13 @@ class HTTPProvider(RemoteProvider):
     32 MiB) and ``max_decompressed_bytes`` (default 128 MiB) cap the reply on
     the wire and once decompressed; a larger reply fails the request (not
     retried). Redirects are not followed: a 3xx says where it points.
+
+    One ``httpx.Client`` (one connection pool) serves the provider and all its
+    ``with_seed`` copies, from every worker thread. ``run()`` sizes it to the run's
+    concurrency (:meth:`size_pool`): one kept-alive connection per trial in flight.
+    ``max_connections`` fixes the size instead (e.g. below the concurrency, for a
+    server that accepts few connections). ``http2``: offer HTTP/2 (see :func:`want_http2`;
+    default: on for ``https://`` when the ``h2`` package is installed).
     """
 
     path: str = "/"
@@ -241,6 +286,8 @@ class HTTPProvider(RemoteProvider):
         *,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+        max_connections: int | None = None,
+        http2: bool | None = None,
         **options: Any,
     ):
         super().__init__(model, **options)
@@ -251,18 +298,40 @@ class HTTPProvider(RemoteProvider):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a whole number of bytes ≥ 1, got {value!r}")
         self.max_body_bytes, self.max_decompressed_bytes = max_body_bytes, max_decompressed_bytes
+        if max_connections is not None:
+            pool_limits(max_connections)  # checks it
+        self.max_connections = max_connections
+        self.http2 = want_http2(http2, self.base_url)
+        self._retired: list[httpx.Client] = []
+        self._client = self._make_client(max_connections or DEFAULT_POOL_SIZE)
+
+    def _make_client(self, size: int) -> httpx.Client:
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        self._client = httpx.Client(
+        self.pool_size = size
+        return httpx.Client(
             base_url=self.base_url or "",
             auth=self._auth,
             headers=headers,
             timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
             follow_redirects=False,
+            limits=pool_limits(size),
+            http2=self.http2,
         )
+
+    def size_pool(self, concurrency: int) -> None:
+        """Make the shared pool hold ``concurrency`` connections (unless ``max_connections`` fixed it).
+
+        Called by ``run()`` before the first trial. The pool only grows; a replaced
+        client is closed with the provider, so requests still using it finish.
+        """
+        if self.max_connections is None and concurrency > self.pool_size:
+            self._retired.append(self._client)
+            self._client = self._make_client(concurrency)
 
     def close(self) -> None:
         """Close the HTTP connections (the provider is unusable afterwards)."""
-        self._client.close()
+        for client in [*self._retired, self._client]:
+            client.close()
 
     def _read_body(self, response: httpx.Response, where: str, deadline: float) -> bytes:
         """The reply body, read chunk by chunk within the request's deadline and the size caps.

@@ -1,0 +1,217 @@
+"""Pacing requests to a rate limit (requests or tokens per minute) instead of waiting for 429s.
+
+``run(rate_limit="600rpm")`` (``passk run --rate-limit 600rpm``) lets at most 600
+model requests start per minute across every worker thread; ``"90000tpm"`` does
+the same for tokens, and ``"600rpm,90000tpm"`` applies both. One
+:class:`RateLimiter` is shared by all trials of a run.
+
+The limiter is a token bucket in its "virtual scheduling" form (GCRA): each
+request reserves the next free slot under a lock and sleeps until it, so waiting
+threads start in order, evenly spaced, without waking each other up. A burst of
+up to one second's budget may start at once (``burst_s``); after that, requests
+start at the rate. Tokens are known only once a reply is in: a request reserves
+an estimate (its messages' characters / 4) and the reply's real count
+(``input_tokens + output_tokens``, or the estimate for the output when the
+backend reports none) is settled afterwards, so the next requests wait for it.
+
+>>> RateLimit.parse("600rpm,90000tpm")
+RateLimit(requests_per_min=600.0, tokens_per_min=90000.0)
+>>> clock = FakeClock()
+>>> limiter = RateLimiter(RateLimit.parse("120rpm"), clock=clock, sleep=clock.sleep)
+>>> [limiter.acquire() for _ in range(5)]  # seconds each request waited
+[0.0, 0.0, 0.5, 0.5, 0.5]
+>>> clock.now  # 2 requests per second, 2 at once: the 3rd at 0.5 s, the 5th at 1.5 s
+1.5
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["RateLimit", "RateLimiter", "Paced", "FakeClock", "estimate_tokens"]
+
+_PART = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(rpm|tpm|rps|tps)\s*$", re.IGNORECASE)
+_UNIT = {"rpm": ("requests", 1.0), "rps": ("requests", 60.0), "tpm": ("tokens", 1.0), "tps": ("tokens", 60.0)}
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """A budget per minute of requests and/or tokens (None: no limit on that one).
+
+    >>> RateLimit.parse("10rps")
+    RateLimit(requests_per_min=600.0, tokens_per_min=None)
+    """
+
+    requests_per_min: float | None = None
+    tokens_per_min: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("requests_per_min", "tokens_per_min"):
+            value = getattr(self, name)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf
+            ):
+                raise ValueError(f"{name} must be a number > 0 (or None), got {value!r}")
+        if self.requests_per_min is None and self.tokens_per_min is None:
+            raise ValueError("a rate limit needs requests_per_min, tokens_per_min or both")
+
+    @classmethod
+    def parse(cls, value: str | RateLimit) -> RateLimit:
+        """``"600rpm"``, ``"90000tpm"``, ``"10rps"``, ``"1500tps"`` or two of them joined by a comma."""
+        if isinstance(value, RateLimit):
+            return value
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(
+                f"rate_limit must be text such as '600rpm', '90000tpm' or '600rpm,90000tpm', got {value!r}"
+            )
+        found: dict[str, float] = {}
+        for part in value.split(","):
+            match = _PART.match(part)
+            if match is None:
+                raise ValueError(
+                    f"rate limit {part.strip()!r} not understood: write a number and a unit, rpm "
+                    "(requests per minute), tpm (tokens per minute), rps or tps, e.g. '600rpm' or "
+                    "'600rpm,90000tpm'"
+                )
+            kind, per_min = _UNIT[match.group(2).lower()]
+            if kind in found:
+                raise ValueError(f"rate limit {value!r} gives the {kind} budget twice; give it once")
+            found[kind] = float(match.group(1)) * per_min
+        return cls(found.get("requests"), found.get("tokens"))
+
+    def __str__(self) -> str:
+        parts = [f"{self.requests_per_min:g}rpm"] if self.requests_per_min else []
+        return ",".join(parts + ([f"{self.tokens_per_min:g}tpm"] if self.tokens_per_min else []))
+
+
+class FakeClock:
+    """A clock for tests: ``sleep`` moves ``now`` forward instead of waiting (one thread)."""
+
+    def __init__(self, now: float = 0.0):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += max(0.0, seconds)
+
+
+class _Schedule:
+    """One budget (GCRA): ``rate`` units a second; ``rate * burst_s`` units (at least 1) may start at once."""
+
+    def __init__(self, per_min: float, burst_s: float):
+        self.rate = per_min / 60.0
+        self.interval = 1.0 / self.rate  # seconds one unit of budget takes to earn back
+        self.tolerance = (max(1.0, self.rate * burst_s) - 1.0) * self.interval  # how far ahead it may run
+        self.tat = -math.inf  # "theoretical arrival time": when the budget spent so far is earned back
+
+    def earliest(self, now: float) -> float:
+        return max(now, self.tat - self.tolerance)
+
+    def spend(self, at: float, units: float) -> None:
+        self.tat = max(self.tat, at) + units * self.interval
+
+
+class RateLimiter:
+    """Shared pacing for every worker thread: :meth:`acquire` before a request, :meth:`settle` after.
+
+    ``clock`` and ``sleep`` are replaceable (see :class:`FakeClock`) so pacing is
+    tested by counting, not by timing. ``burst_s``: seconds of budget that may
+    start at once (default 1).
+
+    >>> clock = FakeClock()
+    >>> limiter = RateLimiter("60tpm", clock=clock, sleep=clock.sleep)
+    >>> limiter.acquire(tokens=30), limiter.acquire(tokens=30), clock.now
+    (0.0, 30.0, 30.0)
+    """
+
+    def __init__(
+        self,
+        limit: RateLimit | str,
+        *,
+        burst_s: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
+        self.limit = RateLimit.parse(limit)
+        self._clock, self._sleep = clock, sleep
+        self._lock = threading.Lock()
+        rpm, tpm = self.limit.requests_per_min, self.limit.tokens_per_min
+        self._requests = None if rpm is None else _Schedule(rpm, burst_s)
+        self._tokens = None if tpm is None else _Schedule(tpm, burst_s)
+        self.started = 0  # requests let through
+
+    def acquire(self, tokens: float = 0.0) -> float:
+        """Wait for the slot of one request estimated at ``tokens``; returns the seconds waited."""
+        with self._lock:
+            now = self._clock()
+            at = now
+            if self._requests is not None:
+                at = max(at, self._requests.earliest(now))
+            if self._tokens is not None:
+                at = max(at, self._tokens.earliest(now))
+                self._tokens.spend(at, tokens)
+            if self._requests is not None:
+                self._requests.spend(at, 1.0)
+            self.started += 1
+        wait = at - now
+        if wait > 0:
+            self._sleep(wait)
+        return max(0.0, wait)
+
+    def settle(self, estimated: float, actual: float) -> None:
+        """Charge the difference between a request's estimated and actual tokens."""
+        if self._tokens is None or actual == estimated:
+            return
+        with self._lock:
+            self._tokens.tat += (actual - estimated) * self._tokens.interval
+
+
+def estimate_tokens(messages: Any) -> int:
+    """A request's input tokens, estimated from its characters (4 per token).
+
+    >>> estimate_tokens([{"role": "user", "content": "x" * 40}])
+    11
+    """
+    chars = sum(len(str(m.get("content", ""))) for m in messages if isinstance(m, dict))
+    return chars // 4 + 1
+
+
+class Paced:
+    """A provider whose ``chat`` waits for ``limiter`` first (everything else is the provider's).
+
+    >>> clock = FakeClock()
+    >>> class Echo:
+    ...     def chat(self, messages):
+    ...         return "ok"
+    >>> paced = Paced(Echo(), RateLimiter("1rps", burst_s=0, clock=clock, sleep=clock.sleep))
+    >>> [paced.chat([]) for _ in range(3)], clock.now
+    (['ok', 'ok', 'ok'], 2.0)
+    """
+
+    def __init__(self, provider: Any, limiter: RateLimiter):
+        self._provider, self._limiter = provider, limiter
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._provider, name)
+
+    def chat(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
+        estimate = estimate_tokens(messages) if self._limiter.limit.tokens_per_min else 0
+        self._limiter.acquire(estimate)
+        reply = self._provider.chat(messages, *args, **kwargs)
+        if self._limiter.limit.tokens_per_min:
+            text = reply if isinstance(reply, str) else getattr(reply, "text", "")
+            used_in = getattr(reply, "input_tokens", None)
+            used_out = getattr(reply, "output_tokens", None)
+            actual = (estimate if used_in is None else used_in) + (
+                len(str(text)) // 4 + 1 if used_out is None else used_out
+            )
+            self._limiter.settle(estimate, actual)
+        return reply
