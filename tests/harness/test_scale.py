@@ -35,19 +35,42 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.network_local
-@pytest.mark.parametrize("wire", ["openai", "ollama"])
-def test_a_run_shares_one_pool_sized_to_its_concurrency(wire, tmp_path):
-    # 32 trials in flight: above httpx's default of 20 kept-alive connections, so an unsized
-    # pool would drop connections and open new ones all run long.
+@pytest.mark.parametrize(("wire", "concurrency"), [("openai", 32), ("ollama", 32), ("openai", 80)])
+def test_a_run_shares_one_pool_sized_to_its_concurrency(wire, concurrency, tmp_path):
+    # Above httpx's default of 20 kept-alive connections an unsized pool would drop connections
+    # and open new ones all run long; 80 is split into 3 stripes of ≤ 32, still 80 in all.
     with FakeServer(wire, keep_alive=True, latency=0.02) as server:
         df = passk_nb.run(
-            wire, "m", base_url=server.url, trials=16, concurrency=32, out=tmp_path, progress=False, **FAST
+            wire,
+            "m",
+            base_url=server.url,
+            trials=16,
+            concurrency=concurrency,
+            out=tmp_path,
+            progress=False,
+            **FAST,
         )
         requests = len(server.chat_requests())
         opened, most = server.connections_opened, server.max_connections_open
     assert df["outcome"].eq("pass").all() and requests == df["n_turns"].sum() > 200
-    assert most <= 32, f"{most} connections open at once with 32 trials in flight"
-    assert opened <= 32, f"{opened} connections opened for {requests} requests: the pool is not reused"
+    assert most <= concurrency, f"{most} connections open at once with {concurrency} trials in flight"
+    assert opened <= concurrency, f"{opened} connections opened for {requests} requests: not reused"
+
+
+def test_a_striped_pool_always_has_a_connection_for_size_requests_in_flight():
+    import contextlib
+
+    from passk_nb.harness.providers.http import ConnectionPool
+
+    for size in (1, 32, 33, 100, 256):
+        pool = ConnectionPool(lambda n: httpx.Client(limits=pool_limits(n)), size)
+        assert sum(pool.sizes) == size and max(pool.sizes) <= 32 and max(pool.sizes) - min(pool.sizes) <= 1
+        with contextlib.ExitStack() as stack:
+            held = [stack.enter_context(pool.client()) for _ in range(size)]
+            counts = [sum(c is client for c in held) for client in pool.clients]
+            assert counts == pool.sizes  # no stripe asked for more than its connections
+        assert pool._busy == [0] * len(pool.sizes)
+        pool.close()
 
 
 @pytest.mark.network_local
@@ -75,9 +98,10 @@ def test_seeded_copies_share_the_client_and_the_pool_only_grows():
     provider.size_pool(4)
     assert provider.pool_size == DEFAULT_POOL_SIZE
     provider.size_pool(256)
-    assert provider.pool_size == 256 and provider.with_seed(3)._client is provider._client
-    pool = provider._client._transport._pool  # httpcore's pool: the limits really reached it
-    assert (pool._max_connections, pool._max_keepalive_connections) == (256, 256)
+    assert provider.pool_size == 256 and provider.with_seed(3)._pool is provider._pool
+    # httpcore's pools (8 stripes of 32): the limits really reached them, 256 connections in all
+    pools = [client._transport._pool for client in provider._pool.clients]
+    assert [(p._max_connections, p._max_keepalive_connections) for p in pools] == [(32, 32)] * 8
     provider.close()
     with pytest.raises(ValueError, match="whole number of connections"):
         make_provider("openai", "m", base_url="http://127.0.0.1:9", max_connections=0)

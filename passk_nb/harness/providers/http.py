@@ -30,12 +30,14 @@ Anthropic SDK), so they behave alike under faults and record attempts alike:
 from __future__ import annotations
 
 import base64
+import contextlib
 import importlib.util
 import json
 import logging
 import os
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, TypeVar
 from urllib.parse import unquote, urlsplit, urlunsplit
 
@@ -64,6 +66,10 @@ DEFAULT_MAX_BODY_BYTES = 32 * 2**20
 DEFAULT_MAX_DECOMPRESSED_BYTES = 128 * 2**20
 #: Connections a provider keeps before ``run()`` sizes its pool to the run's concurrency.
 DEFAULT_POOL_SIZE = 16
+#: Most connections in one httpx client of a :class:`ConnectionPool`: httpcore scans every
+#: connection of its pool for each request, so one pool of 256 costs twice the CPU per request
+#: of 8 pools of 32 (``benchmarks/bench_runner.py``).
+STRIPE_CONNECTIONS = 32
 
 
 def pool_limits(concurrency: int) -> httpx.Limits:
@@ -80,6 +86,48 @@ def pool_limits(concurrency: int) -> httpx.Limits:
     return httpx.Limits(
         max_connections=concurrency, max_keepalive_connections=concurrency, keepalive_expiry=30.0
     )
+
+
+class ConnectionPool:
+    """The connections of one provider, shared by every thread: ``size`` in all, never more.
+
+    Above :data:`STRIPE_CONNECTIONS` connections the pool is split into stripes (httpx
+    clients of at most that many connections each); a request takes the stripe with
+    the fewest requests in flight, so ``size`` requests in flight always find a
+    connection. Each stripe keeps all of its connections alive.
+
+    >>> pool = ConnectionPool(lambda n: httpx.Client(limits=pool_limits(n)), 100)
+    >>> pool.sizes
+    [25, 25, 25, 25]
+    >>> with pool.client() as client:
+    ...     isinstance(client, httpx.Client)
+    True
+    >>> pool.close()
+    """
+
+    def __init__(self, make: Callable[[int], httpx.Client], size: int):
+        stripes = -(-size // STRIPE_CONNECTIONS)
+        self.size = size
+        self.sizes = [size // stripes + (i < size % stripes) for i in range(stripes)]
+        self.clients = [make(n) for n in self.sizes]
+        self._busy = [0] * stripes
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def client(self) -> Iterator[httpx.Client]:
+        """The client of the least busy stripe, for one request."""
+        with self._lock:
+            i = min(range(len(self._busy)), key=self._busy.__getitem__)
+            self._busy[i] += 1
+        try:
+            yield self.clients[i]
+        finally:
+            with self._lock:
+                self._busy[i] -= 1
+
+    def close(self) -> None:
+        for client in self.clients:
+            client.close()
 
 
 def want_http2(http2: bool | None, base_url: str | None) -> bool:
@@ -302,12 +350,16 @@ class HTTPProvider(RemoteProvider):
             pool_limits(max_connections)  # checks it
         self.max_connections = max_connections
         self.http2 = want_http2(http2, self.base_url)
-        self._retired: list[httpx.Client] = []
-        self._client = self._make_client(max_connections or DEFAULT_POOL_SIZE)
+        self._retired: list[ConnectionPool] = []
+        self._pool = ConnectionPool(self._make_client, max_connections or DEFAULT_POOL_SIZE)
+
+    @property
+    def pool_size(self) -> int:
+        """Connections the shared pool holds at most (its size)."""
+        return self._pool.size
 
     def _make_client(self, size: int) -> httpx.Client:
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        self.pool_size = size
         return httpx.Client(
             base_url=self.base_url or "",
             auth=self._auth,
@@ -322,16 +374,16 @@ class HTTPProvider(RemoteProvider):
         """Make the shared pool hold ``concurrency`` connections (unless ``max_connections`` fixed it).
 
         Called by ``run()`` before the first trial. The pool only grows; a replaced
-        client is closed with the provider, so requests still using it finish.
+        pool is closed with the provider, so requests still using it finish.
         """
         if self.max_connections is None and concurrency > self.pool_size:
-            self._retired.append(self._client)
-            self._client = self._make_client(concurrency)
+            self._retired.append(self._pool)
+            self._pool = ConnectionPool(self._make_client, concurrency)
 
     def close(self) -> None:
         """Close the HTTP connections (the provider is unusable afterwards)."""
-        for client in [*self._retired, self._client]:
-            client.close()
+        for pool in [*self._retired, self._pool]:
+            pool.close()
 
     def _read_body(self, response: httpx.Response, where: str, deadline: float) -> bytes:
         """The reply body, read chunk by chunk within the request's deadline and the size caps.
@@ -375,7 +427,7 @@ class HTTPProvider(RemoteProvider):
             raise ProviderError(f"{where}: the trial was given up on (trial_timeout); request not sent")
         deadline = time.monotonic() + self.timeout
         try:
-            with self._client.stream("POST", path, json=body) as response:
+            with self._pool.client() as client, client.stream("POST", path, json=body) as response:
                 raw = self._read_body(response, where, deadline)
         except httpx.TimeoutException:
             raise Transient("timeout", f"{where}: no reply within {self.timeout:g} s") from None
