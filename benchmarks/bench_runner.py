@@ -103,8 +103,8 @@ def timed_run(url: str, trials_per_task: int, concurrency: int) -> tuple[float, 
     return wall, cpu, int(df["n_turns"].sum())
 
 
-def bare_client(url: str, trials_per_task: int, concurrency: int) -> tuple[float, int]:
-    """The same conversations through a plain thread pool and one shared httpx client: ``(wall, turns)``."""
+def bare_client(url: str, trials_per_task: int, concurrency: int) -> tuple[float, float, int]:
+    """The same conversations through a plain thread pool and the shared pool: ``(wall, CPU, turns)``."""
     prompt = SUITE.prompts["default"]
     conversations = []
     for task in SUITE.tasks:
@@ -127,12 +127,12 @@ def bare_client(url: str, trials_per_task: int, concurrency: int) -> tuple[float
             reply.json()["choices"][0]["message"]["content"]
         return len(turns)
 
-    start = time.perf_counter()
+    start, cpu0 = time.perf_counter(), time.process_time()
     with ThreadPoolExecutor(concurrency) as threads:
         n = sum(threads.map(trial, jobs))
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu0
     connections.close()
-    return wall, n
+    return wall, cpu, n
 
 
 def http_benchmark(args: argparse.Namespace) -> bool:
@@ -149,14 +149,13 @@ def http_benchmark(args: argparse.Namespace) -> bool:
             f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f} at the start"
         )
         header = (
-            f"{'in flight':>9} | {'turns':>6} | {'ideal':>7} | {'bare client':>18} | "
-            f"{'passk_nb.run':>13} | {'x ideal':>7} | {'x bare':>6} | {'CPU/turn':>9} | "
-            f"{'server CPU/turn':>15}"
+            f"{'in flight':>9} | {'turns':>6} | {'ideal':>6} | {'bare client':>19} | {'passk_nb.run':>19} | "
+            f"{'x bare':>6} | {'CPU/turn run':>12} | {'CPU/turn bare':>13} | {'server CPU/turn':>15}"
         )
         print(header)
         print("-" * len(header))
         for concurrency in args.concurrency:
-            bare, bare_turns = bare_client(server.url, trials_per_task, concurrency)
+            bare, bare_cpu, bare_turns = bare_client(server.url, trials_per_task, concurrency)
             server_cpu0 = server.cpu()
             wall, cpu, turns = timed_run(server.url, trials_per_task, concurrency)
             server_cpu = server.cpu() - server_cpu0
@@ -164,18 +163,19 @@ def http_benchmark(args: argparse.Namespace) -> bool:
             bare_ideal = bare_turns * args.latency / concurrency
             ratio = wall / ideal
             print(
-                f"{concurrency:>9} | {turns:>6} | {ideal:>6.2f}s | "
-                f"{bare:>6.2f}s ({bare / bare_ideal:4.2f}x ideal) | "
-                f"{wall:>12.2f}s | {ratio:>6.2f}x | {wall / bare * bare_turns / turns:>5.2f}x | "
-                f"{1000 * cpu / turns:>6.3f} ms | {1000 * server_cpu / turns:>12.3f} ms"
+                f"{concurrency:>9} | {turns:>6} | {ideal:>5.2f}s | "
+                f"{bare:>6.2f}s ({bare / bare_ideal:5.2f}x ideal) | {wall:>6.2f}s ({ratio:5.2f}x ideal) | "
+                f"{wall / bare * bare_turns / turns:>5.2f}x | {1000 * cpu / turns:>9.3f} ms | "
+                f"{1000 * bare_cpu / bare_turns:>10.3f} ms | {1000 * server_cpu / turns:>12.3f} ms",
+                flush=True,
             )
             if concurrency == 256 and ratio > 1.25:
                 ok = False
     finally:
         server.close()
     print(
-        "ideal = turns x latency / in flight; x bare = passk_nb.run against the bare thread pool + httpx "
-        "(per turn); CPU/turn = this process's CPU (harness + httpx) per request"
+        "ideal = turns x latency / in flight; x bare = passk_nb.run's wall time per turn against the bare "
+        "client's; CPU/turn = this process's CPU (harness + httpx, or httpx alone) per request"
     )
     return ok
 

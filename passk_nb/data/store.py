@@ -317,6 +317,15 @@ class StoredTrials:
             self._refresh()
             return any(key in keys for keys in self._files.values())
 
+    def write_part(self, records: Sequence[Mapping[str, Any]]) -> Path:
+        """Write a part of this run (:func:`write_part`) and take its keys from ``records``, so it is
+        never read back; while it is written, :meth:`has` waits (it would read the new part)."""
+        keys = {(r["task"], int(r["trial"])) for r in records if r.get("outcome") != "infra_error"}
+        with self._lock:
+            path = write_part(records, self.run_dir.parent, self.run_dir.name)
+            self._files[path] = keys
+        return path
+
     def _listing(self) -> list[Path]:
         try:
             with os.scandir(self.run_dir) as entries:

@@ -53,6 +53,7 @@ class _Writer:
         self.last = time.monotonic()
         self.written = 0
         self.claims: TrialClaims | None = None
+        self.stored: StoredTrials | None = None  # told of each part written, so it never reads them
 
     def add(self, record: dict[str, Any]) -> None:
         self.pending.append(record)
@@ -68,7 +69,10 @@ class _Writer:
     def flush(self) -> None:
         if self.pending:
             records, self.pending = self.pending, []
-            self.parts.append(write_part(records, self.out, self.run_id))
+            if self.stored is not None:
+                self.parts.append(self.stored.write_part(records))
+            else:
+                self.parts.append(write_part(records, self.out, self.run_id))
             self.written += len(records)
             if self.claims is not None:
                 self.claims.release((r["task"], r["trial"]) for r in records)
@@ -360,7 +364,7 @@ def execute_trials(
     claims = stored = None
     if writer is not None and jobs:
         claims, stored = TrialClaims(writer.out, run_id), StoredTrials(writer.out, run_id)
-        writer.claims = claims
+        writer.claims, writer.stored = claims, stored
 
     def claim(job: tuple[Any, int]) -> bool:
         assert claims is not None

@@ -34,6 +34,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from passk_nb.harness.providers.base import cancel_event
+
 __all__ = ["RateLimit", "RateLimiter", "Paced", "FakeClock", "estimate_tokens"]
 
 _PART = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(rpm|tpm|rps|tps)\s*$", re.IGNORECASE)
@@ -90,6 +92,15 @@ class RateLimit:
         return ",".join(parts + ([f"{self.tokens_per_min:g}tpm"] if self.tokens_per_min else []))
 
 
+def _sleep(seconds: float) -> None:
+    """Sleep, but wake up as soon as the trial running in this thread is given up on."""
+    event = cancel_event()
+    if event is None:
+        time.sleep(seconds)
+    else:
+        event.wait(seconds)
+
+
 class FakeClock:
     """A clock for tests: ``sleep`` moves ``now`` forward instead of waiting (one thread)."""
 
@@ -124,7 +135,7 @@ class RateLimiter:
 
     ``clock`` and ``sleep`` are replaceable (see :class:`FakeClock`) so pacing is
     tested by counting, not by timing. ``burst_s``: seconds of budget that may
-    start at once (default 1).
+    start at once (default 1). A trial given up on (``trial_timeout``) stops waiting.
 
     >>> clock = FakeClock()
     >>> limiter = RateLimiter("60tpm", clock=clock, sleep=clock.sleep)
@@ -138,7 +149,7 @@ class RateLimiter:
         *,
         burst_s: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] = _sleep,
     ):
         self.limit = RateLimit.parse(limit)
         self._clock, self._sleep = clock, sleep

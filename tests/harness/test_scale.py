@@ -325,3 +325,32 @@ def test_anthropic_pool_grows_past_the_sdks_kept_alive_connections(monkeypatch):
     assert (pool._max_connections, pool._max_keepalive_connections) == (256, 256)
     assert provider.with_seed(1)._client is provider._client and provider._client.max_retries == 0
     provider.close()
+
+
+def test_a_shard_with_no_task_runs_nothing_and_says_so(tmp_path, capsys):
+    n = 16  # 5 tasks into 16 shards: most shards are empty
+    empty = next(i for i in range(1, n + 1) if not select_shard(TASKS, (i, n)))
+    df = passk_nb.run("scripted", trials=2, out=tmp_path, progress=False, shard=(empty, n))
+    assert df.empty
+    assert cli_main(["run", "--trials", "2", "--out", str(tmp_path), "--shard", f"{empty}/{n}"]) == 0
+    assert f"shard {empty}/{n} holds none of the 5 tasks" in capsys.readouterr().out
+
+
+def test_the_parts_a_run_writes_are_never_read_back_while_it_runs(tmp_path, monkeypatch):
+    from passk_nb.data import store
+
+    reads_while_running = []
+    real_refresh_read = store._read
+
+    def counting_read(path, columns=None):
+        if columns == ["task", "trial", "outcome"]:  # what StoredTrials reads to learn a part's keys
+            reads_while_running.append(path)
+        return real_refresh_read(path, columns)
+
+    monkeypatch.setattr(store, "_read", counting_read)
+    from passk_nb.harness import batch
+
+    monkeypatch.setattr(batch._Writer.__init__, "__defaults__", (1.0, 10))  # a part every 10 records
+    df = passk_nb.run("scripted", trials=40, concurrency=8, out=tmp_path, progress=False)
+    assert len(df) == 200
+    assert reads_while_running == []  # every part was this run's own: its keys were noted, not read

@@ -295,7 +295,7 @@ def action_schema(json_schema: bool | dict[str, Any]) -> dict[str, Any]:
 
 
 class HTTPProvider(RemoteProvider):
-    """A :class:`RemoteProvider` that speaks JSON over HTTP with one shared ``httpx.Client``.
+    """A :class:`RemoteProvider` that speaks JSON over HTTP through one shared connection pool.
 
     Subclasses set ``path``, build the request body (:meth:`request_body`) and
     read the reply (:meth:`read_reply`); :meth:`post_json` does the request,
@@ -306,9 +306,10 @@ class HTTPProvider(RemoteProvider):
     the wire and once decompressed; a larger reply fails the request (not
     retried). Redirects are not followed: a 3xx says where it points.
 
-    One ``httpx.Client`` (one connection pool) serves the provider and all its
-    ``with_seed`` copies, from every worker thread. ``run()`` sizes it to the run's
-    concurrency (:meth:`size_pool`): one kept-alive connection per trial in flight.
+    One connection pool (:class:`ConnectionPool`: httpx clients of at most 32
+    connections each) serves the provider and all its ``with_seed`` copies, from every
+    worker thread. ``run()`` sizes it to the run's concurrency (:meth:`size_pool`): one
+    kept-alive connection per trial in flight, never more in all.
     ``max_connections`` fixes the size instead (e.g. below the concurrency, for a
     server that accepts few connections). ``http2``: offer HTTP/2 (see :func:`want_http2`;
     default: on for ``https://`` when the ``h2`` package is installed).

@@ -13,11 +13,10 @@ needs checking whose account a transfer goes to, and refusals the tools would no
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from passk_nb.data.claims import DONE, GAP, ClaimVocabulary
-from passk_nb.harness.suites.base import Param, Refusal
+from passk_nb.harness.suites.base import Param, Refusal, copy_state
 from passk_nb.harness.suites.build import answer, call, make_suite, task, tool
 
 TODAY = "2026-11-30"
@@ -64,9 +63,9 @@ _PAYMENTS = {
 def initial_state() -> dict[str, Any]:
     """A fresh copy of the seeded bank: customers, accounts, recent payments."""
     return {
-        "customers": copy.deepcopy(_CUSTOMERS),
-        "accounts": copy.deepcopy(_ACCOUNTS),
-        "payments": copy.deepcopy(_PAYMENTS),
+        "customers": copy_state(_CUSTOMERS),
+        "accounts": copy_state(_ACCOUNTS),
+        "payments": copy_state(_PAYMENTS),
     }
 
 
@@ -98,7 +97,7 @@ def get_account(state: dict[str, Any], account_id: str) -> dict[str, Any]:
 
     account_id: an account id such as A101
     """
-    return {"account_id": account_id, **copy.deepcopy(state["accounts"][account_id])}
+    return {"account_id": account_id, **copy_state(state["accounts"][account_id])}
 
 
 def list_payments(state: dict[str, Any], account_id: str) -> list[dict[str, Any]]:

@@ -103,6 +103,27 @@ class Tool:
         return f"{self.name}({args})"
 
 
+_ATOMS = (str, int, float, bool, type(None))
+
+
+def copy_state(value: Any) -> Any:
+    """A deep copy of a JSON-like state (dicts, lists, text, numbers), several times faster than
+    ``copy.deepcopy``, which it falls back to for anything else. Runs at least twice per trial.
+
+    >>> state = {"o": {"A": {"items": ["x"], "total": 1.5}}}
+    >>> clone = copy_state(state); clone["o"]["A"]["items"].append("y"); state["o"]["A"]["items"]
+    ['x']
+    """
+    kind = type(value)
+    if kind is dict:
+        return {key: copy_state(sub) for key, sub in value.items()}
+    if kind is list:
+        return [copy_state(sub) for sub in value]
+    if kind in _ATOMS:
+        return value
+    return copy.deepcopy(value)
+
+
 class Environment:
     """A fresh, private state and the tools that act on it.
 
@@ -117,7 +138,7 @@ class Environment:
 
     def snapshot(self) -> dict[str, Any]:
         """A deep copy of the current state."""
-        return copy.deepcopy(self._state)
+        return copy_state(self._state)
 
     def call(self, name: str, args: Mapping[str, Any]) -> str:
         """Run one tool call and return the JSON text shown to the model.

@@ -12,12 +12,11 @@ agent said. Task ids are part of the public interface.
 
 from __future__ import annotations
 
-import copy
 import re
 from typing import Any
 
 from passk_nb.data.claims import DONE, GAP, ClaimVocabulary
-from passk_nb.harness.suites.base import Param, Refusal, Task, Tool, ToolError
+from passk_nb.harness.suites.base import Param, Refusal, Task, Tool, ToolError, copy_state
 from passk_nb.harness.suites.build import make_suite, task, tool
 
 _CUSTOMERS = {
@@ -57,7 +56,7 @@ _ORDERS = {
 
 def initial_state() -> dict[str, Any]:
     """A fresh copy of the seeded database: ``{"customers": {...}, "orders": {...}}``."""
-    return {"customers": copy.deepcopy(_CUSTOMERS), "orders": copy.deepcopy(_ORDERS)}
+    return {"customers": copy_state(_CUSTOMERS), "orders": copy_state(_ORDERS)}
 
 
 def _get(state: dict[str, Any], order_id: str) -> dict[str, Any]:
@@ -80,7 +79,7 @@ def list_orders(state: dict[str, Any], customer_id: str) -> list[dict[str, Any]]
 
 def get_order(state: dict[str, Any], order_id: str) -> dict[str, Any]:
     """one order in full, including shipping address and whether damage was reported"""
-    return {"order_id": order_id, **copy.deepcopy(_get(state, order_id))}
+    return {"order_id": order_id, **copy_state(_get(state, order_id))}
 
 
 def refund_order(state: dict[str, Any], order_id: str, amount: float) -> dict[str, Any]:
