@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -94,15 +95,28 @@ def test_provider_can_be_an_object_or_a_function(tmp_path):
 
 
 def test_concurrency_runs_trials_in_parallel(tmp_path):
-    def slow(messages):
-        time.sleep(0.05)
+    # counted, not timed: each call waits at a barrier that only opens once 4 calls are in flight
+    # at once, so a serial runner would time the barrier out (BrokenBarrierError -> agent_error)
+    barrier = threading.Barrier(4, timeout=30)
+    lock = threading.Lock()
+    in_flight = peak = 0
+
+    def waits_for_company(messages):
+        nonlocal in_flight, peak
+        with lock:
+            in_flight += 1
+            peak = max(peak, in_flight)
+        try:
+            barrier.wait()
+        finally:
+            with lock:
+                in_flight -= 1
         return '{"answer": "no"}'
 
-    start = time.perf_counter()
-    df = passk_nb.run(slow, trials=8, concurrency=20, out=tmp_path, progress=False)
-    elapsed = time.perf_counter() - start
-    assert len(df) == 40
-    assert elapsed < 40 * 0.05 / 2  # serial would take 2 s; 20 at a time takes ~0.1 s
+    df = passk_nb.run(waits_for_company, trials=4, concurrency=4, out=tmp_path, progress=False)
+    assert len(df) == 20
+    assert "agent_error" not in set(df["outcome"]), df["error"].dropna().unique()
+    assert peak == 4  # never more than the concurrency
 
 
 def test_a_crashing_agent_is_the_agents_failure_and_never_stops_the_run(tmp_path):
@@ -222,8 +236,6 @@ def test_resume_retries_infra_errors_and_keeps_one_row_per_trial(tmp_path):
 
 
 def test_completed_trials_reach_disk_within_a_second_while_others_still_run(tmp_path):
-    import threading
-
     release = threading.Event()
 
     def slow_on_eva(messages):
