@@ -84,6 +84,7 @@ _LAZY = {
     "explore": "passk_nb.view.widgets",
     "browse_transcripts": "passk_nb.view.widgets",
     "show_transcript": "passk_nb.view.widgets",
+    "compare_transcripts": "passk_nb.view.widgets",
 }
 
 
