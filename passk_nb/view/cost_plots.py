@@ -182,6 +182,7 @@ def plot_cost(
     if logx and positive:
         ax.set_xscale("log")
     elif drawn:
+        ax.margins(x=0.08)
         ax.set_xlim(left=0)
     for value, y, color in arrows:  # drawn after the limits are set, to reach the right edge
         ax.annotate(

@@ -34,12 +34,13 @@ import numpy as np
 import pandas as pd
 from IPython.display import HTML
 
-from passk_nb.stats.divergence import KeyArgs
+from passk_nb.stats.divergence import KeyArgs, action_sequence
 from passk_nb.stats.flags import claimed_unperformed_action
 from passk_nb.stats.params import default_by
 from passk_nb.stats.summary import summarize
 from passk_nb.view.labels import (
     prompt_names,
+    text_or_none,
     value_label,
 )
 from passk_nb.view.plots import figure_png, plot_curve
@@ -264,8 +265,9 @@ def compare_transcripts(
     highlighted (see :func:`passk_nb.view.transcript_html.transcript_pair_html`).
 
     ``left`` and ``right`` are index labels of ``df``. By default ``right`` is the first
-    failing trial of :func:`failed_first` and ``left`` a passing trial of the same task (and
-    configuration): where did this failure leave a success? Record text is escaped.
+    failing trial of :func:`failed_first` and ``left`` the passing trial of the same task (and
+    configuration) whose actions share the longest prefix with it, the success it left last
+    (as :func:`passk_nb.divergence` walks it). Record text is escaped.
 
     >>> import json, pandas as pd
     >>> reply = lambda a: {"kind": "reply", "action": a}
@@ -294,11 +296,24 @@ def compare_transcripts(
                 f"no passing trial of task {df.loc[right, 'task']!r} in the same configuration to set beside "
                 "the failing one; pass left= (an index label of df)"
             )
-        left = passing.index[0]
+        target = action_sequence(text_or_none(df.loc[right, "transcript"]), key_args)
+        shared = [
+            _shared_steps(action_sequence(text_or_none(t), key_args), target) for t in passing["transcript"]
+        ]
+        left = passing.index[shared.index(max(shared))]  # the closest success: longest shared prefix
     for name, label in (("left", left), ("right", right)):
         if label not in df.index:
             raise ValueError(f"{name}={label!r} is not an index label of the frame")
     return HTML(transcript_pair_html(df.loc[left], df.loc[right], key_args=key_args))
+
+
+def _shared_steps(x: list[str], y: list[str]) -> int:
+    n = 0
+    for a, b in zip(x, y, strict=False):
+        if a != b:
+            break
+        n += 1
+    return n
 
 
 class TranscriptBrowser(_Rendered):

@@ -130,3 +130,15 @@ def test_the_browser_shows_a_chosen_second_trial_beside_the_first():
     assert "<script>" not in page
     browser.beside.value = None
     assert "passk-transcript-pair" not in browser.view.value
+
+
+def test_the_default_partner_is_the_closest_success():
+    df = pd.DataFrame(
+        [
+            record(0, True, CANCEL),  # skipped the lookup, still passed: shares nothing with the failure
+            record(1, False, GET, WRONG),
+            record(2, True, GET, CANCEL),  # shares the lookup with the failure
+        ]
+    )
+    page = compare_transcripts(df).data
+    assert "first difference at step 1" in page and "trial 2" in page and "trial 0" not in page
