@@ -77,12 +77,14 @@ _LAZY = {
     "plot_outcomes": "passk_nb.view.plots",
     "plot_tasks": "passk_nb.view.plots",
     "plot_divergence": "passk_nb.view.divergence_plots",
+    "plot_cost": "passk_nb.view.cost_plots",
     "plot_forecast": "passk_nb.view.forecast_plots",
     "plot_plan": "passk_nb.view.forecast_plots",
     "plot_rank": "passk_nb.view.forecast_plots",
     "explore": "passk_nb.view.widgets",
     "browse_transcripts": "passk_nb.view.widgets",
     "show_transcript": "passk_nb.view.widgets",
+    "compare_transcripts": "passk_nb.view.widgets",
 }
 
 

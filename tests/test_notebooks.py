@@ -21,6 +21,8 @@ EXPECTED = [
     "04-failure-modes",
     "05-rule-based-cases",
     "06-beyond-n",
+    "07-diagnose",
+    "08-your-own-suite",
 ]
 PLOT_FUNCTIONS = (
     "plot_curve",
@@ -31,9 +33,17 @@ PLOT_FUNCTIONS = (
     "plot_plan",
     "plot_rank",
     "plot_divergence",
+    "plot_cost",
 )
 #: Calls whose displayed result is not a table (text, HTML transcripts, widgets, figures).
-NOT_TABLES = {"print", "show_transcript", "browse_transcripts", "explore", *PLOT_FUNCTIONS}
+NOT_TABLES = {
+    "print",
+    "show_transcript",
+    "compare_transcripts",
+    "browse_transcripts",
+    "explore",
+    *PLOT_FUNCTIONS,
+}
 
 
 def read(path: Path) -> nbformat.NotebookNode:

@@ -3,6 +3,7 @@
 passk report runs
 passk report runs --where model=llama3.1:8b --by model,prompt_name --format markdown
 passk report runs --format html --out report.html
+passk report runs --price-in 0.15 --price-out 0.6
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ _EPILOG = """examples:
   passk report runs --by model --format markdown
   passk report runs --format csv --out summary.csv
   passk report runs --format html --out report.html      (one file: table, figures, failures)
+  passk report runs --price-in 3 --price-out 15          (cost columns, USD per million tokens)
 --where COLUMN=VALUE keeps the trials whose COLUMN is VALUE; repeat it to filter more: values
 of one column are alternatives (either model), different columns must all match.
 By default one row per configuration (suite, provider, model, prompt, config): configurations
@@ -84,10 +86,35 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument(
         "--seed", type=int, default=0, help="bootstrap seed: same seed, same intervals (default: 0)"
     )
+    p.add_argument(
+        "--price-in",
+        type=_price,
+        metavar="USD",
+        help="price of input tokens, USD per million: adds cost columns (with --price-out)",
+    )
+    p.add_argument(
+        "--price-out",
+        type=_price,
+        metavar="USD",
+        help="price of output tokens, USD per million (with --price-in)",
+    )
     p.add_argument("--skip-bad-files", action="store_true", help="skip unreadable files with a warning")
     add_quiet(p)
     p.set_defaults(func=_cmd_report)
     return p
+
+
+def _price(text: str) -> float:
+    """A price in USD per million tokens: a finite number ≥ 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number; give USD per million tokens, e.g. 3"
+        ) from None
+    if not (value >= 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"{text!r}: a price is a finite number ≥ 0 (USD per million tokens)")
+    return value
 
 
 def parse_where(items: list[str], df: pd.DataFrame) -> dict[str, list[str]]:
@@ -179,7 +206,15 @@ def _cmd_report(args: argparse.Namespace) -> int:
             UserWarning,
             stacklevel=1,
         )
+    if (args.price_in is None) != (args.price_out is None):
+        raise CliError(
+            "give both --price-in and --price-out (USD per million input and output tokens; 0 is a price)"
+        )
     report = report_frame(df, k=k, by=by, ci=args.ci, n_boot=args.n_boot, seed=args.seed)
+    if args.price_in is not None:
+        from passk_nb.view.tables import report_costs
+
+        report = report_costs(report, df, k=k, by=by, price_in=args.price_in, price_out=args.price_out)
     if args.format == "html":
         from passk_nb.view.report_html import report_html
 

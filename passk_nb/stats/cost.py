@@ -162,20 +162,47 @@ def cost_summary(
     require_columns(df, (measure,))
     by = default_by(df, by)
     summary = summarize(df, k=k, by=by, ci=ci, n_boot=n_boot, seed=seed, infra=infra)
+    keep = [*by, "k", "pass^k", "pass^k_lo", "pass^k_hi", "trials"]
+    return with_cost_columns(summary[keep], df, k=k, by=by, measure=measure)
+
+
+def with_cost_columns(
+    summary: pd.DataFrame,
+    df: pd.DataFrame,
+    *,
+    k: int,
+    by: Sequence[str],
+    measure: str = "cost_usd",
+) -> pd.DataFrame:
+    """``summary`` (one row per group of ``by``, with ``pass^k`` and its interval) with the cost
+    columns of :func:`cost_summary` computed from the trials ``df``.
+
+    For a table that already holds pass^k (a report), so the intervals are not computed twice.
+
+    >>> df = pd.DataFrame({"model": ["a", "a", "b", "b"], "cost_usd": [0.01, 0.03, None, None]})
+    >>> summary = pd.DataFrame({"model": ["a", "b"], "pass^k": [0.5, 1.0], "pass^k_lo": [0.25, 0.5],
+    ...                         "pass^k_hi": [1.0, 1.0]})
+    >>> with_cost_columns(summary, df, k=2, by=["model"])[
+    ...     ["model", "n_measured", "per_trial", "per_reliable_success", "per_reliable_success_hi"]]
+      model  n_measured  per_trial  per_reliable_success  per_reliable_success_hi
+    0     a           2       0.02                  0.08                     0.16
+    1     b           0        NaN                   NaN                      NaN
+    """
+    require_columns(df, (measure,))
+    by = list(by)
     values = pd.to_numeric(df[measure], errors="coerce").astype(float)
-    frame = df[list(by)].assign(_value=values.to_numpy())
+    frame = df[by].assign(_value=values.to_numpy())
     if by:
-        grouped = frame.groupby(list(by), dropna=False, sort=False)["_value"]
+        grouped = frame.groupby(by, dropna=False, sort=False)["_value"]
         stats = grouped.agg(n_measured="count", per_trial="mean", total="sum").reset_index()
-        out = summary.merge(stats, on=list(by), how="left")
+        out = summary.merge(stats, on=by, how="left")
+        out["n_measured"] = out["n_measured"].fillna(0).astype(int)
     else:
         out = summary.assign(
             n_measured=int(values.notna().sum()),
             per_trial=float(values.mean()),
             total=float(values.sum()),
         )
-    keep = [*by, "k", "pass^k", "pass^k_lo", "pass^k_hi", "trials", "n_measured", "per_trial", "total"]
-    out = out[keep].copy()
     out.loc[out["n_measured"] == 0, ["per_trial", "total"]] = np.nan
     with np.errstate(divide="ignore", invalid="ignore"):
         spend = k * out["per_trial"].to_numpy(dtype=float)

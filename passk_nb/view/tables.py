@@ -7,9 +7,11 @@ import json
 import warnings
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from passk_nb.stats.cost import with_cost, with_cost_columns
 from passk_nb.stats.flags import claimed_unperformed_action
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
 from passk_nb.stats.summary import DECLINED, summarize
@@ -207,6 +209,56 @@ def report_frame(
     return out.assign(**{c: int(flagged[c].iloc[0]) for c in flagged.columns})
 
 
+def report_costs(
+    report: pd.DataFrame, df: pd.DataFrame, *, k: int, by: Sequence[str], price_in: float, price_out: float
+) -> pd.DataFrame:
+    """A :func:`report_frame` with what its trials cost at the given prices (USD per million tokens).
+
+    Adds ``price_in``, ``price_out``, ``n_priced`` (trials with token counts),
+    ``n_without_tokens``, ``cost_usd_total``, ``cost_usd_per_trial`` (mean over the priced
+    trials, infrastructure errors included: they were paid for) and
+    ``cost_usd_per_reliable_success`` (k × per trial / pass^k) with ``_lo``/``_hi`` from the
+    pass^k interval. A trial without token counts is never priced at 0: it is counted in
+    ``n_without_tokens``, and a row without any has NaN costs.
+
+    >>> from passk_nb.data.records import frame_from_records
+    >>> df = frame_from_records([{"run_id": "r", "suite": "s", "task": "t", "trial": i, "model": "m",
+    ...     "passed": True, "outcome": "pass", "input_tokens": 1000 if i else None, "output_tokens": 100}
+    ...     for i in range(3)])
+    >>> report = report_frame(df, k=2, by=["model"], n_boot=0)
+    >>> costs = report_costs(report, df, k=2, by=["model"], price_in=3, price_out=15)
+    >>> costs[["n_priced", "n_without_tokens", "cost_usd_per_trial"]].values.tolist()
+    [[2.0, 1.0, 0.0045]]
+    >>> float(costs["cost_usd_per_reliable_success"].iloc[0])
+    0.009
+    """
+    for column in ("input_tokens", "output_tokens"):
+        if column not in df.columns:
+            df = df.assign(**{column: np.nan})
+    priced = with_cost(df, price_in=price_in, price_out=price_out)
+    by = list(by)
+    out = with_cost_columns(report, priced, k=k, by=by)
+    sizes = (
+        priced.groupby(by, dropna=False, sort=False).size().rename("_rows").reset_index()
+        if by
+        else pd.DataFrame({"_rows": [len(priced)]})
+    )
+    out = out.merge(sizes, on=by, how="left") if by else out.assign(_rows=len(priced))
+    out = out.rename(
+        columns={
+            "n_measured": "n_priced",
+            "per_trial": "cost_usd_per_trial",
+            "total": "cost_usd_total",
+            "per_reliable_success": "cost_usd_per_reliable_success",
+            "per_reliable_success_lo": "cost_usd_per_reliable_success_lo",
+            "per_reliable_success_hi": "cost_usd_per_reliable_success_hi",
+        }
+    )
+    out["n_without_tokens"] = (out["_rows"] - out["n_priced"]).astype(int)
+    out["price_in"], out["price_out"] = float(price_in), float(price_out)
+    return out.drop(columns="_rows")
+
+
 #: Identity columns shown joined, as one field: provider/model, prompt name (hash).
 _JOINED: tuple[tuple[str, tuple[str, str], str], ...] = (
     ("provider/model", ("provider", "model"), "{}/{}"),
@@ -326,7 +378,35 @@ def report_display(report: pd.DataFrame, *, by: Sequence[str], ci: float = CI) -
     ]
     out["claimed not done"] = report["n_claimed_unperformed"].astype(int).astype(str)
     out["agent errors"] = report["n_agent_errors"].astype(int).astype(str)
+    if "cost_usd_per_trial" in report.columns:
+        rows = report.to_dict("records")
+        out["cost/trial (USD)"] = [_cost_cell(row, "cost_usd_per_trial") for row in rows]
+        out["cost/reliable success (USD)"] = [_reliable_cost_cell(row) for row in rows]
     return out.reset_index(drop=True), caption
+
+
+def _cost_cell(row: dict, column: str) -> str:
+    """A cost, or why there is none; trials without token counts are said, never priced at 0."""
+    unpriced = int(row["n_without_tokens"])
+    if not row["n_priced"]:
+        return "no token counts"
+    text = f"{row[column]:.4g}"
+    return text + (f" ({unpriced} trials without token counts)" if unpriced else "")
+
+
+def _reliable_cost_cell(row: dict) -> str:
+    if not row["n_priced"]:
+        return "no token counts"
+    value = row["cost_usd_per_reliable_success"]
+    if pd.isna(value):
+        return "n/a"
+    if not np.isfinite(value):
+        return f"∞ (pass^{int(row['k'])} = 0)"
+    lo, hi = row.get("cost_usd_per_reliable_success_lo"), row.get("cost_usd_per_reliable_success_hi")
+    if lo is None or pd.isna(lo):
+        return f"{value:.4g}"
+    upper = "∞" if hi is None or not np.isfinite(float(hi)) else f"{hi:.4g}"
+    return f"{value:.4g} [{lo:.4g}, {upper}]"
 
 
 def report_notes(report: pd.DataFrame, *, ci: float = CI) -> list[str]:
@@ -365,6 +445,14 @@ def report_notes(report: pd.DataFrame, *, ci: float = CI) -> list[str]:
         "claimed not done: final answers claiming an action the final state does not show; "
         "agent errors: exceptions raised by the agent's own code."
     )
+    if "cost_usd_per_trial" in report.columns:
+        p_in, p_out = report["price_in"].iloc[0], report["price_out"].iloc[0]
+        notes.append(
+            f"cost: each trial's reported tokens at {p_in:g} USD per million input and {p_out:g} per million "
+            "output tokens, computed now (never stored); trials without token counts are left out of the "
+            f"mean, not priced at 0. cost/reliable success: {k} × cost per trial / pass^{k}, the expected "
+            f"spend until a task succeeds {k} times in a row, with the pass^{k} interval turned into cost."
+        )
     return notes
 
 

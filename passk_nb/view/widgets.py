@@ -1,5 +1,6 @@
 """Jupyter explorers: :func:`explore` (filters, a k slider, a live table and curve) and a
-transcript viewer (:func:`show_transcript`, :func:`browse_transcripts`).
+transcript viewer (:func:`show_transcript`, :func:`browse_transcripts`, and two trials side by
+side: :func:`compare_transcripts`, or the browser's "beside" choice).
 
 Model output is untrusted text: every piece of record text is HTML-escaped before it
 reaches the page, so a reply holding ``<script>`` shows as text.
@@ -33,10 +34,13 @@ import numpy as np
 import pandas as pd
 from IPython.display import HTML
 
+from passk_nb.stats.divergence import KeyArgs, action_sequence
 from passk_nb.stats.flags import claimed_unperformed_action
+from passk_nb.stats.params import default_by
 from passk_nb.stats.summary import summarize
 from passk_nb.view.labels import (
     prompt_names,
+    text_or_none,
     value_label,
 )
 from passk_nb.view.plots import figure_png, plot_curve
@@ -44,6 +48,7 @@ from passk_nb.view.tables import summary_table
 from passk_nb.view.transcript_html import (
     failed_first,
     transcript_html,
+    transcript_pair_html,
     trial_label,
 )
 
@@ -253,8 +258,70 @@ def show_transcript(df: pd.DataFrame | pd.Series | Mapping[str, Any], row: Any =
     return HTML(transcript_html(record))
 
 
+def compare_transcripts(
+    df: pd.DataFrame, left: Any = None, right: Any = None, *, key_args: KeyArgs = None
+) -> HTML:
+    """Two trials side by side, aligned by step, the first step where their actions differ
+    highlighted (see :func:`passk_nb.view.transcript_html.transcript_pair_html`).
+
+    ``left`` and ``right`` are index labels of ``df``. By default ``right`` is the first
+    failing trial of :func:`failed_first` and ``left`` the passing trial of the same task (and
+    configuration) whose actions share the longest prefix with it, the success it left last
+    (as :func:`passk_nb.divergence` walks it). Record text is escaped.
+
+    >>> import json, pandas as pd
+    >>> reply = lambda a: {"kind": "reply", "action": a}
+    >>> get, ok = {"tool": "get", "args": {"id": "A"}}, {"answer": "done"}
+    >>> df = pd.DataFrame({"task": "t", "trial": [0, 1], "passed": [True, False],
+    ...                    "outcome": ["pass", "wrong_state"], "final_answer": "done", "state_diff": "[]",
+    ...                    "transcript": [json.dumps([reply(get), reply(ok)]), json.dumps([reply(ok)])]})
+    >>> "first difference at step 0" in compare_transcripts(df).data
+    True
+    """
+    if df.empty:
+        raise ValueError("the frame has no trial rows")
+    if right is None:
+        failing = failed_first(df)
+        failing = failing[~failing["passed"].astype(bool)]
+        if failing.empty:
+            raise ValueError("no failing trial to compare; pass left= and right= (index labels of df)")
+        right = failing.index[0]
+    if left is None:
+        same = df["task"] == df.loc[right, "task"]
+        for column in default_by(df, None):
+            same &= df[column].astype(str) == str(df.loc[right, column])
+        passing = df[same & df["passed"].astype(bool)]
+        if passing.empty:
+            raise ValueError(
+                f"no passing trial of task {df.loc[right, 'task']!r} in the same configuration to set beside "
+                "the failing one; pass left= (an index label of df)"
+            )
+        target = action_sequence(text_or_none(df.loc[right, "transcript"]), key_args)
+        shared = [
+            _shared_steps(action_sequence(text_or_none(t), key_args), target) for t in passing["transcript"]
+        ]
+        left = passing.index[shared.index(max(shared))]  # the closest success: longest shared prefix
+    for name, label in (("left", left), ("right", right)):
+        if label not in df.index:
+            raise ValueError(f"{name}={label!r} is not an index label of the frame")
+    return HTML(transcript_pair_html(df.loc[left], df.loc[right], key_args=key_args))
+
+
+def _shared_steps(x: list[str], y: list[str]) -> int:
+    n = 0
+    for a, b in zip(x, y, strict=False):
+        if a != b:
+            break
+        n += 1
+    return n
+
+
 class TranscriptBrowser(_Rendered):
-    """The object :func:`browse_transcripts` returns: ``widget``, ``trials`` (ordered), ``limit``."""
+    """The object :func:`browse_transcripts` returns: ``widget``, ``trials`` (ordered), ``limit``.
+
+    ``beside`` picks a second trial to show side by side with the chosen one
+    (:func:`passk_nb.view.transcript_html.transcript_pair_html`); "—" shows one trial.
+    """
 
     def __init__(self, df: pd.DataFrame, *, static: bool | None, limit: int) -> None:
         self.trials = failed_first(df)
@@ -264,10 +331,19 @@ class TranscriptBrowser(_Rendered):
         start = "failed" if (~self.trials["passed"]).any() else "all"
         self.kind = widgets.Dropdown(options=kinds, value=start, description="show")
         self.trial = widgets.Dropdown(description="trial", layout=widgets.Layout(width="48em"))
+        every = [(trial_label(row, bool(self.flags.loc[i])), i) for i, row in self.trials.iterrows()]
+        self.beside = widgets.Dropdown(
+            options=[("—", None), *every],
+            value=None,
+            description="beside",
+            layout=widgets.Layout(width="48em"),
+        )
         self.view = widgets.HTML()
         self.kind.observe(self._filter, names="value")
         self.trial.observe(self._show, names="value")
-        super().__init__(widgets.VBox([widgets.HBox([self.kind, self.trial]), self.view]), static)
+        self.beside.observe(self._show, names="value")
+        controls = widgets.VBox([widgets.HBox([self.kind, self.trial]), self.beside])
+        super().__init__(widgets.VBox([controls, self.view]), static)
         self._filter()
 
     def _filter(self, _change: object = None) -> None:
@@ -286,6 +362,10 @@ class TranscriptBrowser(_Rendered):
     def _show(self, _change: object = None) -> None:
         if self.trial.value is None:
             self.view.value = "<i>No trials of this kind.</i>"
+        elif self.beside.value is not None and self.beside.value != self.trial.value:
+            self.view.value = transcript_pair_html(
+                self.trials.loc[self.trial.value], self.trials.loc[self.beside.value]
+            )
         else:
             self.view.value = transcript_html(self.trials.loc[self.trial.value])
 

@@ -257,3 +257,62 @@ def test_html_report_renders_in_a_headless_browser(html_report, tmp_path):
     pixels = matplotlib.image.imread(shot)
     assert pixels.shape[0] >= 2000 and pixels.std() > 0.05  # something is drawn, not a blank page
     assert shutil.which(str(CHROMIUM))
+
+
+def priced_records() -> pd.DataFrame:
+    """Five tasks; big: every trial reported 1000 in / 100 out tokens except two; small: no token counts."""
+    base = records()
+    more = base[base["task"].isin(["t1", "t2"])].assign(
+        task=lambda d: d["task"].map({"t1": "t4", "t2": "t5"})
+    )
+    df = pd.concat([base, more], ignore_index=True)
+    big = df["model"] == "big"
+    df["input_tokens"] = np.where(big, 1000.0, np.nan)
+    df["output_tokens"] = np.where(big, 100.0, np.nan)
+    unreported = df.index[big][:2]
+    df.loc[unreported, ["input_tokens", "output_tokens"]] = np.nan
+    return df
+
+
+def test_prices_add_cost_columns_computed_from_the_tokens(tmp_path, capsys):
+    df = priced_records()
+    path = tmp_path / "priced.parquet"
+    df.to_parquet(path)
+    argv = ["report", path, "--by", "model", "--n-boot", "200", "--price-in", "3", "--price-out", "15"]
+    report = pd.read_csv(io.StringIO(passk(capsys, *argv, "--format", "csv"))).set_index("model")
+    per_trial = (1000 * 3 + 100 * 15) / 1e6
+    assert report.loc["big", "cost_usd_per_trial"] == pytest.approx(per_trial)
+    assert report.loc["big", "n_priced"] == 38 and report.loc["big", "n_without_tokens"] == 2
+    assert report.loc["big", "cost_usd_total"] == pytest.approx(38 * per_trial)
+    assert report.loc["big", "cost_usd_per_reliable_success"] == pytest.approx(
+        2 * per_trial / report.loc["big", "pass^k"]
+    )
+    assert report.loc["big", "cost_usd_per_reliable_success_lo"] == pytest.approx(
+        2 * per_trial / report.loc["big", "pass^k_hi"]
+    )
+    assert report.loc["small", "n_priced"] == 0 and np.isnan(report.loc["small", "cost_usd_per_trial"])
+    assert report["price_in"].tolist() == [3.0, 3.0] and report["price_out"].tolist() == [15.0, 15.0]
+    text = passk(capsys, *argv)
+    big_line = next(line for line in text.splitlines() if line.startswith("big"))
+    small_line = next(line for line in text.splitlines() if line.startswith("small"))
+    assert f"{per_trial:.4g} (2 trials without token counts)" in big_line
+    assert "no token counts" in small_line and "0.0" not in small_line.split("|")[-1]
+    assert "cost/reliable success (USD)" in text and "never stored" in text
+
+
+def test_without_prices_the_report_has_no_cost(folder, capsys):
+    out = passk(capsys, "report", folder, "--n-boot", 0, "--format", "csv")
+    assert "cost_usd" not in out
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--price-in", "3"], "give both --price-in and --price-out"),
+        (["--price-in", "-1", "--price-out", "2"], "a price is a finite number"),
+        (["--price-in", "cheap", "--price-out", "2"], "is not a number"),
+    ],
+)
+def test_bad_prices_exit_2_saying_what_to_give(folder, capsys, extra, message):
+    assert main(["report", str(folder), "--n-boot", "0", *extra]) == 2
+    assert message in capsys.readouterr().err
