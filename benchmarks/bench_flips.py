@@ -123,7 +123,7 @@ def main() -> None:
     fast_s, (p, min_p) = best_time(lambda: vectorised(tables), args.repeats)
     loop_s, (p_loop, min_p_loop) = best_time(lambda: scipy_loop(tables), 1)
 
-    paired.flips(df.head(2_000), a="prompt-a", b="prompt-b")  # warm-up
+    paired.flips(trial_frame(tasks=200), a="prompt-a", b="prompt-b")  # warm-up
     flips_s, got = best_time(lambda: paired.flips(df, a="prompt-a", b="prompt-b"), args.repeats)
     flips_loop_s, expected = best_time(lambda: flips_with_loop(df), 1)
     pd.testing.assert_frame_equal(got, expected, rtol=1e-12)

@@ -70,6 +70,13 @@ def group_ids(table: pd.DataFrame, by: tuple[str, ...]) -> tuple[np.ndarray, pd.
     """Group number of each row of a table sorted by ``by``, and the group keys (one row each)."""
     if not by:
         return np.zeros(len(table), dtype=np.int64), pd.DataFrame(index=range(1))
+    if len(table):
+        codes, rows = _group_codes(table, list(by))
+        first = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+        if first.size == rows.size:  # each group one block of rows: number them in order of appearance
+            order = np.empty(rows.size, dtype=np.int64)
+            order[codes[first]] = np.arange(rows.size)
+            return order[codes], table.iloc[first][list(by)].reset_index(drop=True)
     gid = table.groupby(list(by), sort=False, dropna=False).ngroup().to_numpy()
     first = np.flatnonzero(np.r_[True, gid[1:] != gid[:-1]])
     return gid, table.iloc[first][list(by)].reset_index(drop=True)

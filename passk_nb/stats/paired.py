@@ -20,7 +20,7 @@ from passk_nb.stats.counts import (
     require_columns,
 )
 from passk_nb.stats.estimators import pass_at_k, pass_hat_k
-from passk_nb.stats.exact import fisher_exact_2x2
+from passk_nb.stats.exact import fisher_exact_2x2, unique_rows
 from passk_nb.stats.intervals import (
     check_method,
     fixed_task_variance,
@@ -296,7 +296,7 @@ def _tests(test: str, table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
         )
         return p_value, min_p, reachable
     # Tarone's bound: every split x of each distinct margin (n_a, n_b, successes), all at once.
-    margins, inverse = np.unique(np.column_stack([n_a, n_b, c_a + c_b]), axis=0, return_inverse=True)
+    margins, inverse = unique_rows(np.column_stack([n_a, n_b, c_a + c_b]))
     m_a, m_b, m_s = margins.T
     low, high = np.maximum(0, m_s - m_b), np.minimum(m_a, m_s)
     size = high - low + 1
@@ -393,5 +393,6 @@ def _default_by(
     return tuple(
         col
         for col in default_by(arm_a, None)
-        if col != on and set(arm_a[col].dropna()) & set(arm_b[col].dropna())
+        if col != on
+        and len(pd.Index(arm_a[col].dropna().unique()).intersection(arm_b[col].dropna().unique()))
     )

@@ -54,6 +54,7 @@ from passk_nb.stats.counts import (
     group_sums,
 )
 from passk_nb.stats.estimators import pass_at_k, pass_hat_k
+from passk_nb.stats.exact import unique_rows
 from passk_nb.stats.intervals import (
     check_method,
     clopper_pearson,
@@ -311,11 +312,15 @@ def _summary(
     n, c = table["n"].to_numpy(), table["c"].to_numpy()
     covered = np.column_stack([n >= k for k in ks])  # (tasks, ks)
     # values[:, j, :] and variances[:, j, :]: pass@k, pass^k at k = ks[j]; 0 where not covered.
-    values = np.stack([np.column_stack([pass_at_k(n, c, k), pass_hat_k(n, c, k)]) for k in ks], axis=1)
+    # Each is a function of (n, c) alone, evaluated once per distinct pair (a few dozen) and spread.
+    pairs, inverse = unique_rows(np.column_stack([n, c]).astype(np.int64))
+    pn, pc = pairs.T
+    values = np.stack([np.column_stack([pass_at_k(pn, pc, k), pass_hat_k(pn, pc, k)]) for k in ks], axis=1)
     variances = np.stack(
-        [np.column_stack([fixed_task_variance(n, n - c, k), fixed_task_variance(n, c, k)]) for k in ks],
+        [np.column_stack([fixed_task_variance(pn, pn - pc, k), fixed_task_variance(pn, pc, k)]) for k in ks],
         axis=1,
     )
+    values, variances = values[inverse], variances[inverse]
     values = np.where(covered[:, :, None], values, 0.0)
     variances = np.where(covered[:, :, None], variances, 0.0)
     n_covered = group_sums(gid, covered.astype(float), n_groups).astype(np.int64)  # (groups, ks)
