@@ -7,11 +7,15 @@ prompt B" and the smallest p-value its trial counts allow (``min_p``), as ``flip
 - loop: one ``scipy.stats.fisher_exact`` call per task and per quantity (what ``flips()`` does
   today, ``passk_nb.stats.paired._fisher``).
 
-Also the whole path from trial rows (``counts()`` of each arm, pairing, both tests). Checks
-that the p-values are equal to scipy's (rtol 1e-12; reports how many are bit-identical).
-Prints times and ratios measured in this run.
+Also the whole path from trial rows (``counts()`` of each arm, pairing, both tests), and the
+public call ``flips(df, on="prompt_hash", a=..., b=...)`` (p-value, min_p and Tarone's bound of
+every task with ``fisher_exact_2x2``) against the same call with the per-task scipy loop it
+replaced (``_p_value`` / ``_min_p_given_margins`` per task, with their lru caches cleared
+before the run; target ≥ 100×). Checks that the p-values are equal to scipy's (rtol 1e-12;
+reports how many are bit-identical) and the flips frames equal. Prints times and ratios
+measured in this run.
 
-    python benchmarks/bench_flips.py
+    python benchmarks/bench_flips.py [--tasks 10000]
 """
 
 from __future__ import annotations
@@ -23,23 +27,24 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from passk_nb.stats import paired
 from passk_nb.stats.counts import counts
 from passk_nb.stats.exact import fisher_exact_2x2
 
 TASKS, TRIALS = 10_000, 10
 
 
-def trial_frame(seed: int = 0) -> pd.DataFrame:
+def trial_frame(seed: int = 0, tasks: int = TASKS) -> pd.DataFrame:
     """Two prompts, each task's success rate redrawn for prompt B in a tenth of the tasks."""
     rng = np.random.default_rng(seed)
-    p_a = rng.beta(2, 1, TASKS)
-    p_b = np.where(rng.random(TASKS) < 0.1, rng.beta(1, 2, TASKS), p_a)
-    passed = rng.random((2, TASKS, TRIALS)) < np.stack([p_a, p_b])[:, :, None]
+    p_a = rng.beta(2, 1, tasks)
+    p_b = np.where(rng.random(tasks) < 0.1, rng.beta(1, 2, tasks), p_a)
+    passed = rng.random((2, tasks, TRIALS)) < np.stack([p_a, p_b])[:, :, None]
     return pd.DataFrame(
         {
             "model": "m",
-            "prompt_hash": np.repeat(["prompt-a", "prompt-b"], TASKS * TRIALS),
-            "task": np.tile(np.repeat([f"task-{t:05d}" for t in range(TASKS)], TRIALS), 2),
+            "prompt_hash": np.repeat(["prompt-a", "prompt-b"], tasks * TRIALS),
+            "task": np.tile(np.repeat([f"task-{t:05d}" for t in range(tasks)], TRIALS), 2),
             "passed": passed.ravel(),
             "outcome": np.where(passed.ravel(), "pass", "wrong_state"),
         }
@@ -69,6 +74,29 @@ def scipy_loop(tables: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return p, min_p
 
 
+def loop_tests(test: str, table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What flips() computed before fisher_exact_2x2: scipy per task (lru-cached per table)."""
+    p_value = np.array([paired._p_value(test, *map(int, row)) for row in table])
+    min_p = np.array([paired._p_value(test, int(n_a), int(n_a), 0, int(n_b)) for _, n_a, _, n_b in table])
+    reachable = np.array(
+        [
+            paired._min_p_given_margins(test, int(n_a), int(n_b), int(c_a + c_b))
+            for c_a, n_a, c_b, n_b in table
+        ]
+    )
+    return p_value, min_p, reachable
+
+
+def flips_with_loop(df: pd.DataFrame) -> pd.DataFrame:
+    paired._p_value.cache_clear()
+    paired._min_p_given_margins.cache_clear()
+    vectorised_tests, paired._tests = paired._tests, loop_tests
+    try:
+        return paired.flips(df, a="prompt-a", b="prompt-b")
+    finally:
+        paired._tests = vectorised_tests
+
+
 def best_time(fn, repeats: int) -> tuple[tuple[float, float], object]:
     """Best wall time and best CPU time of ``repeats`` runs (CPU time is steadier on a shared
     machine), and the result."""
@@ -85,15 +113,20 @@ def best_time(fn, repeats: int) -> tuple[tuple[float, float], object]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5, help="runs of the fast routes (best taken)")
+    parser.add_argument("--tasks", type=int, default=TASKS, help=f"tasks (default {TASKS:,})")
     args = parser.parse_args()
 
-    df = trial_frame()
-    print(f"{len(df):,} trial rows: {TASKS:,} tasks × 2 prompts × {TRIALS} trials")
+    df = trial_frame(tasks=args.tasks)
+    print(f"{len(df):,} trial rows: {args.tasks:,} tasks × 2 prompts × {TRIALS} trials")
     vectorised(paired_counts(df.head(2_000)))  # warm-up
     counts_s, tables = best_time(lambda: paired_counts(df), args.repeats)
     fast_s, (p, min_p) = best_time(lambda: vectorised(tables), args.repeats)
     loop_s, (p_loop, min_p_loop) = best_time(lambda: scipy_loop(tables), 1)
 
+    paired.flips(trial_frame(tasks=200), a="prompt-a", b="prompt-b")  # warm-up
+    flips_s, got = best_time(lambda: paired.flips(df, a="prompt-a", b="prompt-b"), args.repeats)
+    flips_loop_s, expected = best_time(lambda: flips_with_loop(df), 1)
+    pd.testing.assert_frame_equal(got, expected, rtol=1e-12)
     np.testing.assert_allclose(p, p_loop, rtol=1e-12, atol=0)
     np.testing.assert_allclose(min_p, min_p_loop, rtol=1e-12, atol=0)
     identical = np.mean(np.r_[p == p_loop, min_p == min_p_loop])
@@ -103,6 +136,8 @@ def main() -> None:
         "fisher_exact_2x2 (p and min_p)": fast_s,
         "scipy.stats.fisher_exact per task": loop_s,
         "counts() + pairing from trial rows": counts_s,
+        "flips() (fisher_exact_2x2)": flips_s,
+        "flips() with the per-task scipy loop": flips_loop_s,
     }.items():
         print(f"  {name:38s} {wall * 1000:7.1f} ms {cpu * 1000:7.1f} ms")
     for name, (slow, fast) in {
@@ -111,6 +146,7 @@ def main() -> None:
             loop_s,
             tuple(a + b for a, b in zip(counts_s, fast_s, strict=True)),
         ),
+        "flips(): vectorised vs per-task scipy loop": (flips_loop_s, flips_s),
     }.items():
         print(f"  {name:46s} wall {slow[0] / fast[0]:5.0f}×  CPU {slow[1] / fast[1]:5.0f}×")
 

@@ -37,28 +37,6 @@ def group_means(gid: np.ndarray, values: np.ndarray, counts: np.ndarray) -> np.n
         return group_sums(gid, values, counts.size) / counts[:, None]
 
 
-def task_counts(df: pd.DataFrame, by: tuple[str, ...], infra: str) -> pd.DataFrame:
-    """One row per (group, task), sorted: the ``by`` columns, ``task``, and ``n`` usable
-    trials, ``c`` successes, ``n_infra`` infra_error trials excluded from n."""
-    keys = list(dict.fromkeys([*by, "task"]))
-    _check_trials(df, keys, infra)
-    refuse_repeated_trials(df, by)
-    passed = df["passed"]
-    is_infra = (df["outcome"] == INFRA_OUTCOME).to_numpy(dtype=bool, na_value=False)
-    excluded = is_infra if infra == "exclude" else np.zeros(len(df), dtype=bool)
-    counts = (
-        df[keys]
-        .reset_index(drop=True)
-        .assign(
-            n=(~excluded).astype(np.int64),
-            c=(passed.to_numpy(dtype=bool) & ~is_infra).astype(np.int64),
-            n_infra=excluded.astype(np.int64),
-        )
-    )
-    grouped = counts.groupby(keys, sort=True, observed=True, dropna=False)
-    return grouped[["n", "c", "n_infra"]].sum().reset_index()
-
-
 #: The identity of one trial (as in passk_nb.data.records.KEY).
 TRIAL_KEY: tuple[str, ...] = ("run_id", "task", "trial")
 
@@ -92,6 +70,13 @@ def group_ids(table: pd.DataFrame, by: tuple[str, ...]) -> tuple[np.ndarray, pd.
     """Group number of each row of a table sorted by ``by``, and the group keys (one row each)."""
     if not by:
         return np.zeros(len(table), dtype=np.int64), pd.DataFrame(index=range(1))
+    if len(table):
+        codes, rows = _group_codes(table, list(by))
+        first = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+        if first.size == rows.size:  # each group one block of rows: number them in order of appearance
+            order = np.empty(rows.size, dtype=np.int64)
+            order[codes[first]] = np.arange(rows.size)
+            return order[codes], table.iloc[first][list(by)].reset_index(drop=True)
     gid = table.groupby(list(by), sort=False, dropna=False).ngroup().to_numpy()
     first = np.flatnonzero(np.r_[True, gid[1:] != gid[:-1]])
     return gid, table.iloc[first][list(by)].reset_index(drop=True)
@@ -180,8 +165,32 @@ def counts(
 
         return counts_from_parquet(df, by=by, infra=infra)
     by = default_by(df, by)
+    if is_counts_table(df):
+        return _regroup(df, by, infra)
+    return _count_trials(df, by, infra)
+
+
+def is_counts_table(df: object) -> bool:
+    """Whether ``df`` is a counts table (columns ``task``, ``n``, ``c``; no ``passed``) rather than
+    trial records.
+
+    >>> import pandas as pd
+    >>> is_counts_table(pd.DataFrame({"task": ["a"], "n": [4], "c": [3]}))
+    True
+    >>> is_counts_table(pd.DataFrame({"task": ["a"], "passed": [True], "outcome": ["pass"]}))
+    False
+    """
+    return isinstance(df, pd.DataFrame) and "passed" not in df.columns and {"n", "c"} <= set(df.columns)
+
+
+def _count_trials(df: pd.DataFrame, by: tuple[str, ...], infra: str) -> pd.DataFrame:
+    """:func:`counts` of trial records: one vectorised pass over the columns' category codes."""
     keys = list(dict.fromkeys([*by, "task"]))
     _check_trials(df, keys, infra)
+    if all(col in df.columns for col in TRIAL_KEY):  # one more pass over codes finds repeated trials
+        _, trials = _group_codes(df, list(dict.fromkeys([*keys, *TRIAL_KEY])))
+        if trials.size < len(df):
+            refuse_repeated_trials(df, by)
     gid, rows = _group_codes(df, keys)
     n_groups = rows.size
     outcome, outcomes = _codes(df["outcome"], sort=False)
@@ -203,6 +212,69 @@ def counts(
     columns["n_infra"] = n_infra
     columns.update({f"n_{name}": outcome_count(name) for name in COUNTED_OUTCOMES})
     return pd.DataFrame(columns)
+
+
+#: Count columns summed when a counts table is regrouped (besides the ``n_<outcome>`` columns).
+_SUMMED: tuple[str, ...] = ("n", "c", "n_infra")
+
+
+def _regroup(table: pd.DataFrame, by: tuple[str, ...], infra: str) -> pd.DataFrame:
+    """:func:`counts` of a counts table: rows of one (``by``, task) summed (so a table counted by
+    model and prompt regroups by model alone), sorted like counts of the trials; with
+    ``infra="fail"`` the excluded infra errors ``n_infra`` join n as failures."""
+    keys = list(dict.fromkeys([*by, "task"]))
+    missing = [col for col in dict.fromkeys([*keys, "n", "c"]) if col not in table.columns]
+    if missing:
+        raise ValueError(
+            f"the counts table lacks columns {missing}; a counts table has the grouping columns, "
+            "'task', 'n' (usable trials) and 'c' (successes), optionally 'n_infra'. Build it with "
+            "passk_nb.counts(df, by=...)"
+        )
+    if infra not in INFRA_MODES:
+        raise ValueError(f"infra must be one of {list(INFRA_MODES)}; got infra={infra!r}")
+    if table.empty:
+        raise ValueError("the counts table has no rows")
+    summed = [
+        col for col in table.columns if col in _SUMMED or col[2:] in COUNTED_OUTCOMES and col[:2] == "n_"
+    ]
+    values = {col: _count_column(table, col) for col in summed}
+    bad = values["c"] > values["n"]
+    if bad.any():
+        at = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"c (successes) exceeds n (usable trials) in {int(bad.sum())} rows of the counts table, e.g. "
+            f"row {at}: n={values['n'][at]}, c={values['c'][at]}"
+        )
+    gid, rows = _group_codes(table, keys)
+    n_groups = rows.size
+    columns: dict[str, object] = {key: table[key].array.take(rows) for key in keys}
+    sums = {
+        col: np.bincount(gid, weights=v, minlength=n_groups).astype(np.int64) for col, v in values.items()
+    }
+    n_infra = sums.get("n_infra", np.zeros(n_groups, dtype=np.int64))
+    if infra == "fail":
+        columns["n"], columns["c"], columns["n_infra"] = sums["n"] + n_infra, sums["c"], 0 * n_infra
+    else:
+        columns["n"], columns["c"], columns["n_infra"] = sums["n"], sums["c"], n_infra
+    columns.update({f"n_{name}": sums[f"n_{name}"] for name in COUNTED_OUTCOMES if f"n_{name}" in sums})
+    return pd.DataFrame(columns)
+
+
+def _count_column(table: pd.DataFrame, col: str) -> np.ndarray:
+    """A count column as int64, or a ValueError naming the column and its bad values."""
+    column = table[col]
+    if not pd.api.types.is_numeric_dtype(column.dtype) or pd.api.types.is_bool_dtype(column.dtype):
+        raise ValueError(
+            f"column {col!r} of the counts table must hold whole numbers; got dtype {column.dtype}"
+        )
+    values = column.to_numpy(dtype=float, na_value=np.nan)
+    bad = ~np.isfinite(values) | (values < 0) | (values != np.round(values))
+    if bad.any():
+        raise ValueError(
+            f"column {col!r} of the counts table must hold whole numbers ≥ 0 without missing values; "
+            f"got {values[bad][:5].tolist()}"
+        )
+    return values.astype(np.int64)
 
 
 def _check_trials(df: pd.DataFrame, keys: list[str], infra: str) -> None:

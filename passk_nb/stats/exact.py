@@ -56,7 +56,7 @@ def fisher_exact_2x2(c_a: ArrayLike, n_a: ArrayLike, c_b: ArrayLike, n_b: ArrayL
             )
     if not columns[0].size:
         return np.empty(shape)
-    tables, inverse = np.unique(np.column_stack(columns), axis=0, return_inverse=True)
+    tables, inverse = unique_rows(np.column_stack(columns))
     c_a_, n_a_, c_b_, n_b_ = tables.T
     successes = c_a_ + c_b_
     # A zero margin (an arm without trials, no success or no failure at all): p = 1.
@@ -69,6 +69,30 @@ def fisher_exact_2x2(c_a: ArrayLike, n_a: ArrayLike, c_b: ArrayLike, n_b: ArrayL
         rows = todo[start : start + step]
         p[rows] = _fisher_varying(tables[rows])
     return p[inverse.ravel()].reshape(shape)
+
+
+def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(rows, axis=0, return_inverse=True)`` for rows of whole numbers ≥ 0, several
+    times faster: each row is first packed into one int64 (when its columns fit).
+
+    >>> table, inverse = unique_rows(np.array([[2, 1], [0, 3], [2, 1]]))
+    >>> table.tolist(), inverse.tolist()
+    ([[0, 3], [2, 1]], [1, 0, 1])
+    """
+    if rows.size and rows.ndim == 2 and rows.min() >= 0:
+        sizes = rows.max(axis=0).astype(np.int64) + 1
+        if np.prod(sizes.astype(float)) < 2.0**62:
+            shape = tuple(int(s) for s in sizes)
+            keys = np.ravel_multi_index(tuple(rows.T), shape)
+            if np.prod(sizes.astype(float)) <= 4 * len(keys) + 1024:  # small range: no sort at all
+                present = np.bincount(keys, minlength=int(np.prod(sizes)))
+                at = np.flatnonzero(present)
+                rank = np.cumsum(present > 0) - 1
+                return np.column_stack(np.unravel_index(at, shape)).astype(rows.dtype), rank[keys]
+            _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+            return rows[first], inverse.ravel()
+    unique_, inverse_ = np.unique(rows, axis=0, return_inverse=True)
+    return unique_, inverse_.ravel()
 
 
 def _whole_numbers(x: np.ndarray, name: str) -> np.ndarray:

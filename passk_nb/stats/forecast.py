@@ -35,7 +35,7 @@ from scipy import optimize
 from scipy import stats as sps
 from scipy.special import betaln, gammaln, xlogy
 
-from passk_nb.stats.counts import check_k, check_options, group_ids, task_counts
+from passk_nb.stats.counts import check_k, check_options, counts, group_ids
 from passk_nb.stats.estimators import pass_hat_k
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
 
@@ -414,15 +414,15 @@ def forecast(
     ks_ = _check_ks(ks)
     check_options(ci=ci, n_boot=n_boot, seed=seed)
     by_ = default_by(df, by)
-    counts = task_counts(df, by_, infra)
-    counts = counts[counts["n"] > 0].reset_index(drop=True)
-    if counts.empty:
+    table = counts(df, by=by_, infra=infra)
+    table = table[table["n"] > 0].reset_index(drop=True)
+    if table.empty:
         raise ValueError("no usable trials: every trial is an infra_error; rerun them, or pass infra='fail'")
-    gid, keys = group_ids(counts, by_)
+    gid, keys = group_ids(table, by_)
     rng = np.random.default_rng(seed)
     frames = []
     for g in range(len(keys)):
-        rows = counts[gid == g]
+        rows = table[gid == g]
         n, c = rows["n"].to_numpy(), rows["c"].to_numpy()
         reason = unidentified(n, c)
         group = {col: keys.iloc[g][col] for col in by_}

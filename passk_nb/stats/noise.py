@@ -23,7 +23,7 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import stats as sps
 
-from passk_nb.stats.counts import check_k, group_ids, task_counts
+from passk_nb.stats.counts import check_k, counts, group_ids
 from passk_nb.stats.estimators import pass_hat_k
 from passk_nb.stats.params import INFRA, default_by, share_docs
 
@@ -124,12 +124,12 @@ def noise_floor(
     if trials < k:
         raise ValueError(f"trials per run must be ≥ k; got trials={trials}, k={k}")
     by_ = default_by(df, by)
-    counts = task_counts(df, by_, infra)
-    counts = counts[counts["n"] > 0].reset_index(drop=True)
-    gid, keys = group_ids(counts, by_)
+    table = counts(df, by=by_, infra=infra)
+    table = table[table["n"] > 0].reset_index(drop=True)
+    gid, keys = group_ids(table, by_)
     rows = []
     for g in range(len(keys)):
-        sub = counts[gid == g]
+        sub = table[gid == g]
         n, c = sub["n"].to_numpy(), sub["c"].to_numpy()
         row: dict[str, object] = {col: keys.iloc[g][col] for col in by_}
         row.update(n_tasks=n.size, k=k, trials=trials, icc=icc(n, c))

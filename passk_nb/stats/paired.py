@@ -13,13 +13,14 @@ from scipy import stats as sps
 from passk_nb.stats.counts import (
     check_k,
     check_options,
+    counts,
     group_ids,
     group_means,
     group_sums,
     require_columns,
-    task_counts,
 )
 from passk_nb.stats.estimators import pass_at_k, pass_hat_k
+from passk_nb.stats.exact import fisher_exact_2x2, unique_rows
 from passk_nb.stats.intervals import (
     check_method,
     fixed_task_variance,
@@ -97,7 +98,10 @@ def compare(
     check_method(method, PAIRED_METHODS, min_tasks)
     check_k(k)
     keys = [*by, "task"]
-    tables = task_counts(arm_a, by, infra), task_counts(arm_b, by, infra)
+    tables = (
+        counts(arm_a, by=by, infra=infra)[[*keys, "n", "c"]],
+        counts(arm_b, by=by, infra=infra)[[*keys, "n", "c"]],
+    )
     paired = pd.merge(*tables, on=keys, how="outer", suffixes=("_a", "_b"))
     usable = (paired["n_a"] >= k) & (paired["n_b"] >= k)
     if not usable.all():
@@ -232,20 +236,19 @@ def flips(
         raise ValueError(f"family must be one of {list(FAMILIES)}; got family={family!r}")
     by = tuple(col for col in by if col != "task")
     keys = [*by, "task"]
-    tables = task_counts(arm_a, by, infra), task_counts(arm_b, by, infra)
+    tables = (
+        counts(arm_a, by=by, infra=infra)[[*keys, "n", "c"]],
+        counts(arm_b, by=by, infra=infra)[[*keys, "n", "c"]],
+    )
     paired = pd.merge(*tables, on=keys, suffixes=("_a", "_b"))
     paired = paired[(paired["n_a"] > 0) & (paired["n_b"] > 0)].sort_values(keys, kind="stable")
     if paired.empty:
         raise ValueError(f"no task has usable trials under both {on}={a!r} and {on}={b!r}")
-    counts = paired[["c_a", "n_a", "c_b", "n_b"]].to_numpy().astype(np.int64)
-    p_value = np.array([_p_value(test, *map(int, row)) for row in counts])
-    min_p = np.array([_p_value(test, int(n_a), int(n_a), 0, int(n_b)) for _, n_a, _, n_b in counts])
-    reachable = np.array(
-        [_min_p_given_margins(test, int(n_a), int(n_b), int(c_a + c_b)) for c_a, n_a, c_b, n_b in counts]
-    )
+    table = paired[["c_a", "n_a", "c_b", "n_b"]].to_numpy().astype(np.int64)
+    p_value, min_p, reachable = _tests(test, table)
     out = paired[keys].reset_index(drop=True)
-    out["successes_a"], out["trials_a"], out["successes_b"], out["trials_b"] = counts.T
-    out["delta"] = counts[:, 2] / counts[:, 3] - counts[:, 0] / counts[:, 1]
+    out["successes_a"], out["trials_a"], out["successes_b"], out["trials_b"] = table.T
+    out["delta"] = table[:, 2] / table[:, 3] - table[:, 0] / table[:, 1]
     out["p_value"] = p_value
     out["min_p"] = min_p
     gid, _ = group_ids(out, by)
@@ -274,6 +277,38 @@ def _tarone(reachable: np.ndarray, alpha: float) -> np.ndarray:
     false discovery rate; tasks that could never be significant no longer dilute the family.
     """
     return reachable <= alpha
+
+
+def _tests(test: str, table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row (c_a, n_a, c_b, n_b) of ``table``: the p-value, the smallest p of a complete flip
+    (``min_p``) and the smallest p any split of the row's total successes could give (Tarone's
+    bound). Fisher: every table of every task in one :func:`~passk_nb.stats.exact.fisher_exact_2x2`
+    call (equal to scipy's p-values); Boschloo: scipy per distinct table."""
+    c_a, n_a, c_b, n_b = table.T
+    if test != "fisher":
+        p_value = np.array([_p_value(test, *map(int, row)) for row in table])
+        min_p = np.array([_p_value(test, int(a), int(a), 0, int(b)) for a, b in zip(n_a, n_b, strict=True)])
+        reachable = np.array(
+            [
+                _min_p_given_margins(test, int(a), int(b), int(s))
+                for a, b, s in zip(n_a, n_b, c_a + c_b, strict=True)
+            ]
+        )
+        return p_value, min_p, reachable
+    # Tarone's bound: every split x of each distinct margin (n_a, n_b, successes), all at once.
+    margins, inverse = unique_rows(np.column_stack([n_a, n_b, c_a + c_b]))
+    m_a, m_b, m_s = margins.T
+    low, high = np.maximum(0, m_s - m_b), np.minimum(m_a, m_s)
+    size = high - low + 1
+    which = np.repeat(np.arange(len(margins)), size)
+    x = low[which] + np.arange(size.sum()) - np.repeat(np.cumsum(size) - size, size)
+    splits = fisher_exact_2x2(x, m_a[which], m_s[which] - x, m_b[which])
+    bound = np.minimum.reduceat(splits, np.cumsum(size) - size)
+    return (
+        fisher_exact_2x2(c_a, n_a, c_b, n_b),
+        fisher_exact_2x2(n_a, n_a, 0, n_b),
+        bound[inverse.ravel()],
+    )
 
 
 @lru_cache(maxsize=4096)
@@ -358,5 +393,6 @@ def _default_by(
     return tuple(
         col
         for col in default_by(arm_a, None)
-        if col != on and set(arm_a[col].dropna()) & set(arm_b[col].dropna())
+        if col != on
+        and len(pd.Index(arm_a[col].dropna().unique()).intersection(arm_b[col].dropna().unique()))
     )

@@ -41,7 +41,11 @@ INFRA = "exclude"
 MIN_TASKS = 5
 
 DOCS: dict[str, str] = {
-    "df": "df: trial records, one row per trial (see :mod:`passk_nb.data.records`).",
+    "df": (
+        "df: trial records, one row per trial (see :mod:`passk_nb.data.records`), or a counts table: "
+        "one row per group and task with ``n`` usable trials and ``c`` successes (optionally "
+        "``n_infra``), as :func:`passk_nb.counts` returns it."
+    ),
     "by": (
         "by: columns to group by. Default None: every identity column the frame has "
         f"({', '.join(IDENTITY_COLUMNS)}; ``run_id`` where ``config`` is missing), so "

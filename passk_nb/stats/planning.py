@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from passk_nb.stats.counts import check_k, task_counts
+from passk_nb.stats.counts import check_k, counts
 from passk_nb.stats.estimators import pass_hat_k
 from passk_nb.stats.forecast import Mixture, fit_mixture, unidentified
 from passk_nb.stats.params import CI, INFRA, default_by, share_docs
@@ -199,15 +199,15 @@ def plan(
     if not -1 <= rho <= 1:
         raise ValueError(f"rho is a correlation between -1 and 1; got rho={rho}")
     by_ = default_by(pilot, by)
-    counts = task_counts(pilot, by_, infra)
-    counts = counts[counts["n"] > 0]
-    if by_ and len(counts[list(by_)].drop_duplicates()) > 1:
-        groups = counts[list(by_)].drop_duplicates().to_dict("records")
+    table = counts(pilot, by=by_, infra=infra)
+    table = table[table["n"] > 0]
+    if by_ and len(table[list(by_)].drop_duplicates()) > 1:
+        groups = table[list(by_)].drop_duplicates().to_dict("records")
         raise ValueError(
             f"the pilot holds {len(groups)} configurations ({groups[:3]}...); plan one at a time: "
             "filter the frame, or pass by=() to pool them on purpose"
         )
-    n, c = counts["n"].to_numpy(), counts["c"].to_numpy()
+    n, c = table["n"].to_numpy(), table["c"].to_numpy()
     pop = pilot_population(n, c)
     per_trial = _per_trial(pilot)
     if budget is not None:

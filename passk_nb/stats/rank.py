@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from passk_nb.stats.counts import check_k, check_options, group_ids, task_counts
+from passk_nb.stats.counts import check_k, check_options, counts, group_ids
 from passk_nb.stats.estimators import pass_hat_k
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
 
@@ -74,11 +74,11 @@ def rank(
     if on not in df.columns:
         raise ValueError(f"on={on!r} is not a column; the arms are the values of a column such as 'model'")
     by_ = tuple(col for col in default_by(df, by) if col != on)
-    counts = task_counts(df, (*by_, on), infra)
-    gid, keys = group_ids(counts, by_)
+    table = counts(df, by=(*by_, on), infra=infra)
+    gid, keys = group_ids(table, by_)
     frames = []
     for g in range(len(keys)):
-        sub = counts[gid == g]
+        sub = table[gid == g]
         group = {col: keys.iloc[g][col] for col in by_}
         x, arms = _matrix(sub, on, k)
         if len(arms) < 2:

@@ -2,7 +2,9 @@
 
 Every function takes a DataFrame of trial records (one row per trial, see
 :mod:`passk_nb.data.records`; the columns ``task``, ``passed`` and ``outcome`` plus any
-grouping columns are needed) and works per task: each task keeps its own number of
+grouping columns are needed), or a counts table (one row per group and task with ``n``
+usable trials and ``c`` successes, as :func:`passk_nb.stats.counts.counts` returns it or as
+aggregate data from elsewhere comes), and works on the counts: each task keeps its own number of
 usable trials n and successes c, the unbiased per-task estimates come from
 :mod:`passk_nb.stats.estimators`, and a group's value is the mean over its tasks
 (τ-bench's rule). k larger than a task's n makes that task's value NaN; the group
@@ -47,17 +49,16 @@ import pandas as pd
 from passk_nb.stats.counts import (
     check_k,
     check_options,
+    counts,
     group_ids,
-    group_means,
     group_sums,
-    task_counts,
 )
 from passk_nb.stats.estimators import pass_at_k, pass_hat_k
+from passk_nb.stats.exact import unique_rows
 from passk_nb.stats.intervals import (
     check_method,
     clopper_pearson,
     fixed_task_variance,
-    nan_interval,
     population_interval,
 )
 from passk_nb.stats.params import CI, INFRA, MIN_TASKS, N_BOOT, SEED, default_by, share_docs
@@ -131,12 +132,20 @@ def summarize(
       task  pass^k  pass^k_lo  pass^k_hi
     0    a     1.0      0.158      1.000
     1    b     0.5      0.038      0.987
+
+    A counts table gives the same result: per-task counts from elsewhere, or counts computed
+    once and summarised at many k without touching the trials again.
+
+    >>> table = pd.DataFrame({"model": "m", "task": list("abcde"), "n": 4, "c": [4, 3, 2, 1, 0]})
+    >>> summarize(table, k=2)[["model", "n_tasks", "pass^k", "pass^k_lo", "pass^k_hi"]].round(3)
+      model  n_tasks  pass^k  pass^k_lo  pass^k_hi
+    0     m        5   0.333      0.008      0.909
     """
     by = default_by(df, by)
     check_options(ci=ci, n_boot=n_boot, seed=seed)
     check_method(method, METHODS, min_tasks)
     check_k(k)
-    table = task_counts(df, by, infra)
+    table = counts(df, by=by, infra=infra)
     n_max = int(table["n"].max())
     if n_max == 0 and table["n_infra"].sum() > 0:
         raise ValueError(
@@ -154,14 +163,14 @@ def summarize(
         "method": method,
         "min_tasks": min_tasks,
     }
-    out = _summary(table, by, k, **options)
+    out = _summary(table, by, [k], **options)
     _warn_coverage(out, by, k)
     warn_declined(out, by, min_tasks)
-    return _with_infra_bound(out, df, by, k, infra)
+    return _with_infra_bound(out, table, by, k, infra)
 
 
 def _with_infra_bound(
-    out: pd.DataFrame, df: pd.DataFrame, by: tuple[str, ...], k: int, infra: str
+    out: pd.DataFrame, table: pd.DataFrame, by: tuple[str, ...], k: int, infra: str
 ) -> pd.DataFrame:
     """Add ``pass@k_infra_fail`` / ``pass^k_infra_fail``: the values had the excluded infrastructure
     errors been failures (NaN where none were excluded). Excluding them assumes they are unrelated to
@@ -170,9 +179,9 @@ def _with_infra_bound(
     if infra != "exclude" or not out["n_infra_excluded"].any():
         return out
     failed = _summary(
-        task_counts(df, by, "fail"),
+        table.assign(n=table["n"] + table["n_infra"], n_infra=0),  # the counts had infra="fail"
         by,
-        k,
+        [k],
         ci=CI,
         n_boot=0,
         seed=SEED,
@@ -225,11 +234,22 @@ def curve(
     >>> hat = c[c["metric"] == "pass^k"]
     >>> hat["value"].tolist(), hat["partial"].tolist()
     ([0.5, 0.5, 0.5, 1.0, 1.0], [False, False, False, True, True])
+
+    From a counts table (here :func:`~passk_nb.stats.counts.counts` of the same trials):
+
+    >>> from passk_nb.stats.counts import counts
+    >>> table = counts(df)
+    >>> table[["model", "task", "n", "c"]]
+      model  task  n  c
+    0     m  easy  5  5
+    1     m  hard  3  0
+    >>> curve(table, ks=[1, 2], n_boot=0).equals(curve(df, ks=[1, 2], n_boot=0))
+    True
     """
     by = default_by(df, by)
     check_options(ci=ci, n_boot=n_boot, seed=seed)
     check_method(method, METHODS, min_tasks)
-    table = task_counts(df, by, infra)
+    table = counts(df, by=by, infra=infra)
     ks = list(range(1, int(table["n"].max()) + 1)) if ks is None else list(ks)
     if not ks:
         raise ValueError("no k to evaluate: every task has 0 usable trials, or ks is empty")
@@ -242,7 +262,7 @@ def curve(
         "method": method,
         "min_tasks": min_tasks,
     }
-    wide = pd.concat([_summary(table, by, k, **options) for k in ks], ignore_index=True)
+    wide = _summary(table, by, ks, **options)
     partial = wide["n_tasks_covered"] < wide["n_tasks"]
     if partial.any():
         ks_partial = sorted(set(wide.loc[partial, "k"]))
@@ -275,7 +295,7 @@ def curve(
 def _summary(
     table: pd.DataFrame,
     by: tuple[str, ...],
-    k: int,
+    ks: Sequence[int],
     *,
     ci: float,
     n_boot: int,
@@ -283,55 +303,99 @@ def _summary(
     method: str,
     min_tasks: int,
 ) -> pd.DataFrame:
-    """The :func:`summarize` frame for one k from a per-(group, task) table."""
+    """The :func:`summarize` frame of every k in ``ks`` (one block of groups per k, in ``ks``
+    order) from a counts table, in one pass: the groups are found once, and the intervals of
+    every k whose covered tasks are the same come from one call (one bootstrap draw, one
+    matrix product), so each k's values and intervals equal those of its own summarize."""
     gid, groups = group_ids(table, by)
-    n_groups = len(groups)
+    n_groups, n_ks = len(groups), len(ks)
     n, c = table["n"].to_numpy(), table["c"].to_numpy()
-    covered = n >= k
-    values = np.column_stack([pass_at_k(n, c, k), pass_hat_k(n, c, k)])
-    # Var(pass@k estimate) = Var(C(n-c,k)/C(n,k)): the pass^k form applied to failures.
-    variances = np.column_stack([fixed_task_variance(n, n - c, k), fixed_task_variance(n, c, k)])
-    n_covered = np.bincount(gid[covered], minlength=n_groups)
-    means = group_means(gid[covered], values[covered], n_covered)
+    covered = np.column_stack([n >= k for k in ks])  # (tasks, ks)
+    # values[:, j, :] and variances[:, j, :]: pass@k, pass^k at k = ks[j]; 0 where not covered.
+    # Each is a function of (n, c) alone, evaluated once per distinct pair (a few dozen) and spread.
+    pairs, inverse = unique_rows(np.column_stack([n, c]).astype(np.int64))
+    pn, pc = pairs.T
+    values = np.stack([np.column_stack([pass_at_k(pn, pc, k), pass_hat_k(pn, pc, k)]) for k in ks], axis=1)
+    variances = np.stack(
+        [np.column_stack([fixed_task_variance(pn, pn - pc, k), fixed_task_variance(pn, pc, k)]) for k in ks],
+        axis=1,
+    )
+    values, variances = values[inverse], variances[inverse]
+    values = np.where(covered[:, :, None], values, 0.0)
+    variances = np.where(covered[:, :, None], variances, 0.0)
+    n_covered = group_sums(gid, covered.astype(float), n_groups).astype(np.int64)  # (groups, ks)
+    m = len(METRICS)
+    flat = (-1, n_ks * m)
     with np.errstate(invalid="ignore", divide="ignore"):
-        se = np.sqrt(group_sums(gid[covered], variances[covered], n_groups)) / n_covered[:, None]
-    lo, hi = nan_interval(n_groups, len(METRICS))
-    ci_method = np.full(n_groups, "none", dtype=object)
+        means = (group_sums(gid, values.reshape(flat), n_groups) / np.repeat(n_covered, m, axis=1)).reshape(
+            n_groups, n_ks, m
+        )
+        se = (
+            np.sqrt(group_sums(gid, variances.reshape(flat), n_groups)) / np.repeat(n_covered, m, axis=1)
+        ).reshape(n_groups, n_ks, m)
+    lo, hi = np.full((n_groups, n_ks, m), np.nan), np.full((n_groups, n_ks, m), np.nan)
+    ci_method = np.full((n_groups, n_ks), "none", dtype=object)
     if n_boot and "task" in by:
-        lo, hi = clopper_pearson(n, c, k, ci)
+        for j, k in enumerate(ks):
+            lo[:, j], hi[:, j] = clopper_pearson(n, c, k, ci)
         ci_method[:] = "clopper-pearson"
     elif n_boot:
-        lo, hi, declined = population_interval(
-            gid[covered],
-            values[covered],
-            variances[covered],
-            n_groups,
-            method=method,
-            ci=ci,
-            n_boot=n_boot,
-            seed=seed,
-            min_tasks=min_tasks,
+        # ks whose covered tasks are the same share one interval call (and one bootstrap draw)
+        same = _same_columns(covered)
+        for pattern in np.unique(same):
+            js = np.flatnonzero(same == pattern)
+            rows = covered[:, js[0]]
+            lo_, hi_, declined = population_interval(
+                gid[rows],
+                values[rows][:, js].reshape(-1, js.size * m),
+                variances[rows][:, js].reshape(-1, js.size * m),
+                n_groups,
+                method=method,
+                ci=ci,
+                n_boot=n_boot,
+                seed=seed,
+                min_tasks=min_tasks,
+            )
+            lo[:, js], hi[:, js] = lo_.reshape(n_groups, js.size, m), hi_.reshape(n_groups, js.size, m)
+            methods = np.where(n_covered[:, js[0]] > 0, method, "none").astype(object)
+            methods[declined] = DECLINED
+            ci_method[:, js] = methods[:, None]
+    sums = {
+        name: np.bincount(gid, column, minlength=n_groups).astype(np.int64)
+        for name, column in (
+            ("trials", n),
+            ("successes", c),
+            ("n_infra_excluded", table["n_infra"].to_numpy()),
         )
-        ci_method[n_covered > 0] = method
-        ci_method[declined] = DECLINED
-    columns = {
-        "k": k,
-        "n_tasks": np.bincount(gid, minlength=n_groups),
-        "n_tasks_covered": n_covered,
-        "trials": np.bincount(gid, n, minlength=n_groups).astype(np.int64),
-        "successes": np.bincount(gid, c, minlength=n_groups).astype(np.int64),
-        "pass@k": means[:, 0],
-        "pass^k": means[:, 1],
-        "pass@k_lo": lo[:, 0],
-        "pass@k_hi": hi[:, 0],
-        "pass^k_lo": lo[:, 1],
-        "pass^k_hi": hi[:, 1],
-        "pass^k_se_fixed": se[:, 1],
-        "pass@k_se_fixed": se[:, 0],
-        "n_infra_excluded": np.bincount(gid, table["n_infra"], minlength=n_groups).astype(np.int64),
-        "ci_method": ci_method,
     }
-    return groups.assign(**columns)
+    n_tasks = np.bincount(gid, minlength=n_groups)
+    frames = []
+    for j, k in enumerate(ks):
+        columns = {
+            "k": k,
+            "n_tasks": n_tasks,
+            "n_tasks_covered": n_covered[:, j],
+            "trials": sums["trials"],
+            "successes": sums["successes"],
+            "pass@k": means[:, j, 0],
+            "pass^k": means[:, j, 1],
+            "pass@k_lo": lo[:, j, 0],
+            "pass@k_hi": hi[:, j, 0],
+            "pass^k_lo": lo[:, j, 1],
+            "pass^k_hi": hi[:, j, 1],
+            "pass^k_se_fixed": se[:, j, 1],
+            "pass@k_se_fixed": se[:, j, 0],
+            "n_infra_excluded": sums["n_infra_excluded"],
+            "ci_method": ci_method[:, j],
+        }
+        frames.append(groups.assign(**columns))
+    return frames[0] if n_ks == 1 else pd.concat(frames, ignore_index=True)
+
+
+def _same_columns(covered: np.ndarray) -> np.ndarray:
+    """For each column of ``covered``, the index of the first column equal to it."""
+    _, first, inverse = np.unique(covered.T, axis=0, return_index=True, return_inverse=True)
+    return first[inverse.ravel()]
 
 
 def warn_declined(out: pd.DataFrame, by: tuple[str, ...], min_tasks: int, *, stacklevel: int = 3) -> None:

@@ -41,9 +41,10 @@ from scipy import stats as sps
 from passk_nb.data.records import OUTCOMES
 from passk_nb.stats import paired as _paired
 from passk_nb.stats import summary as _summary
+from passk_nb.stats.counts import counts
 from passk_nb.stats.estimators import pass_hat_k
 from passk_nb.stats.params import CI, INFRA, MIN_TASKS, N_BOOT, SEED, default_by, share_docs
-from passk_nb.stats.summary import METRICS, summarize
+from passk_nb.stats.summary import METRICS
 from passk_nb.view.labels import (
     OUTCOME_COLORS,
     PALETTE,
@@ -83,6 +84,7 @@ def plot_curve(
     method: str = "korn-graubard",
     min_tasks: int = MIN_TASKS,
     bands: bool = True,
+    names: dict[str, str] | None = None,
     ax: Axes | None = None,
     title: str | None = None,
 ) -> Axes:
@@ -102,6 +104,7 @@ def plot_curve(
     {method}
     {min_tasks}
     bands: shade the intervals.
+    names: ``{prompt_hash: prompt_name}`` for the labels (default: from ``data`` or ``curve``).
     {ax}
     {title}
 
@@ -135,7 +138,7 @@ def plot_curve(
         frame = curve if ks is None else curve[curve["k"].isin(list(ks))]
         minimal = by is None
         by = tuple(frame.columns[: list(frame.columns).index("k")]) if by is None else default_by(frame, by)
-        names = prompt_names(frame)
+        names_ = prompt_names(frame)
     else:
         assert data is not None
         _reject_frame(data, _CURVE_COLUMNS, "curve")
@@ -144,8 +147,10 @@ def plot_curve(
         frame = _summary.curve(
             data, ks, by=by, ci=ci, n_boot=n_boot, seed=seed, infra=infra, method=method, min_tasks=min_tasks
         )
-        names = prompt_names(data)
-    labels = group_labels(frame, _label_columns(frame, by, minimal=minimal), names=names)
+        names_ = prompt_names(data)
+    labels = group_labels(
+        frame, _label_columns(frame, by, minimal=minimal), names={**names_, **(names or {})}
+    )
     ax = _axes(ax)
     group_handles: list[Line2D] = []
     single = labels.nunique() == 1
@@ -302,14 +307,18 @@ def plot_tasks(
     """
     minimal = by is None
     by = tuple(col for col in default_by(data, by) if col != "task")
-    counts = summarize(data, k=1, by=(*by, "task"), n_boot=0, infra=infra)
-    shown_by = _label_columns(counts, by, minimal=minimal)
-    labels = group_labels(counts, shown_by, names=prompt_names(data))
-    counts = counts.assign(_group=labels.to_numpy())
+    table = counts(data, by=by, infra=infra)
+    shown_by = _label_columns(table, by, minimal=minimal)
+    labels = group_labels(table, shown_by, names=prompt_names(data))
+    table = table.assign(_group=labels.to_numpy())
     tasks = list(pd.unique(data["task"]))
     groups = list(pd.unique(labels))
-    n = counts.pivot_table(index="task", columns="_group", values="trials", aggfunc="sum", sort=False)
-    c = counts.pivot_table(index="task", columns="_group", values="successes", aggfunc="sum", sort=False)
+    n = table.pivot_table(
+        index="task", columns="_group", values="n", aggfunc="sum", sort=False, observed=True
+    )
+    c = table.pivot_table(
+        index="task", columns="_group", values="c", aggfunc="sum", sort=False, observed=True
+    )
     n, c = n.reindex(index=tasks, columns=groups), c.reindex(index=tasks, columns=groups)
     with np.errstate(invalid="ignore", divide="ignore"):
         rate = (c / n).to_numpy(dtype=float)

@@ -34,10 +34,11 @@ import numpy as np
 import pandas as pd
 from IPython.display import HTML
 
+from passk_nb.stats.counts import counts
 from passk_nb.stats.divergence import KeyArgs, action_sequence
 from passk_nb.stats.flags import claimed_unperformed_action
-from passk_nb.stats.params import default_by
-from passk_nb.stats.summary import summarize
+from passk_nb.stats.params import INFRA, default_by
+from passk_nb.stats.summary import curve, summarize
 from passk_nb.view.labels import (
     prompt_names,
     text_or_none,
@@ -83,7 +84,13 @@ class _Rendered:
 
 
 class Explorer(_Rendered):
-    """The object :func:`explore` returns: ``widget`` (the live explorer), ``summary()``, ``figure()``."""
+    """The object :func:`explore` returns: ``widget`` (the live explorer), ``summary()``, ``figure()``.
+
+    The trials are counted once (:func:`passk_nb.stats.counts.counts` per group, filter value and
+    task, kept as ``counts``); every widget change recomputes from those counts, never from the
+    trials: a filter change re-selects count rows and recomputes the curve, a k change only the
+    summary at the new k (the curve of a selection is cached, and does not depend on k).
+    """
 
     def __init__(
         self,
@@ -97,7 +104,7 @@ class Explorer(_Rendered):
         static: bool | None,
     ) -> None:
         self.df, self.by, self.ci, self.n_boot, self.seed = df, by, ci, n_boot, seed
-        names = prompt_names(df)
+        self.names = prompt_names(df)
         self.filters: dict[str, widgets.SelectMultiple] = {}
         for column in FILTER_COLUMNS:
             if column not in df.columns:
@@ -105,7 +112,7 @@ class Explorer(_Rendered):
             values = list(pd.unique(df[column].dropna()))
             if len(values) < 2 and column != "task":
                 continue
-            options = [(value_label(column, v, names), v) for v in values]
+            options = [(value_label(column, v, self.names), v) for v in values]
             self.filters[column] = widgets.SelectMultiple(
                 options=options,
                 value=tuple(values),
@@ -113,14 +120,18 @@ class Explorer(_Rendered):
                 description=column,
                 layout=widgets.Layout(width="auto"),
             )
-        n_max = int(df.groupby([*by, "task"], dropna=False).size().max())
+        #: Trial counts per (``by`` columns, filter columns, task): the only pass over the trials.
+        self.counts = counts(df, by=tuple(dict.fromkeys([*by, *self.filters])), infra=INFRA)
+        per_task = counts(self.counts, by=by, infra=INFRA)
+        n_max = int((per_task["n"] + per_task["n_infra"]).max())
         self.k = widgets.IntSlider(
             value=min(k or 2, n_max), min=1, max=max(n_max, 1), description="k", continuous_update=False
         )
         self.table = widgets.HTML()
         self.image = widgets.Image(format="png", layout=widgets.Layout(max_width="100%"))
         self.note = widgets.HTML()
-        self._curves: dict[tuple[Any, ...], bytes] = {}
+        self._curves: dict[tuple[Any, ...], pd.DataFrame] = {}
+        self._pngs: dict[tuple[Any, ...], bytes] = {}
         for control in (*self.filters.values(), self.k):
             control.observe(self._update, names="value")
         controls = widgets.HBox(list(self.filters.values()), layout=widgets.Layout(flex_flow="row wrap"))
@@ -129,43 +140,58 @@ class Explorer(_Rendered):
 
     def selection(self) -> pd.DataFrame:
         """The trials the filters currently select."""
-        mask = np.ones(len(self.df), dtype=bool)
+        return self.df[self._mask(self.df)]
+
+    def selected_counts(self) -> pd.DataFrame:
+        """The rows of ``counts`` the filters currently select."""
+        return self.counts[self._mask(self.counts)]
+
+    def _mask(self, frame: pd.DataFrame) -> np.ndarray:
+        mask = np.ones(len(frame), dtype=bool)
         for column, control in self.filters.items():
-            mask &= self.df[column].isin(list(control.value)).to_numpy()
-        return self.df[mask]
+            mask &= frame[column].isin(list(control.value)).to_numpy()
+        return mask
+
+    def _selection_key(self) -> tuple[Any, ...]:
+        return tuple(tuple(c.value) for c in self.filters.values())
 
     def summary(self) -> pd.DataFrame:
-        """:func:`passk_nb.stats.summary.summarize` of the selection at the slider's k."""
+        """:func:`passk_nb.stats.summary.summarize` of the selection at the slider's k (from the counts)."""
         return summarize(
-            self.selection(), k=self.k.value, by=self.by, ci=self.ci, n_boot=self.n_boot, seed=self.seed
+            self.selected_counts(), k=self.k.value, by=self.by, ci=self.ci, n_boot=self.n_boot, seed=self.seed
         )
 
-    def figure_png(self) -> bytes | None:
-        """The curve of the selection as PNG (cached per selection), None when nothing is selected."""
-        selected = self.selection()
-        if selected.empty:
-            return None
-        key = (tuple(tuple(c.value) for c in self.filters.values()), self.k.value)
+    def curve(self) -> pd.DataFrame:
+        """:func:`passk_nb.stats.summary.curve` of the selection (from the counts; cached per selection)."""
+        key = self._selection_key()
         if key not in self._curves:
-            ax = plot_curve(
-                selected, by=self.by, k=self.k.value, ci=self.ci, n_boot=self.n_boot, seed=self.seed
+            self._curves[key] = curve(
+                self.selected_counts(), by=self.by, ci=self.ci, n_boot=self.n_boot, seed=self.seed
             )
-            figure = ax.get_figure(root=True)
-            assert figure is not None  # an Axes drawn by plot_curve always has one
-            self._curves[key] = figure_png(figure)
-            plt.close(figure)
         return self._curves[key]
 
+    def figure_png(self) -> bytes | None:
+        """The curve of the selection as PNG (cached per selection and k), None when nothing is selected."""
+        if not self._mask(self.counts).any():
+            return None
+        key = (self._selection_key(), self.k.value)
+        if key not in self._pngs:
+            ax = plot_curve(curve=self.curve(), by=self.by, k=self.k.value, ci=self.ci, names=self.names)
+            figure = ax.get_figure(root=True)
+            assert figure is not None  # an Axes drawn by plot_curve always has one
+            self._pngs[key] = figure_png(figure)
+            plt.close(figure)
+        return self._pngs[key]
+
     def _update(self, _change: object = None) -> None:
-        selected = self.selection()
-        if selected.empty:
+        if not self._mask(self.counts).any():
             self.note.value = "<i>No trials match the filters.</i>"
             self.table.value = ""
             return
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                table = _table_html(summary_table(self.summary(), ci=self.ci), self.by, self.df)
+                table = _table_html(summary_table(self.summary(), ci=self.ci), self.by, self.names)
                 png = self.figure_png()
             except ValueError as err:  # e.g. k above every selected task's trials
                 table, png = f"<p><b>{html.escape(str(err))}</b></p>", None
@@ -225,9 +251,8 @@ def explore(
     return Explorer(df, by=by, k=k, ci=ci, n_boot=n_boot, seed=seed, static=static)
 
 
-def _table_html(table: pd.DataFrame, by: tuple[str, ...], df: pd.DataFrame) -> str:
+def _table_html(table: pd.DataFrame, by: tuple[str, ...], names: dict[str, str]) -> str:
     shown = table.copy()
-    names = prompt_names(df)
     for column in by:
         if column in shown.columns:
             shown[column] = [value_label(column, v, names) for v in shown[column]]

@@ -83,3 +83,16 @@ def test_shapes_broadcast() -> None:
 def test_impossible_tables_are_refused(args: tuple[float, ...], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         fisher_exact_2x2(*args)
+
+
+@pytest.mark.parametrize("high", [3, 40, 100_000])
+def test_unique_rows_equals_numpy_unique_along_rows(high: int) -> None:
+    """Packed keys (a bincount for small ranges, a sort for large ones) give numpy's answer."""
+    from passk_nb.stats.exact import unique_rows
+
+    rows = np.random.default_rng(high).integers(0, high, size=(2_000, 4))
+    got, inverse = unique_rows(rows)
+    expected, expected_inverse = np.unique(rows, axis=0, return_inverse=True)
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(inverse, expected_inverse.ravel())
+    np.testing.assert_array_equal(got[inverse], rows)

@@ -322,3 +322,65 @@ def test_explore_reports_a_k_above_the_selection_instead_of_raising(runs):
     assert "larger than n=3" in ex.table.value
     ex.k.value = 2
     assert "known-good" in ex.table.value and "larger than" not in ex.table.value
+
+
+# ---- explore on cached counts -------------------------------------------------------------------
+
+
+def big_frame(rows_per_arm: int = 10_000) -> pd.DataFrame:
+    """100,000 trials: 5 models × 2 prompts × 1,000 tasks × 10 trials."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    models, prompts, tasks, trials = 5, 2, rows_per_arm // 10, 10
+    arms = models * prompts
+    p = rng.beta(2, 1, (arms, tasks))
+    passed = (rng.random((arms, tasks, trials)) < p[:, :, None]).ravel()
+    return pd.DataFrame(
+        {
+            "run_id": np.repeat([f"run-{a}" for a in range(arms)], tasks * trials),
+            "model": np.repeat([f"model-{m}" for m in range(models)], prompts * tasks * trials),
+            "prompt_hash": np.tile(np.repeat([f"{q:012x}" for q in range(prompts)], tasks * trials), models),
+            "task": np.tile(np.repeat([f"task-{t:04d}" for t in range(tasks)], trials), arms),
+            "trial": np.tile(np.arange(trials), arms * tasks),
+            "passed": passed,
+            "outcome": np.where(passed, "pass", "wrong_state"),
+        }
+    )
+
+
+def test_explore_counts_once_and_a_k_change_recomputes_from_the_counts(monkeypatch, record_property):
+    """The trials are counted when the explorer is built; filter and k changes use the cached counts,
+    and a k change does not recompute the curve. The update's time is reported, not asserted."""
+    import time
+
+    from passk_nb.stats import counts as counts_module
+    from passk_nb.view import widgets as widgets_module
+
+    df = big_frame()
+    assert len(df) == 100_000
+    counted, curves = [], []
+    count_trials, curve = counts_module._count_trials, widgets_module.curve
+    monkeypatch.setattr(
+        counts_module, "_count_trials", lambda *a, **kw: counted.append(a[1]) or count_trials(*a, **kw)
+    )
+    monkeypatch.setattr(widgets_module, "curve", lambda *a, **kw: curves.append(kw) or curve(*a, **kw))
+    ex = explore(df, k=2, n_boot=200, static=False)
+    assert len(counted) == 1 and len(curves) == 1
+    before = ex.image.value
+    start = time.perf_counter()
+    ex.k.value = 5  # the observer runs the explorer's update
+    seconds = time.perf_counter() - start
+    record_property("explore_k_change_100k_rows_seconds", round(seconds, 4))
+    print(f"\nexplore: k-slider change on {len(df):,} rows took {seconds * 1000:.0f} ms")
+    assert len(counted) == 1 and len(curves) == 1  # neither the trials nor the curve recomputed
+    assert ex.image.value != before  # the k marker moved
+    assert int(ex.summary()["k"].iloc[0]) == 5
+    ex.filters["model"].value = ("model-1", "model-3")
+    assert len(counted) == 1 and len(curves) == 2  # a new selection: a new curve, from the counts
+    ex.k.value = 3
+    ex.k.value = 5  # back to a k seen for this selection: the figure comes from the cache
+    assert len(counted) == 1 and len(curves) == 2
+    options = {"k": 5, "by": ("model", "prompt_hash"), "n_boot": 200}
+    pd.testing.assert_frame_equal(ex.summary(), summarize(ex.selection(), **options))
+    assert ex.summary()["model"].tolist() == ["model-1", "model-1", "model-3", "model-3"]

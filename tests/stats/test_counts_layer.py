@@ -1,0 +1,236 @@
+"""One counts layer under every analysis: counts tables as input, curve in one pass, vectorised flips."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from passk_nb.stats import counts as counts_module
+from passk_nb.stats.counts import counts
+from passk_nb.stats.forecast import forecast
+from passk_nb.stats.noise import noise_floor
+from passk_nb.stats.paired import compare, flips
+from passk_nb.stats.planning import plan
+from passk_nb.stats.rank import rank
+from passk_nb.stats.summary import METRICS, curve, summarize
+
+
+def suite(seed: int, *, tasks: int = 12, trials: int = 6, infra: float = 0.05) -> pd.DataFrame:
+    """Trial records: 2 models × 2 prompts × ``tasks`` tasks × ``trials`` trials, some infra errors,
+    one task with fewer trials (so some k cover only part of the tasks)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for model in ("m1", "m2"):
+        for prompt in ("p1", "p2"):
+            p = rng.beta(2, 1, tasks)
+            for t in range(tasks):
+                for i in range(trials if t else trials // 2):
+                    roll = rng.random()
+                    outcome = (
+                        "infra_error" if roll < infra else ("pass" if rng.random() < p[t] else "wrong_state")
+                    )
+                    rows.append(
+                        {
+                            "run_id": f"{model}-{prompt}",
+                            "model": model,
+                            "prompt_hash": prompt,
+                            "task": f"t{t:02d}",
+                            "trial": i,
+                            "passed": outcome == "pass",
+                            "outcome": outcome,
+                        }
+                    )
+    return pd.DataFrame(rows)
+
+
+BY = ("model", "prompt_hash")
+
+
+# ---- counts tables as input ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("infra", ["exclude", "fail"])
+@pytest.mark.parametrize("by", [("model",), ("prompt_hash",), (), BY])
+def test_counts_of_a_counts_table_equal_counts_of_the_trials(by: tuple[str, ...], infra: str) -> None:
+    df = suite(0)
+    table = counts(df, by=BY)  # counted once, with infra="exclude"
+    pd.testing.assert_frame_equal(counts(table, by=by, infra=infra), counts(df, by=by, infra=infra))
+
+
+def test_a_minimal_counts_table_from_elsewhere() -> None:
+    table = pd.DataFrame({"task": ["b", "a", "a"], "n": [4, 2, 2], "c": [1, 2, 1]})
+    got = counts(table, by=())
+    assert got.to_dict("list") == {"task": ["a", "b"], "n": [4, 4], "c": [3, 1], "n_infra": [0, 0]}
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        (pd.DataFrame({"task": ["a"], "n": [2], "c": [3]}), "c .successes. exceeds n"),
+        (pd.DataFrame({"task": ["a"], "n": [-1], "c": [0]}), "whole numbers ≥ 0"),
+        (pd.DataFrame({"task": ["a"], "n": [2.5], "c": [0]}), "whole numbers ≥ 0"),
+        (pd.DataFrame({"task": ["a"], "n": [np.nan], "c": [0]}), "without missing values"),
+        (pd.DataFrame({"task": ["a"], "n": ["2"], "c": [0]}), "must hold whole numbers"),
+        (pd.DataFrame({"n": [2], "c": [0]}), r"lacks columns \['task'\]"),
+        (pd.DataFrame({"task": [], "n": [], "c": []}), "no rows"),
+    ],
+)
+def test_bad_counts_tables_say_what_is_wrong(table: pd.DataFrame, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        counts(table, by=())
+
+
+def test_counts_table_lacking_a_grouping_column_says_so() -> None:
+    with pytest.raises(ValueError, match=r"lacks columns \['model'\].*passk_nb.counts"):
+        counts(pd.DataFrame({"task": ["a"], "n": [2], "c": [1]}), by="model")
+
+
+@pytest.mark.parametrize("infra", ["exclude", "fail"])
+@pytest.mark.parametrize("method", ["korn-graubard", "t", "bootstrap"])
+def test_summarize_and_curve_of_a_counts_table_equal_those_of_the_trials(method: str, infra: str) -> None:
+    df = suite(1)
+    table = counts(df)
+    options = {"by": BY, "n_boot": 200, "method": method, "infra": infra}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pd.testing.assert_frame_equal(summarize(table, k=3, **options), summarize(df, k=3, **options))
+        pd.testing.assert_frame_equal(curve(table, **options), curve(df, **options))
+
+
+def test_every_analysis_accepts_a_counts_table() -> None:
+    df = suite(2, infra=0.0)
+    table = counts(df)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for run in (
+            lambda d: compare(d, a="p1", b="p2", k=2, n_boot=100),
+            lambda d: flips(d, a="p1", b="p2"),
+            lambda d: rank(d, k=1, by=(), n_boot=100),
+            lambda d: noise_floor(d, k=1, by=BY),
+            lambda d: forecast(d, ks=(1, 8), by=BY, n_boot=50),
+            lambda d: plan(d[d["model"] == "m1"], k=1, by=(), tasks=[10], trials=[4]),
+        ):
+            pd.testing.assert_frame_equal(run(table), run(df))
+
+
+def test_summarize_counts_the_trials_once(monkeypatch) -> None:
+    """The infra_error sensitivity columns come from the same counts (no second pass over the trials)."""
+    calls = []
+    count_trials = counts_module._count_trials
+
+    def spy(*args, **kwargs):
+        calls.append(args[1:])
+        return count_trials(*args, **kwargs)
+
+    monkeypatch.setattr(counts_module, "_count_trials", spy)
+    out = summarize(suite(3), k=2, by=BY, n_boot=0)
+    assert out["pass^k_infra_fail"].notna().any()  # there were infra errors to bound
+    assert calls == [(BY, "exclude")]
+
+
+# ---- curve: every k in one pass ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["korn-graubard", "t", "bootstrap"])
+@pytest.mark.parametrize("by", [BY, ("model",), (*BY, "task")])
+def test_curve_equals_summarize_at_every_k(method: str, by: tuple[str, ...]) -> None:
+    """Values exactly; intervals from the same draw (bootstrap: one draw per covered-task count,
+    shared by every k; equal up to the matrix product's rounding)."""
+    df = suite(4)
+    options = {"by": by, "n_boot": 300, "seed": 7, "method": method}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = curve(df, **options)
+        ks = sorted(set(got["k"]))
+        assert ks == list(range(1, 13 if by == ("model",) else 7))  # by model: two prompts pooled
+        assert got["partial"].any()  # the short task drops out at k = 4..6
+        for k in ks:
+            expected = summarize(df, k=k, **options)
+            for metric in METRICS:
+                rows = got[(got["k"] == k) & (got["metric"] == metric)].reset_index(drop=True)
+                np.testing.assert_array_equal(rows["value"], expected[metric])
+                np.testing.assert_array_equal(rows["se_fixed"], expected[f"{metric}_se_fixed"])
+                np.testing.assert_array_equal(rows["n_tasks_covered"], expected["n_tasks_covered"])
+                assert rows["ci_method"].tolist() == expected["ci_method"].tolist()
+                for end in ("lo", "hi"):
+                    if method == "bootstrap":
+                        np.testing.assert_allclose(
+                            rows[end], expected[f"{metric}_{end}"], rtol=1e-12, atol=1e-15
+                        )
+                    else:
+                        np.testing.assert_array_equal(rows[end], expected[f"{metric}_{end}"])
+
+
+def test_curve_draws_the_bootstrap_once_for_all_k(monkeypatch) -> None:
+    """Every k covering the same tasks shares one resampling (one interval call), not one per k."""
+    from passk_nb.stats import summary as summary_module
+
+    calls = []
+    population_interval = summary_module.population_interval
+
+    def spy(*args, **kwargs):
+        calls.append(args[1].shape)
+        return population_interval(*args, **kwargs)
+
+    monkeypatch.setattr(summary_module, "population_interval", spy)
+    df = suite(5, trials=10, infra=0.0)
+    df = df[df["task"] != "t00"]  # every task has 10 trials: every k covers every task
+    curve(df, ks=range(1, 11), by=BY, n_boot=200, method="bootstrap")
+    assert len(calls) == 1 and calls[0][1] == 10 * len(METRICS)  # one call, all k side by side
+
+
+# ---- flips: every task's exact test at once ------------------------------------------------------
+
+
+def scipy_flips(df: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
+    """The per-task scipy loop flips() replaced: p-value, min_p and Tarone's screen per task."""
+    table = counts(df, by=BY)
+    a = table[table["prompt_hash"] == "p1"]
+    b = table[table["prompt_hash"] == "p2"]
+    paired = a.merge(b, on=["model", "task"], suffixes=("_a", "_b"))
+    paired = paired[(paired["n_a"] > 0) & (paired["n_b"] > 0)].sort_values(["model", "task"])
+
+    def fisher(c_a: int, n_a: int, c_b: int, n_b: int) -> float:
+        return float(sps.fisher_exact([[c_a, n_a - c_a], [c_b, n_b - c_b]], alternative="two-sided").pvalue)
+
+    rows = []
+    for c_a, n_a, c_b, n_b in paired[["c_a", "n_a", "c_b", "n_b"]].to_numpy():
+        s = c_a + c_b
+        reachable = min(fisher(x, n_a, s - x, n_b) for x in range(max(0, s - n_b), min(n_a, s) + 1))
+        rows.append((fisher(c_a, n_a, c_b, n_b), fisher(n_a, n_a, 0, n_b), reachable <= alpha))
+    return pd.DataFrame(rows, columns=["p_value", "min_p", "tested"])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_flips_p_values_equal_the_scipy_loop(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for t in range(60):
+        p_a = rng.random()
+        p_b = p_a if rng.random() < 0.7 else rng.random()
+        for prompt, p, n in (("p1", p_a, rng.integers(1, 13)), ("p2", p_b, rng.integers(1, 13))):
+            for i in range(n):
+                passed = bool(rng.random() < p)
+                rows.append(
+                    {
+                        "model": "m",
+                        "prompt_hash": prompt,
+                        "task": f"t{t:02d}",
+                        "trial": i,
+                        "run_id": prompt,
+                        "passed": passed,
+                        "outcome": "pass" if passed else "wrong_state",
+                    }
+                )
+    df = pd.DataFrame(rows)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = flips(df, a="p1", b="p2", by=("model",))
+    expected = scipy_flips(df)
+    np.testing.assert_allclose(got["p_value"], expected["p_value"], rtol=1e-12, atol=0)
+    np.testing.assert_allclose(got["min_p"], expected["min_p"], rtol=1e-12, atol=0)
+    np.testing.assert_array_equal(got["tested"], expected["tested"])
