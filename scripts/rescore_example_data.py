@@ -53,9 +53,9 @@ def rescore_run(run_dir: Path, out_root: Path) -> tuple[str, pd.DataFrame]:
     frame["json_mode"] = spec.json_mode
     frame["config"] = spec.config
     frame["run_id"] = spec.run_id
-    for column, default in DEFAULTS.items():
+    for column in COLUMNS:  # columns added since the records were written: their default, or null
         if column not in frame.columns:
-            frame[column] = default
+            frame[column] = DEFAULTS.get(column)
     graded = regrade(frame)
     kept = graded[list(COLUMNS)].astype(object)
     records = kept.where(kept.notna(), None).to_dict("records")

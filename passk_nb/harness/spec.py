@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from passk_nb.data.ids import spec_hash
+from passk_nb.data.ids import content_id, spec_hash
 from passk_nb.data.store import read_specs
 from passk_nb.harness.suites.base import Suite
 
@@ -45,7 +45,7 @@ CONFIG_DEFAULTS: dict[str, Any] = {
 }
 #: How a field reads in the ``config`` label.
 _CONFIG_NAMES = {"seed": "backend_seed", "json_mode": "json", "fingerprint": "agent"}
-#: Settings the label leaves out because another field says it already.
+#: Settings the label names by :func:`schema_label` instead of their value.
 _NOT_IN_LABEL = frozenset({"json_schema"})
 JSON_MODES: tuple[str, ...] = ("off", "json", "schema")
 
@@ -89,12 +89,40 @@ class RunSpec:
             for key, default in CONFIG_DEFAULTS.items()
             if fields[key] != default
         ]
+        schema = schema_label(self.suite, self.settings.get("json_schema"))
+        parts += [f"schema={schema}"] if schema else []
         parts += [
             f"{_CONFIG_NAMES.get(key, key)}={value}"
             for key, value in sorted(self.settings.items())
             if key not in _NOT_IN_LABEL and value is not None
         ]
         return ", ".join(parts) or "default"
+
+
+def schema_label(suite: str, json_schema: Any) -> str | None:
+    """How the ``config`` label names the schema a run constrained replies to.
+
+    Nothing for the suite's own action schema (``json=schema`` says it), ``generic`` for the
+    generic action schema (``json_schema=True``), else the schema's hash: runs constrained to
+    different schemas get different labels, so an analysis never pools them.
+
+    >>> schema_label("orders", True), schema_label("orders", "sha256:ff419ebbeba4")
+    ('generic', 'ff419ebbeba4')
+    >>> from passk_nb.harness.suites import get_suite
+    >>> schema_label("orders", "sha256:" + content_id(get_suite("orders").action_schema())) is None
+    True
+    """
+    if json_schema is True:
+        return "generic"
+    if not isinstance(json_schema, str):
+        return None
+    from passk_nb.harness.suites import get_suite
+
+    try:
+        own = "sha256:" + content_id(get_suite(suite).action_schema())
+    except ValueError:  # a suite this process cannot import: name the schema by its hash
+        own = None
+    return None if json_schema == own else json_schema.removeprefix("sha256:")
 
 
 def identity_settings(provider_meta: dict[str, Any]) -> dict[str, Any]:

@@ -4,6 +4,7 @@ import json
 import random
 import warnings
 
+import pandas
 import pytest
 
 import passk_nb
@@ -162,3 +163,26 @@ def test_a_function_that_refers_to_itself_has_a_fingerprint():
 
     counter.calls = 0
     assert len(fingerprint(counter)) == 12
+
+
+def test_runs_constrained_to_different_schemas_get_different_labels():
+    # json_schema=True (the generic action schema), the suite's own schema and a custom one were
+    # all labelled "json=schema" once, so loading them together pooled them in every analysis
+    from passk_nb.data.ids import content_id
+
+    own = "sha256:" + content_id(passk_nb.get_suite("orders").action_schema())
+    labels = {
+        name: RunSpec("orders", "openai", "m", None, "p", 0.7, 0, "schema", 6, 2, {"json_schema": s}).config
+        for name, s in (("generic", True), ("own", own), ("custom", "sha256:0123456789ab"))
+    }
+    assert labels["own"] == "temperature=0.7, json=schema, max_turns=6"
+    assert labels["generic"] == "temperature=0.7, json=schema, max_turns=6, schema=generic"
+    assert labels["custom"] == "temperature=0.7, json=schema, max_turns=6, schema=0123456789ab"
+    df = pandas.DataFrame(
+        [
+            {"suite": "orders", "task": "t", "trial": i, "config": label, "passed": True, "outcome": "pass"}
+            for label in labels.values()
+            for i in range(2)
+        ]
+    )
+    assert len(passk_nb.summarize(df, k=1, n_boot=0)) == 3
