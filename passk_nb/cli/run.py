@@ -25,6 +25,7 @@ _EPILOG_RUN = """examples:
   passk run --provider scripted --trials 3 --k 2
   passk run --provider ollama --model llama3.1:8b --trials 4 --k 2
   passk run --provider openai --base-url http://127.0.0.1:8080 --model local --prompt strict
+  passk run --provider ollama --model llama3.1:8b --protocol native   # the API's own tool calling
 Records go to OUT/<run_id>/ as parquet; re-running the same spec resumes (only missing trials run)."""
 
 
@@ -77,6 +78,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         action="store_true",
         help="ask the backend for JSON-constrained output (ollama, openai, llama-cpp; changes what is "
         "measured; recorded)",
+    )
+    p.add_argument(
+        "--protocol",
+        choices=("json", "native"),
+        default="json",
+        help="how the agent calls tools: json (the JSON action protocol, any backend) or native (the "
+        "API's own tool calling: openai, anthropic, ollama, scripted); part of the run id (default: json)",
     )
     backend = p.add_argument_group("backend options (network backends; given only when set)")
     backend.add_argument(
@@ -195,6 +203,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         max_turns=args.max_turns,
         max_format_errors=args.max_format_errors,
         json_mode="schema" if args.json_schema else "json" if args.json_mode else "off",
+        protocol=args.protocol,
         progress=show_progress(args),
         trial_timeout=args.trial_timeout,
         **options,

@@ -55,6 +55,11 @@ _SPEC: dict[str, tuple[pa.DataType, str, str]] = {
     "temperature": (pa.float64(), "float64", "sampling temperature (NaN: backend default)"),
     "seed": (pa.int64(), "Int64", "per-trial seed given to the backend"),
     "json_mode": (pa.string(), "str", "output constraint asked of the backend: off, json or schema"),
+    "protocol": (
+        pa.string(),
+        "str",
+        "how the agent calls tools: json (the JSON action protocol) or native (the API's tool calling)",
+    ),
     "config": (
         pa.string(),
         "str",
@@ -107,6 +112,7 @@ DEFAULTS: dict[str, Any] = {
     "prompt_hash": "",
     "prompt_name": "",
     "json_mode": "off",
+    "protocol": "json",
     "config": "default",
     "false_claims": "[]",
     "state_ok": False,
