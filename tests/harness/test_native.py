@@ -378,3 +378,113 @@ def test_native_transcripts_render_calls_and_results():
     assert "get_order" in html and "refund_order" in html and "call_1" in html
     kinds = [e["kind"] for e in json.loads(row["transcript"])]
     assert kinds == ["task", "reply", "tool_result", "reply", "tool_result", "reply"]
+
+
+# -- reading replies: what each API may send ----------------------------------------------------------
+
+
+def test_openai_reader_takes_what_servers_send_and_refuses_what_is_not_a_reply():
+    from passk_nb.harness.providers.base import ProviderError
+    from passk_nb.harness.providers.openai import OpenAIProvider
+
+    read = OpenAIProvider.read_native_reply
+    no_id = {
+        "choices": [
+            {"message": {"content": None, "tool_calls": [{"function": {"name": "f", "arguments": {}}}]}}
+        ]
+    }
+    reply = read(no_id)
+    assert reply.text == "" and [(c.id, c.name, c.arguments) for c in reply.tool_calls] == [
+        ("call_0", "f", {})
+    ]
+    assert read({"choices": [{"message": {"content": "Done."}}]}).tool_calls == []
+    for broken, message in [
+        ({"choices": []}, "has no choices.0.message"),
+        ({"choices": [{"message": {"content": None}}]}, "neither choices.0.message.content"),
+        ({"choices": [{"message": {"content": "", "tool_calls": "f()"}}]}, "not a list of objects"),
+    ]:
+        with pytest.raises(ProviderError, match=message):
+            read(broken)
+
+
+def test_ollama_reader_and_arguments_sent_back_as_objects():
+    from passk_nb.harness.protocol import NativeCall, parse_native_call
+    from passk_nb.harness.providers.base import ProviderError
+    from passk_nb.harness.providers.ollama import OllamaProvider, ollama_messages
+
+    reply = OllamaProvider.read_native_reply(
+        {
+            "message": {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {"function": {"name": "get_order", "arguments": '{"order_id": "O1"}'}},
+                    {"function": {"name": "get_order", "arguments": {"order_id": "O2"}}},
+                ],
+            },
+            "prompt_eval_count": 3,
+            "eval_count": 2,
+        }
+    )
+    assert [c.id for c in reply.tool_calls] == ["call_0", "call_1"] and reply.input_tokens == 3
+    assert [parse_native_call(c).args for c in reply.tool_calls] == [{"order_id": "O1"}, {"order_id": "O2"}]
+    sent = ollama_messages(
+        [
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [*reply.tool_calls, NativeCall("call_2", "get_order", "not json")],
+            }
+        ]
+    )
+    assert [c["function"]["arguments"] for c in sent[0]["tool_calls"]] == [
+        {"order_id": "O1"},
+        {"order_id": "O2"},
+        {},
+    ]
+    with pytest.raises(ProviderError, match="neither message.content"):
+        OllamaProvider.read_native_reply({"message": {"role": "assistant"}})
+
+
+def test_anthropic_native_conversation_merges_results_and_leaves_out_empty_turns():
+    from passk_nb.harness.protocol import NativeCall
+    from passk_nb.harness.providers.anthropic import to_anthropic_native
+
+    a, b = NativeCall("toolu_a", "get_order", {"order_id": "O1"}), NativeCall("toolu_b", "f", "{")
+    system, turns = to_anthropic_native(
+        [
+            {"role": "system", "content": "S"},
+            {"role": "user", "content": "Hi"},
+            {"role": "assistant", "content": "", "tool_calls": []},
+            {"role": "user", "content": "Format error: empty reply"},
+            {"role": "assistant", "content": "Checking.", "tool_calls": [a, b]},
+            {
+                "role": "tool",
+                "tool_call_id": "toolu_a",
+                "name": "get_order",
+                "content": "{}",
+                "is_error": False,
+            },
+            {"role": "tool", "tool_call_id": "toolu_b", "name": "f", "content": "bad", "is_error": True},
+        ]
+    )
+    assert system == "S" and [t["role"] for t in turns] == ["user", "assistant", "user"]
+    assert [blk["text"] for blk in turns[0]["content"]] == ["Hi", "Format error: empty reply"]
+    assert turns[1]["content"][2] == {"type": "tool_use", "id": "toolu_b", "name": "f", "input": {}}
+    assert [(blk["tool_use_id"], blk["is_error"]) for blk in turns[2]["content"]] == [
+        ("toolu_a", False),
+        ("toolu_b", True),
+    ]
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    ["[" * 100_000, '{"a": NaN}', "\ud83d", 12, None, "", "   "],
+)
+def test_parse_native_call_never_raises(arguments):
+    from passk_nb.harness.protocol import FormatError, NativeCall, ToolCall, parse_native_call
+
+    result = parse_native_call(NativeCall("c", "get_order", arguments))
+    assert isinstance(result, FormatError | ToolCall)
+    if arguments in (None, "", "   "):
+        assert result == ToolCall("get_order", {})

@@ -114,7 +114,8 @@ def _blocks(m: Message) -> list[dict[str, Any]]:
 def to_anthropic_native(messages: list[Message]) -> tuple[str | None, list[dict[str, Any]]]:
     """Like :func:`to_anthropic_messages` for native tool calling: every turn's content is a list of
     blocks; an assistant turn's calls are ``tool_use`` blocks, and results (role ``tool``) are
-    ``tool_result`` blocks of a user turn, merged with any user text that follows.
+    ``tool_result`` blocks of a user turn, merged with any user text that follows. An empty turn (a
+    reply with neither text nor calls) is left out: the API refuses empty content.
 
     >>> call = NativeCall("toolu_1", "get_order", {"order_id": "O1"})
     >>> system, turns = to_anthropic_native([
@@ -132,6 +133,8 @@ def to_anthropic_native(messages: list[Message]) -> tuple[str | None, list[dict[
             continue
         role = "user" if m["role"] == "tool" else m["role"]
         blocks = _blocks(m)
+        if not blocks:  # an empty reply: the API takes no empty turn, and the feedback follows anyway
+            continue
         if turns and turns[-1]["role"] == role:
             turns[-1]["content"].extend(blocks)
         else:
