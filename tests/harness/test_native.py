@@ -488,3 +488,22 @@ def test_parse_native_call_never_raises(arguments):
     assert isinstance(result, FormatError | ToolCall)
     if arguments in (None, "", "   "):
         assert result == ToolCall("get_order", {})
+
+
+def test_native_transcripts_regrade_to_the_same_verdicts(tmp_path):
+    script = {
+        TASK: [
+            calls(
+                ("get_order", '{"order_id": "O1001"}'),
+                ("refund_order", '{"order_id": "O1001", "amount": 79.99}'),
+            ),
+            {"answer": "Refunded $79.99 for order O1001."},
+        ],
+        "cancel-pending-lookup": [calls(("cancel_order", '{"order_id": "O1003"}')), {"answer": "Done."}],
+    }
+    df = passk_nb.run(
+        ScriptedProvider(scripts=script), trials=1, out=tmp_path, progress=False, protocol="native"
+    )
+    again = passk_nb.regrade(df)
+    assert not again["regrade_changed"].any()
+    assert (again["outcome"] == df["outcome"]).all() and df["outcome"].eq("pass").sum() >= 4
