@@ -72,7 +72,7 @@ _SPEC: dict[str, tuple[pa.DataType, str, str]] = {
     "n_turns": (pa.int64(), "int64", "model replies in the trial"),
     "n_tool_calls": (pa.int64(), "int64", "tool calls the model made"),
     "n_tool_errors": (pa.int64(), "int64", "tool calls that returned an error"),
-    "n_format_errors": (pa.int64(), "int64", "replies that broke the action protocol"),
+    "n_format_errors": (pa.int64(), "int64", "replies (native: tool calls) that broke the protocol"),
     "attempts": (pa.int64(), "int64", "backend requests, retries included"),
     "input_tokens": (pa.int64(), "Int64", "prompt tokens reported by the backend"),
     "output_tokens": (pa.int64(), "Int64", "completion tokens reported by the backend"),

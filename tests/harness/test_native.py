@@ -82,6 +82,10 @@ def test_every_task_passes_natively_through_each_wire_format(wire, tmp_path):
                 }
                 for d in definitions
             ]
+            if wire == "openai":
+                assert body["tool_choice"] == "auto"
+            else:
+                assert "tool_choice" not in body
             system = body["messages"][0]
             assert system["role"] == "system" and NATIVE_PROTOCOL_TEXT in system["content"]
             assert "Reply protocol" not in system["content"]

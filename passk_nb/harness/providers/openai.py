@@ -8,7 +8,8 @@ with ``json_schema=True``: llama.cpp's form of schema-constrained output).
 Reads ``choices[0].message.content`` and the token counts in ``usage``.
 
 Native tool calling (``run(protocol="native")``): the suite's tools go out as
-``tools: [{"type": "function", "function": {name, description, parameters}}]``;
+``tools: [{"type": "function", "function": {name, description, parameters}}]``
+with ``tool_choice: "auto"``;
 the reply's ``choices[0].message.tool_calls`` (``id``, ``type``,
 ``function.name``, ``function.arguments`` as a JSON string) are the calls, an
 assistant turn goes back with its ``tool_calls`` as received, and each result as
@@ -149,6 +150,9 @@ class OpenAIProvider(HTTPProvider):
             **self.request_body(messages),
             "messages": openai_messages(messages),
             "tools": openai_tools(tools),
+            # the API's default with tools, said explicitly: llama_cpp.server's function-calling
+            # chat formats ignore the tools without it
+            "tool_choice": "auto",
         }
         reply, attempts = self.post_json(self.path, body, self.read_native_reply)
         reply.attempts = attempts
