@@ -88,7 +88,9 @@ def openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
                 }
                 for c in m["tool_calls"]
             ]
-            out.append({"role": "assistant", "content": m["content"] or None, "tool_calls": calls})
+            # no text: no content field (the API allows it; llama_cpp.server refuses content: null)
+            turn = {"role": "assistant", **({"content": m["content"]} if m["content"] else {})}
+            out.append({**turn, "tool_calls": calls})
         else:
             out.append({"role": m["role"], "content": m["content"]})
     return out
