@@ -29,6 +29,7 @@ _EPILOG_RUN = """examples:
   passk run --provider openai --base-url http://127.0.0.1:8080 --model local --prompt strict
   passk run --provider openai --base-url http://vllm:8000 --model m --concurrency 256 --rate-limit 600rpm \
       --shard 1/4 --out /shared/runs     (machine 1 of 4; the others run --shard 2/4 ... 4/4)
+  passk run --provider ollama --model llama3.1:8b --protocol native   # the API's own tool calling
 Records go to OUT/<run_id>/ as parquet; re-running the same spec resumes (only missing trials run)."""
 
 
@@ -96,6 +97,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         action="store_true",
         help="ask the backend for JSON-constrained output (ollama, openai, llama-cpp; changes what is "
         "measured; recorded)",
+    )
+    p.add_argument(
+        "--protocol",
+        choices=("json", "native"),
+        default="json",
+        help="how the agent calls tools: json (the JSON action protocol, any backend) or native (the "
+        "API's own tool calling: openai, anthropic, ollama, scripted); part of the run id (default: json)",
     )
     backend = p.add_argument_group("backend options (network backends; given only when set)")
     backend.add_argument(
@@ -235,6 +243,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         max_turns=args.max_turns,
         max_format_errors=args.max_format_errors,
         json_mode="schema" if args.json_schema else "json" if args.json_mode else "off",
+        protocol=args.protocol,
         progress=show_progress(args),
         trial_timeout=args.trial_timeout,
         rate_limit=args.rate_limit,

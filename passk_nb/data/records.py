@@ -55,6 +55,11 @@ _SPEC: dict[str, tuple[pa.DataType, str, str]] = {
     "temperature": (pa.float64(), "float64", "sampling temperature (NaN: backend default)"),
     "seed": (pa.int64(), "Int64", "per-trial seed given to the backend"),
     "json_mode": (pa.string(), "str", "output constraint asked of the backend: off, json or schema"),
+    "protocol": (
+        pa.string(),
+        "str",
+        "how the agent calls tools: json (the JSON action protocol) or native (the API's tool calling)",
+    ),
     "config": (
         pa.string(),
         "str",
@@ -67,7 +72,7 @@ _SPEC: dict[str, tuple[pa.DataType, str, str]] = {
     "n_turns": (pa.int64(), "int64", "model replies in the trial"),
     "n_tool_calls": (pa.int64(), "int64", "tool calls the model made"),
     "n_tool_errors": (pa.int64(), "int64", "tool calls that returned an error"),
-    "n_format_errors": (pa.int64(), "int64", "replies that broke the action protocol"),
+    "n_format_errors": (pa.int64(), "int64", "replies (native: tool calls) that broke the protocol"),
     "attempts": (pa.int64(), "int64", "backend requests, retries included"),
     "input_tokens": (pa.int64(), "Int64", "prompt tokens reported by the backend"),
     "output_tokens": (pa.int64(), "Int64", "completion tokens reported by the backend"),
@@ -107,6 +112,7 @@ DEFAULTS: dict[str, Any] = {
     "prompt_hash": "",
     "prompt_name": "",
     "json_mode": "off",
+    "protocol": "json",
     "config": "default",
     "false_claims": "[]",
     "state_ok": False,

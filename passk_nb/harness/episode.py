@@ -22,7 +22,17 @@ from typing import Any
 
 from passk_nb.data.transcript import MAX_STORED_CHARS, cap_text, transcript_entry
 from passk_nb.harness.grading import judge, tool_result_text
-from passk_nb.harness.protocol import PROTOCOL_EXAMPLE, Answer, FormatError, ToolCall, parse_action
+from passk_nb.harness.protocol import (
+    NATIVE_EXAMPLE,
+    PROTOCOL_EXAMPLE,
+    PROTOCOLS,
+    Answer,
+    FormatError,
+    NativeCall,
+    ToolCall,
+    parse_action,
+    parse_native_call,
+)
 from passk_nb.harness.providers.base import AgentError, ChatProvider, Message, Reply
 from passk_nb.harness.suites.base import Suite, Task, diff_states
 
@@ -42,6 +52,12 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str, allow_nan=True)
 
 
+def _native_entry_content(text: str, call: NativeCall) -> str:
+    """What a native reply said, for the transcript: its text, then the call exactly as received."""
+    raw = {"id": call.id, "name": call.name, "arguments": call.arguments}
+    return (text + "\n" if text else "") + _json(raw)
+
+
 def run_episode(
     suite: Suite,
     task: Task,
@@ -50,6 +66,7 @@ def run_episode(
     system_prompt: str,
     max_turns: int = 10,
     max_format_errors: int = 2,
+    protocol: str = "json",
 ) -> dict[str, Any]:
     """Run one trial of ``task`` with ``provider`` and return its record fields.
 
@@ -60,7 +77,19 @@ def run_episode(
     ``max_format_errors``: the trial ends as ``format_error`` when this many
     replies broke the protocol; before that, each bad reply is answered with a
     message saying what was wrong.
+
+    ``protocol="native"``: the provider's native tool calling (``chat_native``)
+    instead of the JSON action protocol. Each tool call of a reply runs in order
+    and its result goes back as the API's tool result; a reply without tool
+    calls answers with its text. A call whose arguments are not a JSON object is
+    a format error (answered as that call's result), an unknown tool or a bad
+    argument a tool error: the same outcomes as under the JSON protocol. Each
+    call is its own ``reply`` entry in the transcript (with ``tool_call_id``).
     """
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol must be one of {list(PROTOCOLS)}, got {protocol!r}")
+    native = protocol == "native"
+    tools = suite.tool_definitions() if native else []
     env = suite.make_env()
     before = env.snapshot()
     messages: list[Message] = [
@@ -77,6 +106,25 @@ def run_episode(
     error: str | None = None
     started_at = dt.datetime.now(dt.UTC)
     t0 = time.perf_counter()
+    example = NATIVE_EXAMPLE if native else f"reply with exactly one JSON object: {PROTOCOL_EXAMPLE}"
+
+    def format_error(message: str) -> bool:
+        """Count one format error; True when it ends the trial."""
+        nonlocal outcome, error
+        counts["n_format_errors"] += 1
+        if counts["n_format_errors"] >= max_format_errors:
+            outcome, error = "format_error", message
+            return True
+        return False
+
+    def run_tool(action: ToolCall) -> tuple[str, bool]:
+        """Run one call: ``(result as JSON, whether it is an error)``."""
+        counts["n_tool_calls"] += 1
+        result = env.try_call(action.tool, action.args)
+        seen.append(tool_result_text(result))
+        is_error = "error" in result
+        counts["n_tool_errors"] += is_error
+        return _json(result), is_error
 
     while outcome is None:
         if counts["n_turns"] >= max_turns:
@@ -84,7 +132,10 @@ def run_episode(
             break
         t_call = time.perf_counter()
         try:
-            raw = provider.chat(list(messages))
+            if native:
+                raw = provider.chat_native(list(messages), tools)  # type: ignore[attr-defined]
+            else:
+                raw = provider.chat(list(messages))
         except AgentError as exc:  # the user's own agent code raised: the agent's failure
             counts["attempts"] += 1
             outcome, error = "agent_error", f"{exc}\n{exc.details}".strip()
@@ -104,21 +155,63 @@ def run_episode(
                 tokens[key] = (tokens[key] or 0) + int(value)
         meta.update(reply.meta)
         text = reply.text if isinstance(reply.text, str) else repr(reply.text)
-        action = parse_action(reply.text)
-        messages.append({"role": "assistant", "content": text})
         latency = round(time.perf_counter() - t_call, 6)
 
+        if native and reply.tool_calls:
+            messages.append({"role": "assistant", "content": text, "tool_calls": list(reply.tool_calls)})
+            for i, call in enumerate(reply.tool_calls):
+                content = _native_entry_content(text if i == 0 else "", call)
+                where = {"tool_call_id": call.id, **({"call_index": i} if len(reply.tool_calls) > 1 else {})}
+                step = {"latency_s": latency} if i == 0 else {}
+                parsed = parse_native_call(call)
+                if isinstance(parsed, FormatError):
+                    transcript.append(
+                        transcript_entry(
+                            "reply", "assistant", content, format_error=parsed.message, **where, **step
+                        )
+                    )
+                    if format_error(parsed.message):
+                        break
+                    result_text, is_error = _json({"error": f"Format error: {parsed.message}"}), True
+                else:
+                    transcript.append(
+                        transcript_entry(
+                            "reply", "assistant", content, action=_action_dict(parsed), **where, **step
+                        )
+                    )
+                    result_text, is_error = run_tool(parsed)
+                name = call.name[:80] if isinstance(call.name, str) else ""
+                messages.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": call.id,
+                        "name": name,
+                        "content": result_text,
+                        "is_error": is_error,
+                    }
+                )
+                transcript.append(
+                    transcript_entry(
+                        "tool_result", "tool", result_text, tool=name, error=is_error, tool_call_id=call.id
+                    )
+                )
+            continue
+
+        if native:
+            action: ToolCall | Answer | FormatError = (
+                Answer(text) if text.strip() else FormatError("empty reply: no tool call and no text")
+            )
+        else:
+            action = parse_action(reply.text)
+        messages.append({"role": "assistant", "content": text})
+
         if isinstance(action, FormatError):
-            counts["n_format_errors"] += 1
             transcript.append(
                 transcript_entry("reply", "assistant", text, format_error=action.message, latency_s=latency)
             )
-            if counts["n_format_errors"] >= max_format_errors:
-                outcome, error = "format_error", action.message
+            if format_error(action.message):
                 break
-            feedback = (
-                f"Format error: {action.message}. Reply with exactly one JSON object: {PROTOCOL_EXAMPLE}"
-            )
+            feedback = f"Format error: {action.message}. {example[0].upper()}{example[1:]}"
             messages.append({"role": "user", "content": feedback})
             transcript.append(transcript_entry("format_feedback", "user", feedback))
             continue
@@ -129,12 +222,8 @@ def run_episode(
         if isinstance(action, Answer):
             final_answer = action.text
             break
-        counts["n_tool_calls"] += 1
-        result = env.try_call(action.tool, action.args)
-        seen.append(tool_result_text(result))
-        is_error = "error" in result
-        counts["n_tool_errors"] += is_error
-        tool_message = f"Tool result ({action.tool[:80]}): {_json(result)}"
+        result_text, is_error = run_tool(action)
+        tool_message = f"Tool result ({action.tool[:80]}): {result_text}"
         messages.append({"role": "user", "content": tool_message})
         transcript.append(
             transcript_entry("tool_result", "user", tool_message, tool=action.tool[:80], error=is_error)

@@ -23,7 +23,24 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ToolCall", "Answer", "FormatError", "Action", "parse_action", "PROTOCOL_EXAMPLE", "ACTION_SCHEMA"]
+__all__ = [
+    "ToolCall",
+    "Answer",
+    "FormatError",
+    "Action",
+    "parse_action",
+    "PROTOCOL_EXAMPLE",
+    "ACTION_SCHEMA",
+    "PROTOCOLS",
+    "NativeCall",
+    "parse_native_call",
+    "NATIVE_EXAMPLE",
+]
+
+#: How the agent calls tools: ``json``, the JSON action protocol of this module (any backend), or
+#: ``native``, the API's own tool calling (OpenAI ``tool_calls``, Anthropic ``tool_use``, Ollama
+#: ``tools``): the suite's tools go out as tool definitions and calls come back as structured data.
+PROTOCOLS: tuple[str, ...] = ("json", "native")
 
 PROTOCOL_EXAMPLE = '{"tool": "get_order", "args": {"order_id": "O1001"}} or {"answer": "..."}'
 
@@ -188,3 +205,54 @@ def parse_action(text: str) -> Action:
         return FormatError("invalid JSON: nested too deeply")
     except Exception as exc:  # the contract is "never raises"
         return FormatError(f"unparseable reply: {type(exc).__name__}: {exc}")
+
+
+NATIVE_EXAMPLE = "call one of the tools with a JSON object of arguments, or reply in plain text to answer"
+
+
+@dataclass(frozen=True)
+class NativeCall:
+    """One tool call as a backend's native tool calling returned it.
+
+    ``id`` is the API's call id (made up as ``call_<n>`` where the API gives none, as Ollama's
+    does not); ``arguments`` is kept exactly as received: a JSON string (OpenAI) or an object
+    (Anthropic, Ollama), so that the conversation sent back echoes it unchanged.
+    """
+
+    id: str
+    name: str
+    arguments: Any
+
+
+def parse_native_call(call: NativeCall) -> ToolCall | FormatError:
+    """A native tool call as a :class:`ToolCall`, or the :class:`FormatError` the JSON protocol
+    gives for the same mistake (arguments that are not JSON, or not an object; no tool name).
+
+    An unknown tool or arguments of the wrong type are not format errors here either: the tool
+    rejects them (a tool error), as it does for the JSON protocol. Never raises.
+
+    >>> parse_native_call(NativeCall("call_1", "get_order", '{"order_id": "O1001"}'))
+    ToolCall(tool='get_order', args={'order_id': 'O1001'})
+    >>> parse_native_call(NativeCall("call_2", "get_order", '{"order_id": ')).message
+    'invalid JSON in the arguments of get_order: Expecting value: line 1 column 13 (char 12)'
+    >>> parse_native_call(NativeCall("toolu_1", "get_order", ["O1001"])).message
+    'the arguments of get_order must be a JSON object, got list'
+    """
+    name = call.name
+    if not isinstance(name, str) or not name.strip():
+        return FormatError("a tool call without a tool name: name one of the tools")
+    shown = name[:80]
+    args = call.arguments
+    if args is None or (isinstance(args, str) and not args.strip()):
+        args = {}  # a call of a tool without arguments may carry none
+    if isinstance(args, str):
+        try:
+            args = _DECODER.decode(args.strip())
+        except RecursionError:
+            return FormatError(f"invalid JSON in the arguments of {shown}: nested too deeply")
+        except ValueError as exc:
+            return FormatError(f"invalid JSON in the arguments of {shown}: {exc}")
+    if not isinstance(args, dict):
+        kind = "null" if args is None else type(args).__name__
+        return FormatError(f"the arguments of {shown} must be a JSON object, got {kind}")
+    return ToolCall(name, args)

@@ -17,7 +17,6 @@ import json
 import logging
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -38,18 +37,20 @@ from passk_nb.harness.arguments import (
 from passk_nb.harness.batch import execute_trials, load_trials
 from passk_nb.harness.episode import run_episode
 from passk_nb.harness.pacing import Paced, RateLimit, RateLimiter
-from passk_nb.harness.providers import BaseProvider, make_provider
+from passk_nb.harness.providers import NATIVE_PROVIDERS, BaseProvider, make_provider
 from passk_nb.harness.shards import parse_shard, select_shard
 from passk_nb.harness.spec import (
     RunSpec,
     identity_settings,
     normalize_json_mode,
+    normalize_protocol,
     normalize_temperature,
     note_changes,
     resolve_prompt,
 )
 from passk_nb.harness.suites import get_suite
 from passk_nb.harness.suites.base import Suite
+from passk_nb.harness.suites.build import native_prompt
 
 log = logging.getLogger("passk_nb")
 
@@ -116,6 +117,7 @@ def run(
     max_turns: int = 10,
     max_format_errors: int = 2,
     json_mode: bool | str = "off",
+    protocol: str = "json",
     progress: bool = True,
     on_record: Callable[[dict[str, Any]], None] | None = None,
     trial_timeout: float | None = None,
@@ -131,6 +133,16 @@ def run(
     prompt name of the suite (``"default"``, ``"strict"``) or the full system
     prompt text. ``json_mode``: ``"off"``, ``"json"`` (or True) or ``"schema"``
     (replies constrained to the action protocol's JSON Schema).
+
+    ``protocol``: ``"json"`` (the JSON action protocol: tools listed in the system
+    prompt, every reply one JSON object) or ``"native"``: the backend's own tool
+    calling (``openai``, ``anthropic``, ``ollama``; ``scripted`` replays its scripts
+    that way). The suite's tools then go to the API as tool definitions, and the
+    prompt's JSON-protocol section is replaced by
+    :data:`~passk_nb.harness.suites.build.NATIVE_PROTOCOL_TEXT` (a prompt of your own
+    is sent as given). Checks, outcomes and records are the same; the protocol is
+    part of the run id and a record column, so the two protocols can be compared on
+    one model and the same tasks.
 
     Records go to ``out/<run_id>/`` as parquet. The run id is a hash of everything
     that decides what is measured (see :class:`~passk_nb.harness.spec.RunSpec`):
@@ -197,6 +209,14 @@ def run(
     check_text("prompt", text)
     temperature = normalize_temperature(temperature)
     mode = normalize_json_mode(json_mode)
+    protocol = normalize_protocol(protocol)
+    if protocol == "native":
+        if mode != "off":
+            raise ValueError(
+                f"json_mode={json_mode!r} constrains the JSON protocol's replies; with protocol='native' "
+                "the API's tool calling structures the calls: leave json_mode off"
+            )
+        text = native_prompt(the_suite.tools.values(), text)
 
     created = not isinstance(provider, BaseProvider)
     if isinstance(provider, str):
@@ -213,6 +233,13 @@ def run(
     if version is not None:
         provider_options["version"] = version
     backend = make_provider(provider, model, **provider_options)
+    if protocol == "native" and not backend.native_tools:
+        if created:
+            backend.close()
+        raise ValueError(
+            f"protocol='native' needs a backend with native tool calling ({', '.join(NATIVE_PROVIDERS)}); "
+            f"the {backend.name} provider has none: use protocol='json'"
+        )
     try:
         backend.check_prompt(text)
         backend.size_pool(concurrency)
@@ -229,6 +256,7 @@ def run(
             out=Path(out),
             max_turns=max_turns,
             max_format_errors=max_format_errors,
+            protocol=protocol,
             progress=progress,
             on_record=on_record,
             trial_timeout=trial_timeout,
@@ -253,6 +281,7 @@ def _run_trials(
     out: Path,
     max_turns: int,
     max_format_errors: int,
+    protocol: str,
     progress: bool,
     on_record: Callable[[dict[str, Any]], None] | None,
     trial_timeout: float | None,
@@ -271,6 +300,7 @@ def _run_trials(
         max_turns=max_turns,
         max_format_errors=max_format_errors,
         settings=identity_settings(described["provider_meta"]),
+        protocol=protocol,
     )
     run_id = spec.run_id
     base = {
@@ -281,6 +311,7 @@ def _run_trials(
         "prompt_name": prompt_name,
         "system_prompt": prompt_text,
         "temperature": temperature,
+        "protocol": protocol,
         "config": spec.config,
         "harness_version": __version__,
     }
@@ -291,11 +322,12 @@ def _run_trials(
     if done:
         log.info("run %s: %d trials already in %s, %d to run", run_id, len(done), out_dir, len(todo))
     if todo:
-        write_spec(out_dir, run_id, asdict(spec))
+        write_spec(out_dir, run_id, spec.identity())
     episode_options = {
         "system_prompt": prompt_text,
         "max_turns": max_turns,
         "max_format_errors": max_format_errors,
+        "protocol": protocol,
     }
     seed = backend_seed
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from passk_nb.data.ids import content_id, spec_hash
 from passk_nb.data.store import read_specs
+from passk_nb.harness.protocol import PROTOCOLS
 from passk_nb.harness.suites.base import Suite
 
 
@@ -42,6 +43,7 @@ CONFIG_DEFAULTS: dict[str, Any] = {
     "json_mode": "off",
     "max_turns": 10,
     "max_format_errors": 2,
+    "protocol": "json",
 }
 #: How a field reads in the ``config`` label.
 _CONFIG_NAMES = {"seed": "backend_seed", "json_mode": "json", "fingerprint": "agent"}
@@ -75,10 +77,27 @@ class RunSpec:
     max_turns: int
     max_format_errors: int
     settings: dict[str, Any]
+    #: How the agent calls tools (:data:`~passk_nb.harness.protocol.PROTOCOLS`). Left out of the
+    #: hash at its default, so the run ids of JSON-protocol runs are those they always had.
+    protocol: str = "json"
 
     @property
     def run_id(self) -> str:
-        return spec_hash(asdict(self))
+        """The hash of the spec; ``protocol="native"`` gives another id than ``"json"``.
+
+        >>> spec = RunSpec("orders", "ollama", "m", None, "abc", None, 0, "off", 10, 2, {})
+        >>> spec.run_id == RunSpec(**{**asdict(spec), "protocol": "native"}).run_id
+        False
+        """
+        return spec_hash(self.identity())
+
+    def identity(self) -> dict[str, Any]:
+        """The fields the run id hashes (and ``spec.json`` stores): all of them, ``protocol`` only
+        when it is not the default."""
+        fields = asdict(self)
+        if fields["protocol"] == CONFIG_DEFAULTS["protocol"]:
+            del fields["protocol"]
+        return fields
 
     @property
     def config(self) -> str:
@@ -154,6 +173,20 @@ def normalize_temperature(value: Any) -> float | None:
     return float(value)
 
 
+def normalize_protocol(value: Any) -> str:
+    """``"json"`` (the JSON action protocol) or ``"native"`` (the API's tool calling), checked.
+
+    >>> normalize_protocol("native")
+    'native'
+    """
+    if isinstance(value, str) and value in PROTOCOLS:
+        return value
+    raise ValueError(
+        f"protocol must be one of {list(PROTOCOLS)} (json: the JSON action protocol; native: the "
+        f"backend's own tool calling), got {value!r}"
+    )
+
+
 def normalize_json_mode(value: Any) -> str:
     """``"off"``, ``"json"`` or ``"schema"`` from a bool or one of those names.
 
@@ -175,7 +208,9 @@ def note_changes(out: Path, spec: RunSpec) -> None:
     mine = asdict(spec)
     same_except = {key for key in mine if key not in ("prompt_hash", "settings")}
     others = [
-        other for other in read_specs(out).values() if all(other.get(key) == mine[key] for key in same_except)
+        other
+        for other in read_specs(out).values()
+        if all(other.get(key, CONFIG_DEFAULTS.get(key)) == mine[key] for key in same_except)
     ]
     prompts = sorted(
         o["prompt_hash"]

@@ -8,6 +8,13 @@ receives (time, path, headers, JSON body), and can inject faults: an HTTP
 status with headers (429 + Retry-After, 500, 401 ...), a dropped connection, a
 hang, a body that is not JSON, a reply without the text field.
 
+A request that offers ``tools`` is answered in the API's native tool-calling
+format (OpenAI ``tool_calls`` with JSON-string arguments and ``call_…`` ids,
+Anthropic ``tool_use`` blocks with ``toolu_…`` ids, Ollama ``tool_calls`` with
+object arguments and no id): the step of the script becomes the calls, an
+answer the reply's text. ``server.issued_ids`` lists the call ids handed out,
+so a test can check that the next request echoes them.
+
 Faults come from ``server.faults`` (a list, consumed one per chat request) or
 from ``server.rule`` (a function of the request body returning a Fault or
 None). The Anthropic server also speaks the streaming Messages API
@@ -89,6 +96,16 @@ def _text_of(content: Any) -> str:
     return ""
 
 
+def _as_object(arguments: Any) -> Any:
+    """Arguments as an object for the wires that carry objects (JSON text decoded; other text kept)."""
+    if isinstance(arguments, str):
+        try:
+            return json.loads(arguments)
+        except ValueError:
+            return arguments
+    return arguments
+
+
 class _Server(ThreadingHTTPServer):
     request_queue_size = 1024  # hundreds of clients connect at once in the runner benchmark
 
@@ -106,6 +123,7 @@ class FakeServer:
         wire: str,
         *,
         suite: str = "orders",
+        scripts: dict[str, list[Any]] | None = None,
         flattened: bool = False,
         faults: list[Fault] | None = None,
         rule: Callable[[Any], Fault | None] | None = None,
@@ -127,7 +145,8 @@ class FakeServer:
         self.requests: list[Seen] = []
         self.body_bytes_sent = 0  # bytes of hostile bodies written so far
         self.hostile_body_done = threading.Event()  # a hostile body ended (the client stopped reading)
-        self.scripted = ScriptedProvider(suite=suite)
+        self.scripted = ScriptedProvider(suite=suite, scripts=scripts)
+        self.issued_ids: list[str] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._httpd = _Server(("127.0.0.1", 0), self._handler())
@@ -173,6 +192,80 @@ class FakeServer:
 
     def reply_text(self, body: dict[str, Any]) -> str:
         return self.scripted.chat(self.messages_of(body))
+
+    def native_message(self, body: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+        """The scripted step as ``(text, calls)``, each call ``{"id", "name", "arguments"}`` with an id
+        in the wire's style (none for Ollama) and the arguments as the scripted step gives them."""
+        reply = self.scripted.chat_native(self.messages_of(body), [])
+        calls = []
+        for call in reply.tool_calls:
+            with self._lock:
+                n = len(self.issued_ids)
+                call_id = {"openai": f"call_{n:04d}abc", "anthropic": f"toolu_{n:04d}xyz"}.get(self.wire)
+                if call_id is not None:
+                    self.issued_ids.append(call_id)
+            calls.append({"id": call_id, "name": call.name, "arguments": call.arguments})
+        return reply.text, calls
+
+    def native_json(self, body: dict[str, Any], text: str, calls: list[dict[str, Any]]) -> dict[str, Any]:
+        """A reply in the wire's native tool-calling format."""
+        model = body.get("model")
+        if self.wire == "openai":
+            message: dict[str, Any] = {"role": "assistant", "content": (text or None) if calls else text}
+            if calls:
+                message["tool_calls"] = [
+                    {
+                        "id": c["id"],
+                        "type": "function",
+                        "function": {
+                            "name": c["name"],
+                            "arguments": c["arguments"]
+                            if isinstance(c["arguments"], str)
+                            else json.dumps(c["arguments"]),
+                        },
+                    }
+                    for c in calls
+                ]
+            return {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion",
+                "created": 0,
+                "model": model,
+                "choices": [
+                    {"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}
+                ],
+                "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16},
+            }
+        if self.wire == "ollama":
+            ollama_message: dict[str, Any] = {"role": "assistant", "content": text}
+            if calls:
+                ollama_message["tool_calls"] = [
+                    {"function": {"name": c["name"], "arguments": _as_object(c["arguments"])}} for c in calls
+                ]
+            return {
+                "model": model,
+                "created_at": "2025-01-01T00:00:00Z",
+                "message": ollama_message,
+                "done": True,
+                "done_reason": "stop",
+                "prompt_eval_count": 11,
+                "eval_count": 5,
+            }
+        content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+        content += [
+            {"type": "tool_use", "id": c["id"], "name": c["name"], "input": _as_object(c["arguments"])}
+            for c in calls
+        ]
+        return {
+            "id": "msg_fake",
+            "type": "message",
+            "role": "assistant",
+            "model": f"{model}-20250101",
+            "content": content,
+            "stop_reason": "tool_use" if calls else "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 11, "output_tokens": 5},
+        }
 
     def _next_fault(self, body: Any) -> Fault | None:
         fault = self.rule(body) if self.rule else None
@@ -287,6 +380,10 @@ class FakeServer:
                     if fault.kind == "no_text":
                         self._send(200, json.dumps({"done": True, "choices": [], "content": []}))
                         return
+                if seen.body.get("tools"):
+                    native_text, calls = server.native_message(seen.body)
+                    self._send(200, json.dumps(server.native_json(seen.body, native_text, calls)))
+                    return
                 text = server.reply_text(seen.body)
                 n_in = sum(len(m["content"]) for m in server.messages_of(seen.body)) // 4 + 1
                 n_out = len(text) // 4 + 1

@@ -30,6 +30,7 @@ __all__ = [
     "ProviderError",
     "Reply",
     "PROVIDERS",
+    "NATIVE_PROVIDERS",
     "make_provider",
 ]
 
@@ -42,6 +43,9 @@ PROVIDERS: dict[str, str] = {
     "claude-code": "passk_nb.harness.providers.claude_code:ClaudeCodeProvider",
     "llama-cpp": "passk_nb.harness.providers.local:LlamaCppProvider",
 }
+
+#: The registered backends with native tool calling (``run(protocol="native")``).
+NATIVE_PROVIDERS: tuple[str, ...] = ("anthropic", "ollama", "openai", "scripted")
 
 
 def _load(name: str) -> type[BaseProvider]:

@@ -14,6 +14,13 @@ refused with a clear message instead of being silently ignored. The API has no
 seed: the per-trial seed is recorded but not sent. It has no plain JSON mode
 either, so ``json_mode=True`` is refused too.
 
+Native tool calling (``run(protocol="native")``): the suite's tools go out as
+``tools=[{name, description, input_schema}]``; the reply's ``tool_use`` content
+blocks (``id``, ``name``, ``input``) are the calls, an assistant turn goes back
+with its text and ``tool_use`` blocks, and the results of one turn together in
+the next user message as ``tool_result`` blocks (``tool_use_id``, ``content``,
+``is_error``).
+
 The key comes from ``$ANTHROPIC_API_KEY`` (another variable with
 ``api_key_env=``). The base URL is ``base_url``, else
 ``$ANTHROPIC_BASE_URL``, else ``https://api.anthropic.com``.
@@ -39,10 +46,17 @@ from typing import Any
 import anthropic
 from anthropic.resources.messages import Messages
 
+from passk_nb.harness.protocol import NativeCall
 from passk_nb.harness.providers.base import Message, ProviderError, Reply
 from passk_nb.harness.providers.http import RemoteProvider, Transient, parse_retry_after
 
-__all__ = ["AnthropicProvider", "to_anthropic_messages", "SDK_TAKES_TEMPERATURE"]
+__all__ = [
+    "AnthropicProvider",
+    "to_anthropic_messages",
+    "to_anthropic_native",
+    "anthropic_tools",
+    "SDK_TAKES_TEMPERATURE",
+]
 
 #: Whether the installed SDK can send ``temperature`` (SDK 2.x and API version 2026-10-21 cannot).
 SDK_TAKES_TEMPERATURE: bool = "temperature" in inspect.signature(Messages.create).parameters
@@ -62,6 +76,72 @@ def to_anthropic_messages(messages: list[Message]) -> tuple[str | None, list[dic
     return system, turns
 
 
+def anthropic_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tool definitions (:meth:`~passk_nb.harness.suites.base.Suite.tool_definitions`) in the Messages
+    API form.
+
+    >>> anthropic_tools([{"name": "get_order", "description": "One order", "parameters": {"type": "object"}}])
+    [{'name': 'get_order', 'description': 'One order', 'input_schema': {'type': 'object'}}]
+    """
+    return [
+        {"name": t["name"], "description": t["description"], "input_schema": t["parameters"]} for t in tools
+    ]
+
+
+def _blocks(m: Message) -> list[dict[str, Any]]:
+    if m["role"] == "tool":
+        return [
+            {
+                "type": "tool_result",
+                "tool_use_id": m["tool_call_id"],
+                "content": m["content"],
+                "is_error": bool(m.get("is_error")),
+            }
+        ]
+    text = [{"type": "text", "text": m["content"]}] if m["content"] else []
+    calls = [
+        {
+            "type": "tool_use",
+            "id": c.id,
+            "name": c.name,
+            "input": c.arguments if isinstance(c.arguments, dict) else {},
+        }
+        for c in m.get("tool_calls") or []
+    ]
+    return text + calls
+
+
+def to_anthropic_native(messages: list[Message]) -> tuple[str | None, list[dict[str, Any]]]:
+    """Like :func:`to_anthropic_messages` for native tool calling: every turn's content is a list of
+    blocks; an assistant turn's calls are ``tool_use`` blocks, and results (role ``tool``) are
+    ``tool_result`` blocks of a user turn, merged with any user text that follows. An empty turn (a
+    reply with neither text nor calls) is left out: the API refuses empty content.
+
+    >>> call = NativeCall("toolu_1", "get_order", {"order_id": "O1"})
+    >>> system, turns = to_anthropic_native([
+    ...     {"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"},
+    ...     {"role": "assistant", "content": "", "tool_calls": [call]},
+    ...     {"role": "tool", "tool_call_id": "toolu_1", "name": "get_order", "content": "{}",
+    ...      "is_error": False}])
+    >>> [t["role"] for t in turns], turns[2]["content"][0]["type"], turns[2]["content"][0]["tool_use_id"]
+    (['user', 'assistant', 'user'], 'tool_result', 'toolu_1')
+    """
+    system = "\n\n".join(m["content"] for m in messages if m["role"] == "system") or None
+    turns: list[dict[str, Any]] = []
+    for m in messages:
+        if m["role"] == "system":
+            continue
+        role = "user" if m["role"] == "tool" else m["role"]
+        blocks = _blocks(m)
+        if not blocks:  # an empty reply: the API takes no empty turn, and the feedback follows anyway
+            continue
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+    return system, turns
+
+
 class AnthropicProvider(RemoteProvider):
     """Chat with a Claude model through the Anthropic Messages API.
 
@@ -75,6 +155,7 @@ class AnthropicProvider(RemoteProvider):
     """
 
     name = "anthropic"
+    native_tools = True
     default_base_url = "https://api.anthropic.com"
     base_url_env = "ANTHROPIC_BASE_URL"
     default_api_key_env = "ANTHROPIC_API_KEY"
@@ -130,28 +211,53 @@ class AnthropicProvider(RemoteProvider):
             request["temperature"] = self.temperature
         return request
 
-    def read_reply(self, response: Any) -> Reply:
-        """The text, token counts and answering model of a Messages API response."""
+    def read_reply(self, response: Any, native: bool = False) -> Reply:
+        """The text, token counts and answering model of a Messages API response (and, ``native``,
+        its ``tool_use`` blocks as tool calls)."""
         if isinstance(response, str | bytes):  # what the SDK returns for a body that is not JSON
             raise ProviderError(f"Anthropic reply is not JSON: {self.excerpt(str(response), 120)!r}")
+        blocks = getattr(response, "content", None) or []
         texts = [
             block.text
-            for block in getattr(response, "content", None) or []
+            for block in blocks
             if getattr(block, "type", None) == "text" and isinstance(getattr(block, "text", None), str)
         ]
-        if not texts:
-            raise ProviderError("Anthropic reply has no text content block")
+        calls = [
+            NativeCall(
+                str(getattr(block, "id", "") or f"toolu_{i}"),
+                getattr(block, "name", ""),
+                getattr(block, "input", None),
+            )
+            for i, block in enumerate(blocks)
+            if native and getattr(block, "type", None) == "tool_use"
+        ]
+        if not texts and not calls:
+            raise ProviderError(
+                "Anthropic reply has no text content block" + (" and no tool_use block" if native else "")
+            )
         usage = getattr(response, "usage", None)
         return Reply(
             "".join(texts),
             input_tokens=getattr(usage, "input_tokens", None),
             output_tokens=getattr(usage, "output_tokens", None),
             meta={"resolved_model": getattr(response, "model", None)},
+            tool_calls=calls,
         )
 
     def chat(self, messages: list[Message]) -> Reply:
         request = self.request(messages)
         reply, attempts = self.retrier.call(lambda: self.read_reply(self._create_once(request)))
+        reply.attempts = attempts
+        return reply
+
+    def chat_native(self, messages: list[Message], tools: list[dict[str, Any]]) -> Reply:
+        """One reply with ``tools`` offered; its ``tool_use`` blocks in ``Reply.tool_calls``."""
+        request = self.request(messages)
+        request["system"], request["messages"] = to_anthropic_native(messages)
+        if request["system"] is None:
+            del request["system"]
+        request["tools"] = anthropic_tools(tools)
+        reply, attempts = self.retrier.call(lambda: self.read_reply(self._create_once(request), native=True))
         reply.attempts = attempts
         return reply
 

@@ -9,6 +9,17 @@ take a per-trial seed, and describe themselves in each record.
 A provider that raises makes the trial an ``infra_error``: it is not counted
 against the agent.
 
+Native tool calling (``run(protocol="native")``): a backend that sets
+``native_tools`` also has ``chat_native(messages, tools) -> Reply``, whose
+reply carries the model's tool calls (``Reply.tool_calls``, a list of
+:class:`~passk_nb.harness.protocol.NativeCall`). ``tools`` is
+:meth:`Suite.tool_definitions() <passk_nb.harness.suites.base.Suite.tool_definitions>`.
+The conversation then holds two more kinds of message, which each backend
+writes in its API's own format: an assistant turn with calls,
+``{"role": "assistant", "content": text, "tool_calls": [NativeCall, ...]}``,
+and one result per call, ``{"role": "tool", "tool_call_id": id, "name":
+tool, "content": result_json, "is_error": bool}``.
+
 >>> class Echo(BaseProvider):
 ...     name = "echo"
 ...     def chat(self, messages):
@@ -24,8 +35,11 @@ import copy
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    from passk_nb.harness.protocol import NativeCall
 
 __all__ = [
     "Message",
@@ -74,7 +88,9 @@ def cancel_event() -> threading.Event | None:
     return getattr(_scope, "event", None)
 
 
-Message = dict[str, str]
+#: One conversation message: ``role`` and ``content`` (text), and in native tool calling
+#: ``tool_calls`` (assistant) or ``tool_call_id``, ``name``, ``is_error`` (role ``tool``).
+Message = dict[str, Any]
 
 
 class AgentError(Exception):
@@ -101,6 +117,8 @@ class Reply:
     output_tokens: int | None = None
     attempts: int = 1
     meta: dict[str, Any] = field(default_factory=dict)
+    #: Native tool calling only: the tool calls of the reply, in order (empty: ``text`` answers).
+    tool_calls: list[NativeCall] = field(default_factory=list)
 
 
 @runtime_checkable
@@ -134,6 +152,8 @@ class BaseProvider:
     name: str = "base"
     #: True for agents the user wrote (their exceptions and time-outs are ``agent_error``).
     user_code: bool = False
+    #: True for backends that speak their API's native tool calling (:meth:`chat_native`).
+    native_tools: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -152,6 +172,11 @@ class BaseProvider:
 
     def chat(self, messages: list[Message]) -> str | Reply:
         raise NotImplementedError
+
+    def chat_native(self, messages: list[Message], tools: list[dict[str, Any]]) -> Reply:
+        """One reply in native tool calling: ``tools`` go out as the API's tool definitions, the
+        reply's tool calls come back in ``Reply.tool_calls`` (see the module's docstring)."""
+        raise NotImplementedError(f"the {self.name} provider has no native tool calling")
 
     def check_prompt(self, system_prompt: str) -> None:
         """Raise ``ValueError`` before any trial when this backend cannot send ``system_prompt``."""

@@ -7,6 +7,13 @@ measured), or, with ``json_schema=True``, ``format: <the action protocol's JSON
 Schema>``. Reads ``message.content``, and the token counts
 ``prompt_eval_count`` and ``eval_count``.
 
+Native tool calling (``run(protocol="native")``): the suite's tools go out in
+``tools`` (the OpenAI form, ``{"type": "function", "function": {...}}``); the
+reply's ``message.tool_calls`` (``function.name``, ``function.arguments`` as an
+object; no call id, so calls are numbered ``call_<n>``) are the calls, an
+assistant turn goes back with its ``tool_calls``, and each result as
+``{"role": "tool", "content": result, "tool_name": tool}``.
+
 The base URL is ``base_url``, else ``$OLLAMA_HOST`` (``host:port`` is fine),
 else ``http://127.0.0.1:11434``. Retries, timeouts and redaction: see
 :mod:`passk_nb.harness.providers.http`.
@@ -20,12 +27,53 @@ else ``http://127.0.0.1:11434``. Retries, timeouts and redaction: see
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from passk_nb.harness.providers.base import Message, Reply
+from passk_nb.harness.protocol import NativeCall
+from passk_nb.harness.providers.base import Message, ProviderError, Reply
 from passk_nb.harness.providers.http import HTTPProvider, action_schema, get_count, get_field
+from passk_nb.harness.providers.openai import openai_tools
 
-__all__ = ["OllamaProvider"]
+__all__ = ["OllamaProvider", "ollama_messages"]
+
+
+def _arguments_object(arguments: Any) -> dict[str, Any]:
+    """Arguments as ``/api/chat`` takes them back: an object (a JSON text of one is decoded; anything
+    else, which Ollama would refuse, goes back as ``{}``: the call was answered as a format error)."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return {}
+    return arguments if isinstance(arguments, dict) else {}
+
+
+def ollama_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """The conversation in ``/api/chat`` form: assistant turns with ``tool_calls`` (arguments as
+    objects) and ``role: "tool"`` results naming their tool in ``tool_name``.
+
+    >>> call = NativeCall("call_0", "get_order", {"order_id": "O1"})
+    >>> ollama_messages([
+    ...     {"role": "assistant", "content": "", "tool_calls": [call]},
+    ...     {"role": "tool", "tool_call_id": "call_0", "name": "get_order", "content": "{}",
+    ...      "is_error": False}])
+    [{'role': 'assistant', 'content': '', 'tool_calls': [{'function': {'name': 'get_order', \
+'arguments': {'order_id': 'O1'}}}]}, {'role': 'tool', 'content': '{}', 'tool_name': 'get_order'}]
+    """
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m["role"] == "tool":
+            out.append({"role": "tool", "content": m["content"], "tool_name": m["name"]})
+        elif m.get("tool_calls"):
+            calls = [
+                {"function": {"name": c.name, "arguments": _arguments_object(c.arguments)}}
+                for c in m["tool_calls"]
+            ]
+            out.append({"role": "assistant", "content": m["content"], "tool_calls": calls})
+        else:
+            out.append({"role": m["role"], "content": m["content"]})
+    return out
 
 
 class OllamaProvider(HTTPProvider):
@@ -43,6 +91,7 @@ class OllamaProvider(HTTPProvider):
     """
 
     name = "ollama"
+    native_tools = True
     default_base_url = "http://127.0.0.1:11434"
     base_url_env = "OLLAMA_HOST"
     default_api_key_env = None
@@ -78,6 +127,38 @@ class OllamaProvider(HTTPProvider):
             text,
             input_tokens=get_count(data, "prompt_eval_count"),
             output_tokens=get_count(data, "eval_count"),
+        )
+
+    def chat_native(self, messages: list[Message], tools: list[dict[str, Any]]) -> Reply:
+        """One reply with ``tools`` offered; its ``tool_calls`` in ``Reply.tool_calls``."""
+        body = {
+            **self.request_body(messages),
+            "messages": ollama_messages(messages),
+            "tools": openai_tools(tools),
+        }
+        reply, attempts = self.post_json(self.path, body, self.read_native_reply)
+        reply.attempts = attempts
+        return reply
+
+    @staticmethod
+    def read_native_reply(data: dict[str, Any]) -> Reply:
+        """The text, tool calls and token counts of an ``/api/chat`` answer with tools offered."""
+        message = get_field(data, "message", dict, where="Ollama reply")
+        content, raw_calls = message.get("content"), message.get("tool_calls") or []
+        if not isinstance(raw_calls, list) or not all(isinstance(c, dict) for c in raw_calls):
+            raise ProviderError("Ollama reply has a message.tool_calls that is not a list of objects")
+        if not raw_calls and not isinstance(content, str):
+            raise ProviderError("Ollama reply has neither message.content (a str) nor message.tool_calls")
+        calls = []
+        for i, c in enumerate(raw_calls):
+            function = c.get("function") if isinstance(c.get("function"), dict) else {}
+            call_id = c.get("id") if isinstance(c.get("id"), str) and c.get("id") else f"call_{i}"
+            calls.append(NativeCall(call_id, function.get("name") or "", function.get("arguments")))
+        return Reply(
+            content if isinstance(content, str) else "",
+            input_tokens=get_count(data, "prompt_eval_count"),
+            output_tokens=get_count(data, "eval_count"),
+            tool_calls=calls,
         )
 
     def meta(self) -> dict[str, Any]:

@@ -7,6 +7,14 @@ seed) and ``max_tokens``; with ``json_mode`` it also sends ``response_format:
 with ``json_schema=True``: llama.cpp's form of schema-constrained output).
 Reads ``choices[0].message.content`` and the token counts in ``usage``.
 
+Native tool calling (``run(protocol="native")``): the suite's tools go out as
+``tools: [{"type": "function", "function": {name, description, parameters}}]``
+with ``tool_choice: "auto"``;
+the reply's ``choices[0].message.tool_calls`` (``id``, ``type``,
+``function.name``, ``function.arguments`` as a JSON string) are the calls, an
+assistant turn goes back with its ``tool_calls`` as received, and each result as
+``{"role": "tool", "tool_call_id": id, "content": result}``.
+
 The base URL is ``base_url``, else ``$OPENAI_BASE_URL``, else
 ``http://127.0.0.1:8080`` (a local server: nothing is sent to a paid API by
 accident). A base URL that already ends in ``/v1`` (the usual form of
@@ -21,13 +29,71 @@ as ``Authorization: Bearer ...`` only when set.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from urllib.parse import urlsplit
 
-from passk_nb.harness.providers.base import Message, Reply
+from passk_nb.harness.protocol import NativeCall
+from passk_nb.harness.providers.base import Message, ProviderError, Reply
 from passk_nb.harness.providers.http import HTTPProvider, action_schema, get_count, get_field
 
-__all__ = ["OpenAIProvider"]
+__all__ = ["OpenAIProvider", "openai_messages", "openai_tools"]
+
+
+def openai_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tool definitions (:meth:`~passk_nb.harness.suites.base.Suite.tool_definitions`) in the
+    chat-completions form.
+
+    >>> openai_tools([{"name": "get_order", "description": "One order", "parameters": {"type": "object"}}])
+    [{'type': 'function', 'function': {'name': 'get_order', 'description': 'One order', \
+'parameters': {'type': 'object'}}}]
+    """
+    return [
+        {
+            "type": "function",
+            "function": {"name": t["name"], "description": t["description"], "parameters": t["parameters"]},
+        }
+        for t in tools
+    ]
+
+
+def _arguments_text(arguments: Any) -> str:
+    """Arguments as chat completions carries them: the JSON string as received, else JSON text."""
+    return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+
+
+def openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """The conversation in chat-completions form: assistant turns with their ``tool_calls`` and
+    ``role: "tool"`` results with the ``tool_call_id`` they answer; plain turns as they are.
+
+    >>> call = NativeCall("call_1", "get_order", '{"order_id": "O1"}')
+    >>> sent = openai_messages([
+    ...     {"role": "assistant", "content": "", "tool_calls": [call]},
+    ...     {"role": "tool", "tool_call_id": "call_1", "name": "get_order", "content": "{}",
+    ...      "is_error": False}])
+    >>> sent[0]["tool_calls"][0]["function"], sent[1]
+    ({'name': 'get_order', 'arguments': '{"order_id": "O1"}'}, {'role': 'tool', 'tool_call_id': 'call_1', \
+'content': '{}'})
+    """
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m["role"] == "tool":
+            out.append({"role": "tool", "tool_call_id": m["tool_call_id"], "content": m["content"]})
+        elif m.get("tool_calls"):
+            calls = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": _arguments_text(c.arguments)},
+                }
+                for c in m["tool_calls"]
+            ]
+            # no text: no content field (the API allows it; llama_cpp.server refuses content: null)
+            turn = {"role": "assistant", **({"content": m["content"]} if m["content"] else {})}
+            out.append({**turn, "tool_calls": calls})
+        else:
+            out.append({"role": m["role"], "content": m["content"]})
+    return out
 
 
 class OpenAIProvider(HTTPProvider):
@@ -43,6 +109,7 @@ class OpenAIProvider(HTTPProvider):
     """
 
     name = "openai"
+    native_tools = True
     default_base_url = "http://127.0.0.1:8080"
     base_url_env = "OPENAI_BASE_URL"
     default_api_key_env = "OPENAI_API_KEY"
@@ -77,4 +144,40 @@ class OpenAIProvider(HTTPProvider):
             text,
             input_tokens=get_count(data, "usage.prompt_tokens"),
             output_tokens=get_count(data, "usage.completion_tokens"),
+        )
+
+    def chat_native(self, messages: list[Message], tools: list[dict[str, Any]]) -> Reply:
+        """One reply with ``tools`` offered; its ``tool_calls`` in ``Reply.tool_calls``."""
+        body = {
+            **self.request_body(messages),
+            "messages": openai_messages(messages),
+            "tools": openai_tools(tools),
+            # the API's default with tools, said explicitly: llama_cpp.server's function-calling
+            # chat formats ignore the tools without it
+            "tool_choice": "auto",
+        }
+        reply, attempts = self.post_json(self.path, body, self.read_native_reply)
+        reply.attempts = attempts
+        return reply
+
+    @staticmethod
+    def read_native_reply(data: dict[str, Any]) -> Reply:
+        """The text, tool calls and token counts of a chat-completions answer with tools offered."""
+        where = "chat-completions reply"
+        message = get_field(data, "choices.0.message", dict, where=where)
+        content, raw_calls = message.get("content"), message.get("tool_calls") or []
+        if not isinstance(raw_calls, list) or not all(isinstance(c, dict) for c in raw_calls):
+            raise ProviderError(f"{where} has a choices.0.message.tool_calls that is not a list of objects")
+        if not raw_calls and not isinstance(content, str):
+            raise ProviderError(f"{where} has neither choices.0.message.content (a str) nor tool_calls")
+        calls = []
+        for i, c in enumerate(raw_calls):
+            function = c.get("function") if isinstance(c.get("function"), dict) else {}
+            call_id = c.get("id") if isinstance(c.get("id"), str) and c.get("id") else f"call_{i}"
+            calls.append(NativeCall(call_id, function.get("name") or "", function.get("arguments")))
+        return Reply(
+            content if isinstance(content, str) else "",
+            input_tokens=get_count(data, "usage.prompt_tokens"),
+            output_tokens=get_count(data, "usage.completion_tokens"),
+            tool_calls=calls,
         )

@@ -10,6 +10,13 @@ number of concurrent trials.
 >>> p = ScriptedProvider(suite=suite)
 >>> p.chat([{"role": "system", "content": "..."}, {"role": "user", "content": suite.tasks[0].prompt}])
 '{"tool": "get_order", "args": {"order_id": "O1001"}}'
+
+It speaks native tool calling too (``run("scripted", protocol="native")``): a
+tool-call step becomes one call (arguments as JSON text, id ``call_<step>``), an
+answer step a reply in plain text, a raw string step is sent as text.
+
+>>> p.chat_native([{"role": "user", "content": suite.tasks[0].prompt}], suite.tool_definitions()).tool_calls
+[NativeCall(id='call_0', name='get_order', arguments='{"order_id": "O1001"}')]
 """
 
 from __future__ import annotations
@@ -18,7 +25,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from passk_nb.harness.providers.base import BaseProvider, Message, ProviderError
+from passk_nb.harness.protocol import NativeCall
+from passk_nb.harness.providers.base import BaseProvider, Message, ProviderError, Reply
 from passk_nb.harness.suites import get_suite
 from passk_nb.harness.suites.base import Suite
 
@@ -34,6 +42,7 @@ class ScriptedProvider(BaseProvider):
     """
 
     name = "scripted"
+    native_tools = True
 
     def __init__(
         self,
@@ -51,7 +60,9 @@ class ScriptedProvider(BaseProvider):
             raise ValueError(f"scripts for unknown tasks {unknown}; tasks are {self.suite.task_ids}")
         self._by_prompt = {t.prompt: (t.id, list(custom.get(t.id, t.script))) for t in self.suite.tasks}
 
-    def chat(self, messages: list[Message]) -> str:
+    def step(self, messages: list[Message]) -> Step:
+        """The script's step for this conversation: the task from the first user message, the
+        step from the number of assistant turns so far."""
         first_user = next((m["content"] for m in messages if m["role"] == "user"), None)
         if first_user not in self._by_prompt:
             raise ProviderError(
@@ -61,5 +72,26 @@ class ScriptedProvider(BaseProvider):
         step = sum(1 for m in messages if m["role"] == "assistant")
         if step >= len(steps):
             raise ProviderError(f"scripted provider: the script for {task_id!r} has only {len(steps)} steps")
-        item = steps[step]
+        return steps[step]
+
+    def chat(self, messages: list[Message]) -> str:
+        item = self.step(messages)
         return item if isinstance(item, str) else json.dumps(item)
+
+    def chat_native(self, messages: list[Message], tools: list[dict[str, Any]]) -> Reply:
+        """The step as a native reply; a custom step ``{"tool_calls": [{"name", "arguments"}, ...],
+        "text": ...}`` gives those calls as they are (several calls, malformed arguments)."""
+        item = self.step(messages)
+        step = sum(1 for m in messages if m["role"] == "assistant")
+        if isinstance(item, str):
+            return Reply(item)
+        if "tool_calls" in item:
+            calls = [
+                NativeCall(str(c.get("id", f"call_{step}_{i}")), c.get("name", ""), c.get("arguments"))
+                for i, c in enumerate(item["tool_calls"])
+            ]
+            return Reply(str(item.get("text", "")), tool_calls=calls)
+        if "tool" in item:
+            arguments = json.dumps(item.get("args", {}))
+            return Reply("", tool_calls=[NativeCall(f"call_{step}", item["tool"], arguments)])
+        return Reply(str(item.get("answer", "")))

@@ -102,6 +102,15 @@ class Tool:
         args = ", ".join(f"{name}: {p.type}" for name, p in self.params.items())
         return f"{self.name}({args})"
 
+    def parameters(self) -> dict[str, Any]:
+        """JSON Schema of this tool's arguments: an object with every parameter, all required."""
+        return {
+            "type": "object",
+            "properties": {name: param.schema() for name, param in self.params.items()},
+            "required": list(self.params),
+            "additionalProperties": False,
+        }
+
 
 _ATOMS = (str, int, float, bool, type(None))
 
@@ -264,12 +273,7 @@ class Suite:
                 "type": "object",
                 "properties": {
                     "tool": {"const": tool.name},
-                    "args": {
-                        "type": "object",
-                        "properties": {name: param.schema() for name, param in tool.params.items()},
-                        "required": list(tool.params),
-                        "additionalProperties": False,
-                    },
+                    "args": tool.parameters(),
                 },
                 "required": ["tool", "args"],
                 "additionalProperties": False,
@@ -283,6 +287,22 @@ class Suite:
             "additionalProperties": False,
         }
         return {"oneOf": [*calls, answer]}
+
+    def tool_definitions(self) -> list[dict[str, Any]]:
+        """The suite's tools for native tool calling: ``{"name", "description", "parameters"}`` each,
+        ``parameters`` being the arguments' JSON Schema built from the same signatures as the JSON
+        protocol's tool list and :meth:`action_schema`. Each backend wraps them in its API's form
+        (OpenAI ``{"type": "function", "function": ...}``, Anthropic ``input_schema``, ...).
+
+        >>> from passk_nb.harness.suites import get_suite
+        >>> first = get_suite("orders").tool_definitions()[0]
+        >>> first["name"], first["parameters"]["required"]
+        ('list_orders', ['customer_id'])
+        """
+        return [
+            {"name": tool.name, "description": tool.description, "parameters": tool.parameters()}
+            for tool in self.tools.values()
+        ]
 
 
 def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> None:

@@ -44,7 +44,16 @@ from typing import Any
 from passk_nb.data.claims import ClaimVocabulary
 from passk_nb.harness.suites.base import Param, Refusal, Suite, Task, Tool, ToolError, Verdict, expect_changes
 
-__all__ = ["tool", "task", "call", "answer", "make_suite", "protocol_text"]
+__all__ = [
+    "tool",
+    "task",
+    "call",
+    "answer",
+    "make_suite",
+    "protocol_text",
+    "native_prompt",
+    "NATIVE_PROTOCOL_TEXT",
+]
 
 _JSON_TYPES = {str: "string", float: "number", int: "number"}
 _ARG_LINE = re.compile(r"^\s*(\w+)\s*:\s*(.+?)\s*$")
@@ -165,6 +174,29 @@ def protocol_text(tools: Iterable[Tool]) -> str:
         "Call one tool per reply. The tool's result comes back in the next message.\n\n"
         f"Tools:\n{lines}"
     )
+
+
+#: What replaces :func:`protocol_text` in a system prompt under native tool calling.
+NATIVE_PROTOCOL_TEXT = (
+    "Act through the tools you are given, by calling them (several calls in one reply run in "
+    "order); each result comes back to you. To finish, reply to the customer in plain text "
+    "without a tool call: that reply is your final answer."
+)
+
+
+def native_prompt(tools: Iterable[Tool], text: str) -> str:
+    """``text`` for native tool calling: the JSON protocol's section (:func:`protocol_text`, which every
+    built prompt carries) replaced by :data:`NATIVE_PROTOCOL_TEXT`, since the tools then go to the API
+    as tool definitions. A prompt without that section (your own text) is returned unchanged.
+
+    >>> from passk_nb.harness.suites import get_suite
+    >>> suite = get_suite("orders")
+    >>> native = native_prompt(suite.tools.values(), suite.prompts["default"])
+    >>> "Reply protocol" in native, NATIVE_PROTOCOL_TEXT in native
+    (False, True)
+    """
+    section = protocol_text(tools)
+    return text.replace(section, NATIVE_PROTOCOL_TEXT) if section in text else text
 
 
 def make_suite(
