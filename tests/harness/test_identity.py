@@ -148,7 +148,7 @@ def test_configurations_are_labelled_and_never_pooled(tmp_path):
 def test_json_mode_is_three_valued():
     assert (
         RunSpec("s", "p", "m", None, "h", None, 0, "schema", 10, 2, {"json_schema": True}).config
-        == "json=schema"
+        == "json=schema, schema=generic"
     )
     with pytest.raises(ValueError, match="json_mode must be one of"):
         passk_nb.run("scripted", json_mode="no", progress=False)
