@@ -30,10 +30,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from passk_nb.harness.protocol import NativeCall
-from passk_nb.harness.providers.base import Message, ProviderError, Reply
+from passk_nb.harness.providers.base import Message, Reply
 from passk_nb.harness.providers.http import HTTPProvider, action_schema, get_count, get_field
-from passk_nb.harness.providers.openai import openai_tools
+from passk_nb.harness.providers.openai import function_calls, openai_tools
 
 __all__ = ["OllamaProvider", "ollama_messages"]
 
@@ -53,6 +52,7 @@ def ollama_messages(messages: list[Message]) -> list[dict[str, Any]]:
     """The conversation in ``/api/chat`` form: assistant turns with ``tool_calls`` (arguments as
     objects) and ``role: "tool"`` results naming their tool in ``tool_name``.
 
+    >>> from passk_nb.harness.protocol import NativeCall
     >>> call = NativeCall("call_0", "get_order", {"order_id": "O1"})
     >>> ollama_messages([
     ...     {"role": "assistant", "content": "", "tool_calls": [call]},
@@ -144,18 +144,9 @@ class OllamaProvider(HTTPProvider):
     def read_native_reply(data: dict[str, Any]) -> Reply:
         """The text, tool calls and token counts of an ``/api/chat`` answer with tools offered."""
         message = get_field(data, "message", dict, where="Ollama reply")
-        content, raw_calls = message.get("content"), message.get("tool_calls") or []
-        if not isinstance(raw_calls, list) or not all(isinstance(c, dict) for c in raw_calls):
-            raise ProviderError("Ollama reply has a message.tool_calls that is not a list of objects")
-        if not raw_calls and not isinstance(content, str):
-            raise ProviderError("Ollama reply has neither message.content (a str) nor message.tool_calls")
-        calls = []
-        for i, c in enumerate(raw_calls):
-            function = c.get("function") if isinstance(c.get("function"), dict) else {}
-            call_id = c.get("id") if isinstance(c.get("id"), str) and c.get("id") else f"call_{i}"
-            calls.append(NativeCall(call_id, function.get("name") or "", function.get("arguments")))
+        content, calls = function_calls(message, "Ollama reply", "message")
         return Reply(
-            content if isinstance(content, str) else "",
+            content,
             input_tokens=get_count(data, "prompt_eval_count"),
             output_tokens=get_count(data, "eval_count"),
             tool_calls=calls,

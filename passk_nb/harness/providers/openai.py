@@ -40,6 +40,28 @@ from passk_nb.harness.providers.http import HTTPProvider, action_schema, get_cou
 __all__ = ["OpenAIProvider", "openai_messages", "openai_tools"]
 
 
+def function_calls(message: dict[str, Any], where: str, path: str) -> tuple[str, list[NativeCall]]:
+    """The text and the function calls of an OpenAI-style message (``tool_calls`` of
+    ``{"id", "function": {"name", "arguments"}}``; Ollama's too). A call without an id gets
+    ``call_<i>``; arguments are kept as received (text or an object) for the episode to check.
+
+    >>> message = {"content": None, "tool_calls": [{"function": {"name": "get_order", "arguments": "{}"}}]}
+    >>> function_calls(message, "reply", "message")
+    ('', [NativeCall(id='call_0', name='get_order', arguments='{}')])
+    """
+    content, raw_calls = message.get("content"), message.get("tool_calls") or []
+    if not isinstance(raw_calls, list) or not all(isinstance(c, dict) for c in raw_calls):
+        raise ProviderError(f"{where} has a {path}.tool_calls that is not a list of objects")
+    if not raw_calls and not isinstance(content, str):
+        raise ProviderError(f"{where} has neither {path}.content (a str) nor {path}.tool_calls")
+    calls = []
+    for i, c in enumerate(raw_calls):
+        function = c.get("function") if isinstance(c.get("function"), dict) else {}
+        call_id = c.get("id") if isinstance(c.get("id"), str) and c.get("id") else f"call_{i}"
+        calls.append(NativeCall(call_id, function.get("name") or "", function.get("arguments")))
+    return (content if isinstance(content, str) else ""), calls
+
+
 def openai_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Tool definitions (:meth:`~passk_nb.harness.suites.base.Suite.tool_definitions`) in the
     chat-completions form.
@@ -163,20 +185,10 @@ class OpenAIProvider(HTTPProvider):
     @staticmethod
     def read_native_reply(data: dict[str, Any]) -> Reply:
         """The text, tool calls and token counts of a chat-completions answer with tools offered."""
-        where = "chat-completions reply"
-        message = get_field(data, "choices.0.message", dict, where=where)
-        content, raw_calls = message.get("content"), message.get("tool_calls") or []
-        if not isinstance(raw_calls, list) or not all(isinstance(c, dict) for c in raw_calls):
-            raise ProviderError(f"{where} has a choices.0.message.tool_calls that is not a list of objects")
-        if not raw_calls and not isinstance(content, str):
-            raise ProviderError(f"{where} has neither choices.0.message.content (a str) nor tool_calls")
-        calls = []
-        for i, c in enumerate(raw_calls):
-            function = c.get("function") if isinstance(c.get("function"), dict) else {}
-            call_id = c.get("id") if isinstance(c.get("id"), str) and c.get("id") else f"call_{i}"
-            calls.append(NativeCall(call_id, function.get("name") or "", function.get("arguments")))
+        message = get_field(data, "choices.0.message", dict, where="chat-completions reply")
+        content, calls = function_calls(message, "chat-completions reply", "choices.0.message")
         return Reply(
-            content if isinstance(content, str) else "",
+            content,
             input_tokens=get_count(data, "usage.prompt_tokens"),
             output_tokens=get_count(data, "usage.completion_tokens"),
             tool_calls=calls,
