@@ -29,17 +29,21 @@ every run, regenerated with ``--trials 1``, matched the stored transcripts
 reply for reply. The runs resume: re-running only fills in missing trials.
 ``--trials`` and ``--out`` change the amount and the place.
 
-Measured on 2 shared cores (other work running alongside): about 20 minutes
-for the 160 plain trials and 24 minutes for the 120 schema trials; 192 KB and
-96 KB of parquet. Results of the 2026-11-30 generation:
+- ``data/smollm2-suite/`` (issue 19): three prompts (``default``, ``strict``,
+  ``fewshot``) x decoding constrained to the suite's own action schema
+  (``json_mode="schema"``) or to any JSON object (``"json"``) x temperature
+  0 and 0.7, 12 trials per task: 12 runs x 60 = 720 trials.
 
-- ``data/smollm2``: 0 of 160 pass, all ``format_error`` (without JSON mode the
-  model writes prose; with it, JSON objects of its own invention such as
-  ``{"message": ...}`` or ``{}``, and now and then a real tool call);
-- ``data/smollm2-schema``: default prompt 9/60 pass (28 wrong_state, 19
-  max_turns, 4 format_error), strict prompt 8/60 pass (24 wrong_state, 24
-  max_turns, 4 format_error). The remaining format errors are JSON the schema
-  admits but the parser rejects (a raw control character inside a string).
+Wall time, measured on 2 shared cores (other work running alongside): about 20
+minutes for the 160 plain trials, 24 for the 120 generic-schema trials, and
+1 to 25 minutes per 60-trial run of ``smollm2-suite`` (a greedy run that answers
+at once takes a minute; runs that use all six turns take 15 to 25), about four
+hours for the whole grid. The records of the first two folders were re-scored
+with ``scripts/rescore_example_data.py`` when the refusal check changed.
+
+What the model did in every configuration is the table in the README's
+"Example data" section, which ``python scripts/make_example_data.py --table``
+prints from the records (a test checks that the README's copy matches).
 """
 
 from __future__ import annotations
@@ -79,11 +83,32 @@ RUNS = [
     ),
     *(
         ("smollm2-suite", prompt, {"temperature": temperature, "json_mode": mode}, 12)
-        for prompt in (*PROMPTS, "fewshot")
+        # settings outermost, so that an interrupted generation holds whole prompt comparisons
         for mode in ("schema", "json")
         for temperature in (0.0, 0.7)
+        for prompt in (*PROMPTS, "fewshot")
     ),
 ]
+
+
+def table(root: Path) -> str:
+    """The README's table: one row per folder, prompt and run configuration, from the records."""
+    rows = [
+        "| folder | prompt | configuration | trials | passed | outcomes |",
+        "|---|---|---|---|---|---|",
+    ]
+    for folder in sorted(dict.fromkeys(run[0] for run in RUNS)):
+        if not (root / folder).exists():
+            continue
+        df = passk_nb.load(root / folder, columns=["prompt_name", "config", "task", "passed", "outcome"])
+        for (config, prompt), group in df.groupby(["config", "prompt_name"], sort=True):
+            per_task = group.groupby("task").size()
+            trials = f"{len(group)} ({per_task.size} tasks x {'/'.join(map(str, sorted(set(per_task))))})"
+            outcomes = ", ".join(f"{o} {n}" for o, n in group["outcome"].value_counts().sort_index().items())
+            rows.append(
+                f"| {folder} | {prompt} | {config} | {trials} | {int(group['passed'].sum())} | {outcomes} |"
+            )
+    return "\n".join(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -96,7 +121,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--port", type=int, default=PORT, help=f"server port (default: {PORT}; part of the run ids)"
     )
+    parser.add_argument(
+        "--table", action="store_true", help="print the README's table of the records in --out and exit"
+    )
     args = parser.parse_args(argv)
+    if args.table:
+        print(table(Path(args.out)))
+        return 0
     # The four runs differ in prompt on purpose; the runner's "prompt changed" notice is expected here.
     warnings.filterwarnings("ignore", message=".*under other prompt texts")
 

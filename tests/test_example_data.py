@@ -24,6 +24,12 @@ SMOLLM2 = {
     # folder: (trials, passes, outcome counts, trials whose answer claims an action not done)
     "smollm2": (160, 0, {"format_error": 160}, 0),
     "smollm2-schema": (120, 0, {"wrong_state": 52, "max_turns": 43, "no_lookup": 17, "format_error": 8}, 9),
+    "smollm2-suite": (
+        720,
+        0,
+        {"format_error": 337, "max_turns": 190, "wrong_state": 151, "no_lookup": 42},
+        22,
+    ),
 }
 
 
@@ -122,7 +128,9 @@ def test_smollm2_counts_per_folder(folder):
 
 
 def test_smollm2_totals_and_the_refusal_task():
-    records = pd.concat([read_parquet_folder(DATA / name) for name in SMOLLM2], ignore_index=True)
+    records = pd.concat(
+        [read_parquet_folder(DATA / name) for name in ("smollm2", "smollm2-schema")], ignore_index=True
+    )
     assert (len(records), int(records["passed"].sum())) == (280, 0)
     refusal = records[records["task"] == "cancel-shipped-refusal"]
     assert len(refusal) == 56
@@ -139,3 +147,72 @@ def test_schema_runs_have_twelve_trials_per_task_and_prompt():
     table = passk_nb.flips(passk_nb.load(DATA / "smollm2-schema"), on="prompt_name", a="default", b="strict")
     assert table["min_p"].min() == pytest.approx(2 / math.comb(24, 12), rel=1e-9)
     assert not table["flip"].any()
+
+
+def readme_table() -> list[list[str]]:
+    """The rows of the README's table of example-data configurations."""
+    readme = (DATA.parent / "README.md").read_text()
+    block = readme.split("<!-- example-data-table -->\n")[1].split("<!-- /example-data-table -->")[0]
+    lines = [line for line in block.strip().splitlines() if line.startswith("| ")][1:]  # no header
+    return [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
+
+
+def test_readme_lists_every_configuration_with_its_counts():
+    # recomputed from the parquet parts with pandas alone; `make_example_data.py --table` writes it
+    expected = []
+    for folder in sorted(SMOLLM2):
+        records = read_parquet_folder(DATA / folder)
+        for (config, prompt), group in records.groupby(["config", "prompt_name"], sort=True):
+            per_task = group.groupby("task").size()
+            outcomes = Counter(group["outcome"])
+            expected.append(
+                [
+                    folder,
+                    prompt,
+                    config,
+                    f"{len(group)} ({per_task.size} tasks x {'/'.join(map(str, sorted(set(per_task))))})",
+                    str(int(group["passed"].sum())),
+                    ", ".join(f"{o} {outcomes[o]}" for o in sorted(outcomes)),
+                ]
+            )
+    assert readme_table() == expected
+
+
+def fisher_p(a: int, b: int, n: int) -> float:
+    """Two-sided Fisher's exact p for a/n vs b/n, from the hypergeometric with math.comb."""
+    total, m = 2 * n, a + b
+    pmf = [
+        math.comb(n, x) * math.comb(n, m - x) / math.comb(total, m)
+        for x in range(max(0, m - n), min(m, n) + 1)
+    ]
+    observed = math.comb(n, a) * math.comb(n, b) / math.comb(total, m)
+    return sum(p for p in pmf if p <= observed * (1 + 1e-9))
+
+
+def test_suite_grid_and_what_notebook_03_reads_from_it():
+    records = read_parquet_folder(DATA / "smollm2-suite")
+    records["setting"] = records["json_mode"] + ", T=" + records["temperature"].map("{:g}".format)
+    # the whole grid: 3 prompts x 2 output constraints x 2 temperatures, 12 trials of 5 tasks each
+    sizes = records.groupby(["setting", "prompt_name", "task"]).size()
+    assert len(sizes) == 3 * 2 * 2 * 5 and set(sizes) == {12}
+    # notebook 03: at 12 trials per prompt, a task must move by 5 of 12 to reach p <= 0.05 (README too)
+    smallest = min(a - b for a in range(13) for b in range(a + 1) if fisher_p(a, b, 12) <= 0.05)
+    assert smallest == 5 and "move by 5 of 12" in (DATA.parent / "README.md").read_text()
+    # the few-shot prompt makes the model act: every greedy schema trial calls a tool, none under default
+    calls = records["transcript"].map(
+        lambda t: [
+            e["action"]
+            for e in json.loads(t)
+            if e.get("kind") == "reply" and "tool" in (e.get("action") or {})
+        ]
+    )
+    greedy = records[records["setting"] == "schema, T=0"]
+    called = calls[greedy.index].map(bool).groupby(greedy["prompt_name"]).sum().to_dict()
+    assert called == {"default": 0, "fewshot": 60, "strict": 0}
+    # ... and copies the worked example's values, which no other prompt's trial uses
+    example = {json.dumps("O1990"), json.dumps("O1991"), json.dumps(45.0)}
+    reuses = calls.map(
+        lambda cs: any(json.dumps(v) in example for c in cs for v in (c.get("args") or {}).values())
+    )
+    by_prompt = reuses.groupby(records["prompt_name"]).sum()
+    assert by_prompt["fewshot"] > 0 and by_prompt["default"] == by_prompt["strict"] == 0
