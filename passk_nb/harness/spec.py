@@ -118,6 +118,17 @@ class RunSpec:
         return ", ".join(parts) or "default"
 
 
+def schema_id(json_schema: bool | dict[str, Any]) -> bool | str:
+    """How a schema is recorded: True for the generic action schema, else the hash of the given one.
+
+    >>> schema_id(True), schema_id({"type": "object"})
+    (True, 'sha256:ff419ebbeba4')
+    """
+    if json_schema is True or not isinstance(json_schema, dict):
+        return bool(json_schema)
+    return "sha256:" + content_id(json_schema)
+
+
 def schema_label(suite: str, json_schema: Any) -> str | None:
     """How the ``config`` label names the schema a run constrained replies to.
 
@@ -128,7 +139,7 @@ def schema_label(suite: str, json_schema: Any) -> str | None:
     >>> schema_label("orders", True), schema_label("orders", "sha256:ff419ebbeba4")
     ('generic', 'ff419ebbeba4')
     >>> from passk_nb.harness.suites import get_suite
-    >>> schema_label("orders", "sha256:" + content_id(get_suite("orders").action_schema())) is None
+    >>> schema_label("orders", schema_id(get_suite("orders").action_schema())) is None
     True
     """
     if json_schema is True:
@@ -138,7 +149,7 @@ def schema_label(suite: str, json_schema: Any) -> str | None:
     from passk_nb.harness.suites import get_suite
 
     try:
-        own = "sha256:" + content_id(get_suite(suite).action_schema())
+        own = schema_id(get_suite(suite).action_schema())
     except ValueError:  # a suite this process cannot import: name the schema by its hash
         own = None
     return None if json_schema == own else json_schema.removeprefix("sha256:")

@@ -168,9 +168,9 @@ def test_a_function_that_refers_to_itself_has_a_fingerprint():
 def test_runs_constrained_to_different_schemas_get_different_labels():
     # json_schema=True (the generic action schema), the suite's own schema and a custom one were
     # all labelled "json=schema" once, so loading them together pooled them in every analysis
-    from passk_nb.data.ids import content_id
+    from passk_nb.harness.spec import schema_id
 
-    own = "sha256:" + content_id(passk_nb.get_suite("orders").action_schema())
+    own = schema_id(passk_nb.get_suite("orders").action_schema())
     labels = {
         name: RunSpec("orders", "openai", "m", None, "p", 0.7, 0, "schema", 6, 2, {"json_schema": s}).config
         for name, s in (("generic", True), ("own", own), ("custom", "sha256:0123456789ab"))

@@ -43,7 +43,6 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 import httpx
 
-from passk_nb.data.ids import content_id
 from passk_nb.harness.arguments import check_seconds
 from passk_nb.harness.protocol import ACTION_SCHEMA
 from passk_nb.harness.providers.base import BaseProvider, Message, ProviderError, Reply, cancelled
@@ -54,6 +53,7 @@ from passk_nb.harness.providers.retry import (
     Transient,
     parse_retry_after,
 )
+from passk_nb.harness.spec import schema_id
 
 log = logging.getLogger("passk_nb.harness.providers")
 
@@ -276,17 +276,6 @@ class RemoteProvider(BaseProvider):
             "max_attempts": self.retry_policy.max_attempts,
             **({"json_schema": schema_id(self.json_schema)} if self.json_schema else {}),
         }
-
-
-def schema_id(json_schema: bool | dict[str, Any]) -> bool | str:
-    """How a schema is recorded: True for the generic action schema, else the hash of the given one.
-
-    >>> schema_id(True), schema_id({"type": "object"})
-    (True, 'sha256:ff419ebbeba4')
-    """
-    if json_schema is True or not isinstance(json_schema, dict):
-        return bool(json_schema)
-    return "sha256:" + content_id(json_schema)
 
 
 def action_schema(json_schema: bool | dict[str, Any]) -> dict[str, Any]:
