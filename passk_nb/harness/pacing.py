@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from passk_nb.harness.providers.base import cancel_event
+from passk_nb.harness.providers.base import cancellable_sleep
 
 __all__ = ["RateLimit", "RateLimiter", "Paced", "FakeClock", "estimate_tokens"]
 
@@ -92,15 +92,6 @@ class RateLimit:
         return ",".join(parts + ([f"{self.tokens_per_min:g}tpm"] if self.tokens_per_min else []))
 
 
-def _sleep(seconds: float) -> None:
-    """Sleep, but wake up as soon as the trial running in this thread is given up on."""
-    event = cancel_event()
-    if event is None:
-        time.sleep(seconds)
-    else:
-        event.wait(seconds)
-
-
 class FakeClock:
     """A clock for tests: ``sleep`` moves ``now`` forward instead of waiting (one thread)."""
 
@@ -149,7 +140,7 @@ class RateLimiter:
         *,
         burst_s: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = _sleep,
+        sleep: Callable[[float], None] = cancellable_sleep,
     ):
         self.limit = RateLimit.parse(limit)
         self._clock, self._sleep = clock, sleep

@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
@@ -86,6 +87,15 @@ def cancelled() -> bool:
 def cancel_event() -> threading.Event | None:
     """The event of the trial running in this thread, if any."""
     return getattr(_scope, "event", None)
+
+
+def cancellable_sleep(seconds: float) -> None:
+    """Sleep, but wake up as soon as the trial running in this thread is given up on."""
+    event = cancel_event()
+    if event is None:
+        time.sleep(seconds)
+    else:
+        event.wait(seconds)
 
 
 #: One conversation message: ``role`` and ``content`` (text), and in native tool calling

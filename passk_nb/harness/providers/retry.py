@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from passk_nb.harness.providers.base import ProviderError, cancel_event, cancelled
+from passk_nb.harness.providers.base import ProviderError, cancellable_sleep, cancelled
 from passk_nb.harness.providers.redact import Redactor, short
 
 log = logging.getLogger("passk_nb.harness.providers")
@@ -97,15 +97,6 @@ class RetryPolicy:
         return wait
 
 
-def _sleep(seconds: float) -> None:
-    """Sleep, but wake up as soon as the trial running in this thread is given up on."""
-    event = cancel_event()
-    if event is None:
-        time.sleep(seconds)
-    else:
-        event.wait(seconds)
-
-
 class Transient(Exception):
     """A failure worth retrying: 429, 5xx, a dropped connection, a timeout.
 
@@ -158,7 +149,7 @@ class Retrier:
                 remaining = self._paused_until - time.monotonic()
             if remaining <= 0 or cancelled():
                 return
-            _sleep(min(remaining, 1.0))
+            cancellable_sleep(min(remaining, 1.0))
 
     def call(self, request: Callable[[], T]) -> tuple[T, int]:
         """Run ``request`` until it succeeds, fails for good, or the attempts are used up."""
@@ -191,5 +182,5 @@ class Retrier:
                     attempts,
                     wait,
                 )
-                _sleep(wait)
+                cancellable_sleep(wait)
         raise AssertionError("unreachable")  # pragma: no cover
