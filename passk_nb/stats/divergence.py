@@ -187,13 +187,18 @@ def divergence(
 
 def _departure(seq: list[str], reference: list[list[str]]) -> tuple[int, tuple[str, ...], str]:
     """(step, shared prefix, action) where ``seq`` leaves every reference sequence."""
-    step = max(_common_prefix(seq, ref) for ref in reference)
+    step = max(common_prefix(seq, ref) for ref in reference)
     if step == len(seq) and any(ref == seq for ref in reference):
         return step, tuple(seq), SAME_ACTIONS
     return step, tuple(seq[:step]), seq[step] if step < len(seq) else END
 
 
-def _common_prefix(x: list[str], y: list[str]) -> int:
+def common_prefix(x: list[str], y: list[str]) -> int:
+    """How many leading actions two action sequences share.
+
+    >>> common_prefix(["get", "cancel", "answer"], ["get", "refund"])
+    1
+    """
     n = 0
     for u, v in zip(x, y, strict=False):
         if u != v:

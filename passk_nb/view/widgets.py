@@ -35,7 +35,7 @@ import pandas as pd
 from IPython.display import HTML
 
 from passk_nb.stats.counts import counts
-from passk_nb.stats.divergence import KeyArgs, action_sequence
+from passk_nb.stats.divergence import KeyArgs, action_sequence, common_prefix
 from passk_nb.stats.flags import claimed_unperformed_action
 from passk_nb.stats.params import INFRA, default_by
 from passk_nb.stats.summary import curve, summarize
@@ -323,22 +323,13 @@ def compare_transcripts(
             )
         target = action_sequence(text_or_none(df.loc[right, "transcript"]), key_args)
         shared = [
-            _shared_steps(action_sequence(text_or_none(t), key_args), target) for t in passing["transcript"]
+            common_prefix(action_sequence(text_or_none(t), key_args), target) for t in passing["transcript"]
         ]
         left = passing.index[shared.index(max(shared))]  # the closest success: longest shared prefix
     for name, label in (("left", left), ("right", right)):
         if label not in df.index:
             raise ValueError(f"{name}={label!r} is not an index label of the frame")
     return HTML(transcript_pair_html(df.loc[left], df.loc[right], key_args=key_args))
-
-
-def _shared_steps(x: list[str], y: list[str]) -> int:
-    n = 0
-    for a, b in zip(x, y, strict=False):
-        if a != b:
-            break
-        n += 1
-    return n
 
 
 class TranscriptBrowser(_Rendered):
