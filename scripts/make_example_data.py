@@ -33,6 +33,8 @@ reply for reply. The runs resume: re-running only fills in missing trials.
   ``fewshot``) x decoding constrained to the suite's own action schema
   (``json_mode="schema"``) or to any JSON object (``"json"``) x temperature
   0 and 0.7, 12 trials per task: 12 runs x 60 = 720 trials.
+- ``data/smollm2-bank/`` (issue 19): the same grid on the ten tasks of the
+  ``bank`` suite (its own ``fewshot`` variant): 12 runs x 120 = 1,440 trials.
 
 Wall time, measured on 2 shared cores (other work running alongside): about 20
 minutes for the 160 plain trials, 24 for the 120 generic-schema trials, and
@@ -84,6 +86,12 @@ RUNS = [
     *(
         ("smollm2-suite", prompt, {"temperature": temperature, "json_mode": mode}, 12)
         # settings outermost, so that an interrupted generation holds whole prompt comparisons
+        for mode in ("schema", "json")
+        for temperature in (0.0, 0.7)
+        for prompt in (*PROMPTS, "fewshot")
+    ),
+    *(
+        ("smollm2-bank", prompt, {"suite": "bank", "temperature": temperature, "json_mode": mode}, 12)
         for mode in ("schema", "json")
         for temperature in (0.0, 0.7)
         for prompt in (*PROMPTS, "fewshot")
