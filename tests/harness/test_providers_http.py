@@ -18,10 +18,10 @@ import pytest
 import passk_nb
 from passk_nb.cli.main import main as cli_main
 from passk_nb.harness.providers import make_provider
-from passk_nb.harness.providers.anthropic import SDK_TAKES_TEMPERATURE
+from passk_nb.harness.providers.anthropic import sdk_takes_temperature
 from passk_nb.harness.providers.retry import RetryPolicy, parse_retry_after
 from passk_nb.harness.suites import get_suite
-from tests.helpers.fake_servers import FakeServer, Fault, mentions
+from tests.helpers.fake_servers import FakeServer, Fault, clean_backend_env, mentions, run_against
 
 SUITE = get_suite("orders")
 WIRES = ["ollama", "openai", "anthropic"]
@@ -31,14 +31,11 @@ FAST = {"backoff_base": 0.01, "backoff_max": 0.05, "timeout": 10.0}
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OLLAMA_HOST", "OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0000")
+    clean_backend_env(monkeypatch)
 
 
 def run(wire: str, server: FakeServer, tmp_path, **options):
-    options = {"trials": 1, "progress": False, "out": tmp_path / "runs", "concurrency": 2, **FAST, **options}
-    return passk_nb.run(wire, "test-model", base_url=server.url, **options)
+    return run_against(wire, server, tmp_path, **{**FAST, **options})
 
 
 @pytest.mark.network_local
@@ -135,7 +132,7 @@ def test_unknown_backend_option_names_it():
 def test_anthropic_refuses_settings_the_api_cannot_honour():
     with pytest.raises(ValueError, match="no JSON mode"):
         make_provider("anthropic", "m", json_mode=True)
-    if not SDK_TAKES_TEMPERATURE:
+    if not sdk_takes_temperature():
         with pytest.raises(ValueError, match="no temperature"):
             make_provider("anthropic", "m", temperature=0.7)
 

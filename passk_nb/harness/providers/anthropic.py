@@ -40,11 +40,10 @@ other backends.
 
 from __future__ import annotations
 
+import importlib
 import inspect
+from functools import cache
 from typing import Any
-
-import anthropic
-from anthropic.resources.messages import Messages
 
 from passk_nb.harness.protocol import NativeCall
 from passk_nb.harness.providers.base import Message, ProviderError, Reply
@@ -55,11 +54,21 @@ __all__ = [
     "to_anthropic_messages",
     "to_anthropic_native",
     "anthropic_tools",
-    "SDK_TAKES_TEMPERATURE",
+    "sdk_takes_temperature",
 ]
 
-#: Whether the installed SDK can send ``temperature`` (SDK 2.x and API version 2026-10-21 cannot).
-SDK_TAKES_TEMPERATURE: bool = "temperature" in inspect.signature(Messages.create).parameters
+
+@cache
+def _sdk() -> Any:
+    """The ``anthropic`` SDK, imported on first use: it takes seconds to import, and a missing key
+    or a wrong argument should be reported before paying that."""
+    return importlib.import_module("anthropic")
+
+
+@cache
+def sdk_takes_temperature() -> bool:
+    """Whether the installed SDK can send ``temperature`` (SDK 2.x and API version 2026-10-21 cannot)."""
+    return "temperature" in inspect.signature(_sdk().resources.messages.Messages.create).parameters
 
 
 def to_anthropic_messages(messages: list[Message]) -> tuple[str | None, list[dict[str, str]]]:
@@ -166,22 +175,24 @@ class AnthropicProvider(RemoteProvider):
                 "the anthropic provider has no JSON mode; run it with json_mode=False "
                 "(the protocol is enforced by the parser either way)"
             )
-        if kwargs.get("temperature") is not None and not SDK_TAKES_TEMPERATURE:
-            raise ValueError(
-                f"anthropic SDK {anthropic.__version__} has no temperature: the API version it "
-                "sends rejects sampling parameters; leave temperature unset for anthropic"
-            )
         super().__init__(model, **kwargs)
         if not self._api_key:
             raise ValueError(
                 f"the anthropic provider needs an API key: set ${self.api_key_env} "
                 "(or name another variable with api_key_env=)"
             )
+        anthropic = _sdk()
+        if kwargs.get("temperature") is not None and not sdk_takes_temperature():
+            raise ValueError(
+                f"anthropic SDK {anthropic.__version__} has no temperature: the API version it "
+                "sends rejects sampling parameters; leave temperature unset for anthropic"
+            )
         self._client = anthropic.Anthropic(
             api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout
         )
 
     def _create_once(self, request: dict[str, Any]) -> Any:
+        anthropic = _sdk()
         try:
             return self._client.messages.create(**request)
         except anthropic.APITimeoutError:
@@ -262,6 +273,7 @@ class AnthropicProvider(RemoteProvider):
         return reply
 
     def meta(self) -> dict[str, Any]:
+        anthropic = _sdk()
         return {
             **super().meta(),
             "sdk_version": anthropic.__version__,
@@ -275,6 +287,7 @@ class AnthropicProvider(RemoteProvider):
         """One shared pool for all trials (the SDK client); above the SDK's 100 kept-alive
         connections, a pool that keeps one per request in flight."""
         if concurrency > self.SDK_KEEPALIVE and not getattr(self, "_retired", None):
+            anthropic = _sdk()
             limits_type: Any = type(anthropic.DEFAULT_CONNECTION_LIMITS)  # the httpx the SDK uses
             limits = limits_type(
                 max_connections=concurrency, max_keepalive_connections=concurrency, keepalive_expiry=30.0
