@@ -22,7 +22,7 @@ from passk_nb.harness.spec import RunSpec
 from passk_nb.harness.suites import get_suite
 from passk_nb.harness.suites.build import NATIVE_PROTOCOL_TEXT
 from passk_nb.view.transcript_html import transcript_html
-from tests.helpers.fake_servers import FakeServer
+from tests.helpers.fake_servers import FakeServer, clean_backend_env, run_against
 
 SUITE = get_suite("orders")
 WIRES = ["openai", "anthropic", "ollama"]
@@ -33,14 +33,11 @@ PROMPT = SUITE.task(TASK).prompt
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OLLAMA_HOST", "OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0000")
+    clean_backend_env(monkeypatch)
 
 
 def run(wire: str, server: FakeServer, tmp_path, **options):
-    options = {"trials": 1, "progress": False, "out": tmp_path / "runs", "concurrency": 2, **FAST, **options}
-    return passk_nb.run(wire, "test-model", base_url=server.url, protocol="native", **options)
+    return run_against(wire, server, tmp_path, protocol="native", **{**FAST, **options})
 
 
 def calls(*pairs: tuple[str, object], text: str = "") -> dict:

@@ -657,3 +657,20 @@ def write_fake_claude(folder: Path, log: Path, suite: str = "orders") -> Path:
     )
     path.chmod(0o755)
     return path
+
+
+def clean_backend_env(monkeypatch: Any) -> None:
+    """No backend URL or key from the developer's environment; a dummy Anthropic key (the fake
+    server takes any)."""
+    for name in ("OLLAMA_HOST", "OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0000")
+
+
+def run_against(wire: str, server: FakeServer, tmp_path: Any, **options: Any) -> Any:
+    """``passk_nb.run`` of one trial per task of the orders suite against a fake ``server``
+    speaking ``wire``, records under ``tmp_path/runs``; ``options`` override."""
+    import passk_nb
+
+    options = {"trials": 1, "progress": False, "out": tmp_path / "runs", "concurrency": 2, **options}
+    return passk_nb.run(wire, "test-model", base_url=server.url, **options)
