@@ -51,6 +51,7 @@ prints from the records (a test checks that the README's copy matches).
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 import warnings
@@ -119,6 +120,12 @@ def table(root: Path) -> str:
     return "\n".join(rows)
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM stops like Ctrl-C: the runner writes the completed trials and the server is stopped
+    (the runner's own SIGTERM handling would end the process before the server is)."""
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trials", type=int, help="trials per task and run (default: 8, 12 with a schema)")
@@ -139,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     # The four runs differ in prompt on purpose; the runner's "prompt changed" notice is expected here.
     warnings.filterwarnings("ignore", message=".*under other prompt texts")
 
+    signal.signal(signal.SIGTERM, _interrupt)
     start = time.monotonic()
     with LlamaServer(port=args.port, n_ctx=4096, n_threads=2) as server:
         print(f"llama_cpp.server: {server.model} at {server.url}", flush=True)
@@ -170,4 +178,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        print("interrupted: the completed trials are on disk; run again to fill in the rest", file=sys.stderr)
+        sys.exit(130)
