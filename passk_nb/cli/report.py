@@ -13,6 +13,7 @@ import sys
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from passk_nb.cli.common import (
@@ -45,6 +46,7 @@ _EPILOG = """examples:
   passk report runs --format csv --out summary.csv
   passk report runs --format html --out report.html      (one file: table, figures, failures)
   passk report runs --price-in 3 --price-out 15          (cost columns, USD per million tokens)
+  passk report runs --prices prices.csv                  (per model: model,price_in,price_out)
 --where COLUMN=VALUE keeps the trials whose COLUMN is VALUE; repeat it to filter more: values
 of one column are alternatives (either model), different columns must all match.
 By default one row per configuration (suite, provider, model, prompt, config): configurations
@@ -98,6 +100,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         metavar="USD",
         help="price of output tokens, USD per million (with --price-in)",
     )
+    p.add_argument(
+        "--prices",
+        type=Path,
+        metavar="CSV",
+        help="per-model prices instead: a CSV file with columns model,price_in,price_out "
+        "(USD per million tokens), one row per model in the records",
+    )
     p.add_argument("--skip-bad-files", action="store_true", help="skip unreadable files with a warning")
     add_quiet(p)
     p.set_defaults(func=_cmd_report)
@@ -115,6 +124,38 @@ def _price(text: str) -> float:
     if not (value >= 0 and value != float("inf")):
         raise argparse.ArgumentTypeError(f"{text!r}: a price is a finite number ≥ 0 (USD per million tokens)")
     return value
+
+
+def read_prices(path: Path, df: pd.DataFrame) -> pd.DataFrame:
+    """The ``--prices`` CSV (``model,price_in,price_out``), checked against the records' models."""
+    fix = "write a CSV with the header model,price_in,price_out, one row per model (USD per million tokens)"
+    try:
+        prices = pd.read_csv(path, dtype={"model": str})
+    except FileNotFoundError:
+        raise CliError(f"--prices {path}: no such file; {fix}") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise CliError(f"--prices {path}: not a readable CSV ({exc}); {fix}") from None
+    missing = [c for c in ("model", "price_in", "price_out") if c not in prices.columns]
+    if missing:
+        raise CliError(f"--prices {path}: no column {', '.join(missing)}; {fix}")
+    for column in ("price_in", "price_out"):
+        values = pd.to_numeric(prices[column], errors="coerce")
+        bad = prices.loc[~(values >= 0) | np.isinf(values), "model"].tolist()
+        if bad:
+            raise CliError(
+                f"--prices {path}: {column} of {', '.join(map(str, bad[:5]))} is not a finite number ≥ 0"
+            )
+        prices[column] = values.astype(float)
+    if prices["model"].duplicated().any():
+        twice = sorted(set(prices.loc[prices["model"].duplicated(), "model"]))
+        raise CliError(f"--prices {path}: {', '.join(twice)} listed twice; give one row per model")
+    unpriced = sorted(set(df["model"].astype(str)) - set(prices["model"]))
+    if unpriced:
+        raise CliError(
+            f"--prices {path} has no price for {', '.join(unpriced)}; add a row per model "
+            "(or filter with --where model=...)"
+        )
+    return prices[["model", "price_in", "price_out"]]
 
 
 def parse_where(items: list[str], df: pd.DataFrame) -> dict[str, list[str]]:
@@ -210,11 +251,16 @@ def _cmd_report(args: argparse.Namespace) -> int:
         raise CliError(
             "give both --price-in and --price-out (USD per million input and output tokens; 0 is a price)"
         )
+    if args.prices is not None and args.price_in is not None:
+        raise CliError("give --prices (per model) or --price-in/--price-out (one price for all), not both")
+    prices = read_prices(args.prices, df) if args.prices is not None else None
     report = report_frame(df, k=k, by=by, ci=args.ci, n_boot=args.n_boot, seed=args.seed)
-    if args.price_in is not None:
+    if args.price_in is not None or prices is not None:
         from passk_nb.view.tables import report_costs
 
-        report = report_costs(report, df, k=k, by=by, price_in=args.price_in, price_out=args.price_out)
+        report = report_costs(
+            report, df, k=k, by=by, price_in=args.price_in, price_out=args.price_out, prices=prices
+        )
     if args.format == "html":
         from passk_nb.view.report_html import report_html
 

@@ -68,7 +68,7 @@ def with_cost(
         p_out = pd.Series(float(price_out), index=df.index)
     elif prices is not None:
         require_columns(df, ("model",))
-        table = _price_table(prices)
+        table = price_table(prices)
         p_in = df["model"].map(table["price_in"]).astype(float)
         p_out = df["model"].map(table["price_out"]).astype(float)
     else:
@@ -84,7 +84,13 @@ def with_cost(
     return out
 
 
-def _price_table(prices: Mapping[str, tuple[float, float]] | pd.DataFrame) -> pd.DataFrame:
+def price_table(prices: Mapping[str, tuple[float, float]] | pd.DataFrame) -> pd.DataFrame:
+    """``prices`` (``{model: (price_in, price_out)}`` or a frame with columns ``model``,
+    ``price_in``, ``price_out``) as a frame indexed by model, checked.
+
+    >>> price_table({"a": (1, 2)}).loc["a"].tolist()
+    [1.0, 2.0]
+    """
     if isinstance(prices, pd.DataFrame):
         require_columns(prices, ("model", "price_in", "price_out"))
         if prices["model"].duplicated().any():

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from passk_nb.stats.cost import with_cost, with_cost_columns
+from passk_nb.stats.cost import Prices, price_table, with_cost, with_cost_columns
 from passk_nb.stats.flags import claimed_unperformed_action
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
 from passk_nb.stats.summary import DECLINED, summarize
@@ -210,9 +210,20 @@ def report_frame(
 
 
 def report_costs(
-    report: pd.DataFrame, df: pd.DataFrame, *, k: int, by: Sequence[str], price_in: float, price_out: float
+    report: pd.DataFrame,
+    df: pd.DataFrame,
+    *,
+    k: int,
+    by: Sequence[str],
+    price_in: float | None = None,
+    price_out: float | None = None,
+    prices: Prices = None,
 ) -> pd.DataFrame:
     """A :func:`report_frame` with what its trials cost at the given prices (USD per million tokens).
+
+    ``price_in``/``price_out`` price every trial alike; ``prices`` per model (see
+    :func:`~passk_nb.stats.cost.with_cost`), and then the ``price_in``/``price_out`` columns
+    show each row's model's prices (NaN for a row that mixes models with different prices).
 
     Adds ``price_in``, ``price_out``, ``n_priced`` (trials with token counts),
     ``n_without_tokens``, ``cost_usd_total``, ``cost_usd_per_trial`` (mean over the priced
@@ -235,7 +246,7 @@ def report_costs(
     for column in ("input_tokens", "output_tokens"):
         if column not in df.columns:
             df = df.assign(**{column: np.nan})
-    priced = with_cost(df, price_in=price_in, price_out=price_out)
+    priced = with_cost(df, price_in=price_in, price_out=price_out, prices=prices)
     by = list(by)
     out = with_cost_columns(report, priced, k=k, by=by)
     sizes = (
@@ -255,8 +266,24 @@ def report_costs(
         }
     )
     out["n_without_tokens"] = (out["_rows"] - out["n_priced"]).astype(int)
-    out["price_in"], out["price_out"] = float(price_in), float(price_out)
-    return out.drop(columns="_rows")
+    out = out.drop(columns="_rows")
+    if prices is None:
+        out["price_in"], out["price_out"] = float(price_in), float(price_out)  # type: ignore[arg-type]
+        return out
+    table = price_table(prices)
+    each = pd.DataFrame(
+        {
+            "price_in": df["model"].map(table["price_in"]).astype(float),
+            "price_out": df["model"].map(table["price_out"]).astype(float),
+        }
+    )
+    if not by:
+        single = each.nunique(dropna=False) == 1
+        return out.assign(**{c: each[c].iloc[0] if single[c] else np.nan for c in each.columns})
+    keys = df[by].reset_index(drop=True)
+    per_row = pd.concat([keys, each.reset_index(drop=True)], axis=1).groupby(by, dropna=False, sort=False)
+    shown = per_row.agg(lambda v: v.iloc[0] if v.nunique(dropna=False) == 1 else np.nan).reset_index()
+    return out.merge(shown, on=by, how="left")
 
 
 #: Identity columns shown joined, as one field: provider/model, prompt name (hash).

@@ -316,3 +316,65 @@ def test_without_prices_the_report_has_no_cost(folder, capsys):
 def test_bad_prices_exit_2_saying_what_to_give(folder, capsys, extra, message):
     assert main(["report", str(folder), "--n-boot", "0", *extra]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_prices_per_model_from_a_csv(tmp_path, capsys):
+    df = priced_records()
+    df.loc[df["model"] == "small", ["input_tokens", "output_tokens"]] = [2000.0, 50.0]
+    path = tmp_path / "priced.parquet"
+    df.to_parquet(path)
+    prices = tmp_path / "prices.csv"
+    prices.write_text("model,price_in,price_out\nbig,3,15\nsmall,0.5,1.5\n")
+    argv = ["report", path, "--by", "model", "--n-boot", "0", "--prices", prices, "--format", "csv"]
+    report = pd.read_csv(io.StringIO(passk(capsys, *argv))).set_index("model")
+    assert report.loc["big", "cost_usd_per_trial"] == pytest.approx((1000 * 3 + 100 * 15) / 1e6)
+    assert report.loc["small", "cost_usd_per_trial"] == pytest.approx((2000 * 0.5 + 50 * 1.5) / 1e6)
+    assert report.loc["small", "n_priced"] == (df["model"] == "small").sum()
+    assert report.loc["big", ["price_in", "price_out"]].tolist() == [3.0, 15.0]
+    assert report.loc["small", ["price_in", "price_out"]].tolist() == [0.5, 1.5]
+    # pooled over both models: the row's prices are not one price, so they are not shown
+    pooled = pd.read_csv(io.StringIO(passk(capsys, *argv[:2], "--by", "none", *argv[4:])))
+    assert np.isnan(pooled.loc[0, "price_in"]) and pooled.loc[0, "cost_usd_total"] == pytest.approx(
+        report["cost_usd_total"].sum()
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("model,price_in,price_out\nbig,3,15\n", "no price for small"),
+        ("model,price_in\nbig,3\n", "no column price_out"),
+        ("model,price_in,price_out\nbig,3,15\nsmall,-1,2\n", "price_in of small is not a finite number"),
+        ("model,price_in,price_out\nbig,3,15\nsmall,1,2\nbig,1,1\n", "big listed twice"),
+        (None, "no such file"),
+    ],
+)
+def test_bad_price_files_exit_2_saying_what_to_fix(tmp_path, capsys, text, message):
+    path = tmp_path / "priced.parquet"
+    priced_records().to_parquet(path)
+    prices = tmp_path / "prices.csv"
+    if text is not None:
+        prices.write_text(text)
+    assert main(["report", str(path), "--n-boot", "0", "--prices", str(prices)]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_prices_and_one_price_are_exclusive(tmp_path, capsys):
+    path = tmp_path / "priced.parquet"
+    priced_records().to_parquet(path)
+    prices = tmp_path / "prices.csv"
+    prices.write_text("model,price_in,price_out\nbig,3,15\nsmall,1,2\n")
+    argv = [
+        "report",
+        str(path),
+        "--n-boot",
+        "0",
+        "--prices",
+        str(prices),
+        "--price-in",
+        "1",
+        "--price-out",
+        "1",
+    ]
+    assert main(argv) == 2
+    assert "not both" in capsys.readouterr().err
