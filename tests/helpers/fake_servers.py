@@ -280,6 +280,9 @@ class FakeServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1" if server.keep_alive else "HTTP/1.0"
+            # headers and body are two writes: with Nagle's algorithm the body waits for the client's
+            # delayed ACK of the headers (~40 ms a reply), as no real model server makes a client wait
+            disable_nagle_algorithm = True
 
             def setup(self) -> None:
                 super().setup()
