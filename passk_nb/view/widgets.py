@@ -29,7 +29,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import ipywidgets as widgets
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from IPython.display import HTML
@@ -39,13 +38,14 @@ from passk_nb.stats.divergence import KeyArgs, action_sequence, common_prefix
 from passk_nb.stats.flags import claimed_unperformed_action
 from passk_nb.stats.params import INFRA, default_by
 from passk_nb.stats.summary import curve, summarize
+from passk_nb.view.curve_image import CurveImage, render_curve
 from passk_nb.view.labels import (
+    format_value,
     prompt_names,
     text_or_none,
     value_label,
 )
-from passk_nb.view.plots import figure_png, plot_curve
-from passk_nb.view.tables import summary_table
+from passk_nb.view.tables import render_table, summary_table
 from passk_nb.view.transcript_html import (
     failed_first,
     transcript_html,
@@ -84,13 +84,19 @@ class _Rendered:
 
 
 class Explorer(_Rendered):
-    """The object :func:`explore` returns: ``widget`` (the live explorer), ``summary()``, ``figure()``.
+    """The object :func:`explore` returns: ``widget`` (the live explorer), ``summary()``, ``curve()``,
+    ``figure_png()``.
 
     The trials are counted once (:func:`passk_nb.stats.counts.counts` per group, filter value and
     task, kept as ``counts``); every widget change recomputes from those counts, never from the
-    trials: a filter change re-selects count rows and recomputes the curve, a k change only the
-    summary at the new k (the curve of a selection is cached, and does not depend on k).
+    trials. A filter change re-selects count rows, recomputes the curve and draws it once
+    (:func:`passk_nb.view.curve_image.render_curve`, kept per selection). A k change recomputes
+    only the summary at the new k and paints the k marker onto the drawn curve: no figure is
+    drawn again.
     """
+
+    #: Selections whose curve and drawn image are kept (the most recent ones).
+    KEPT_SELECTIONS = 16
 
     def __init__(
         self,
@@ -130,7 +136,9 @@ class Explorer(_Rendered):
         self.table = widgets.HTML()
         self.image = widgets.Image(format="png", layout=widgets.Layout(max_width="100%"))
         self.note = widgets.HTML()
+        self._selected: tuple[tuple[Any, ...], pd.DataFrame] | None = None
         self._curves: dict[tuple[Any, ...], pd.DataFrame] = {}
+        self._images: dict[tuple[Any, ...], CurveImage] = {}
         self._pngs: dict[tuple[Any, ...], bytes] = {}
         for control in (*self.filters.values(), self.k):
             control.observe(self._update, names="value")
@@ -143,8 +151,11 @@ class Explorer(_Rendered):
         return self.df[self._mask(self.df)]
 
     def selected_counts(self) -> pd.DataFrame:
-        """The rows of ``counts`` the filters currently select."""
-        return self.counts[self._mask(self.counts)]
+        """The rows of ``counts`` the filters currently select (kept until the filters change)."""
+        key = self._selection_key()
+        if self._selected is None or self._selected[0] != key:
+            self._selected = key, self.counts[self._mask(self.counts)]
+        return self._selected[1]
 
     def _mask(self, frame: pd.DataFrame) -> np.ndarray:
         mask = np.ones(len(frame), dtype=bool)
@@ -162,29 +173,41 @@ class Explorer(_Rendered):
         )
 
     def curve(self) -> pd.DataFrame:
-        """:func:`passk_nb.stats.summary.curve` of the selection (from the counts; cached per selection)."""
+        """:func:`passk_nb.stats.summary.curve` of the selection (from the counts; kept per selection)."""
         key = self._selection_key()
         if key not in self._curves:
-            self._curves[key] = curve(
-                self.selected_counts(), by=self.by, ci=self.ci, n_boot=self.n_boot, seed=self.seed
+            _keep(
+                self._curves,
+                key,
+                curve(self.selected_counts(), by=self.by, ci=self.ci, n_boot=self.n_boot, seed=self.seed),
+                self.KEPT_SELECTIONS,
             )
         return self._curves[key]
 
+    def curve_image(self) -> CurveImage | None:
+        """The curve of the selection drawn without the k marker (kept per selection), None when
+        nothing is selected."""
+        if self.selected_counts().empty:
+            return None
+        key = self._selection_key()
+        if key not in self._images:
+            image = render_curve(self.curve(), by=self.by, ci=self.ci, names=self.names)
+            _keep(self._images, key, image, self.KEPT_SELECTIONS)
+        return self._images[key]
+
     def figure_png(self) -> bytes | None:
-        """The curve of the selection as PNG (cached per selection and k), None when nothing is selected."""
-        if not self._mask(self.counts).any():
+        """The curve of the selection as PNG with the k marker (the curve drawn once per selection,
+        the marker painted per k), None when nothing is selected."""
+        image = self.curve_image()
+        if image is None:
             return None
         key = (self._selection_key(), self.k.value)
         if key not in self._pngs:
-            ax = plot_curve(curve=self.curve(), by=self.by, k=self.k.value, ci=self.ci, names=self.names)
-            figure = ax.get_figure(root=True)
-            assert figure is not None  # an Axes drawn by plot_curve always has one
-            self._pngs[key] = figure_png(figure)
-            plt.close(figure)
+            _keep(self._pngs, key, image.png(self.k.value), 4 * self.KEPT_SELECTIONS)
         return self._pngs[key]
 
     def _update(self, _change: object = None) -> None:
-        if not self._mask(self.counts).any():
+        if self.selected_counts().empty:
             self.note.value = "<i>No trials match the filters.</i>"
             self.table.value = ""
             return
@@ -206,6 +229,13 @@ class Explorer(_Rendered):
 
     def static_png(self) -> bytes | None:
         return self.figure_png()
+
+
+def _keep(cache: dict[Any, Any], key: Any, value: Any, size: int) -> None:
+    """Store ``value`` under ``key``, dropping the oldest entries beyond ``size``."""
+    cache[key] = value
+    for old in list(cache)[: max(len(cache) - size, 0)]:
+        del cache[old]
 
 
 _INTERVAL_NOTE = (
@@ -255,8 +285,15 @@ def _table_html(table: pd.DataFrame, by: tuple[str, ...], names: dict[str, str])
     shown = table.copy()
     for column in by:
         if column in shown.columns:
-            shown[column] = [value_label(column, v, names) for v in shown[column]]
-    return shown.to_html(index=False, escape=True, border=0)
+            shown[column] = [format_value(column, v, names) for v in shown[column]]  # as value_label
+    return _TABLE_STYLE + render_table(shown, "html")
+
+
+_TABLE_STYLE = (
+    "<style>table.passk-table {border-collapse: collapse; font-size: 13px}"
+    " table.passk-table th, table.passk-table td {border: 1px solid #ccc; padding: 2px 6px; text-align: left}"
+    " table.passk-table th {background: #f3f3f3}</style>"
+)
 
 
 def show_transcript(df: pd.DataFrame | pd.Series | Mapping[str, Any], row: Any = None) -> HTML:

@@ -1,0 +1,144 @@
+"""Benchmark: the explorer's k-slider change on 100,000 trial rows, against the previous full
+re-render, same run.
+
+5 models × 2 prompts × 1,000 tasks × 10 trials (``--tasks`` scales it), ``n_boot=200`` as in
+tests/view/test_widgets.py. The explorer counts the trials once and draws the curve of a
+selection once; a k change recomputes the summary from the cached counts, renders the table
+and paints the k marker onto the drawn curve (a PNG encode). The previous path, replayed here
+step by step: select the count rows again, summarize, ``DataFrame.to_html`` with a label per
+cell, and draw the whole figure with the marker (``plot_curve(k=...)`` + ``savefig``).
+Each route runs at k values it has not seen (no cache hit), interleaved, best of
+``--repeats`` (wall and CPU time; CPU is steadier on a shared machine). Prints both, their
+ratio, the new route's parts and the load average. Target (issue #15): ≤ 100 ms per k change.
+
+    python benchmarks/bench_explorer.py [--tasks 1000] [--repeats 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import warnings
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from passk_nb.stats.summary import summarize  # noqa: E402
+from passk_nb.view.labels import value_label  # noqa: E402
+from passk_nb.view.plots import figure_png, plot_curve  # noqa: E402
+from passk_nb.view.tables import summary_table  # noqa: E402
+from passk_nb.view.widgets import Explorer, _table_html, explore  # noqa: E402
+
+MODELS, PROMPTS, TRIALS, N_BOOT, TARGET_MS = 5, 2, 10, 200, 100.0
+
+
+def trial_frame(tasks: int) -> pd.DataFrame:
+    """models × prompts × tasks × trials rows, success probability per (arm, task) from Beta(2, 1)."""
+    rng = np.random.default_rng(0)
+    arms = MODELS * PROMPTS
+    p = rng.beta(2, 1, (arms, tasks))
+    passed = (rng.random((arms, tasks, TRIALS)) < p[:, :, None]).ravel()
+    return pd.DataFrame(
+        {
+            "run_id": np.repeat([f"run-{a}" for a in range(arms)], tasks * TRIALS),
+            "model": np.repeat([f"model-{m}" for m in range(MODELS)], PROMPTS * tasks * TRIALS),
+            "prompt_hash": np.tile(np.repeat([f"{q:012x}" for q in range(PROMPTS)], tasks * TRIALS), MODELS),
+            "task": np.tile(np.repeat([f"task-{t:04d}" for t in range(tasks)], TRIALS), arms),
+            "trial": np.tile(np.arange(TRIALS), arms * tasks),
+            "passed": passed,
+            "outcome": np.where(passed, "pass", "wrong_state"),
+        }
+    )
+
+
+def previous_k_change(ex: Explorer, k: int) -> tuple[str, bytes]:
+    """What a k change cost before: the steps of the previous Explorer._update, replayed."""
+    mask = np.ones(len(ex.counts), dtype=bool)
+    for column, control in ex.filters.items():
+        mask &= ex.counts[column].isin(list(control.value)).to_numpy()
+    summary = summarize(ex.counts[mask], k=k, by=ex.by, ci=ex.ci, n_boot=ex.n_boot, seed=ex.seed)
+    shown = summary_table(summary, ci=ex.ci)
+    for column in ex.by:
+        shown[column] = [value_label(column, v, ex.names) for v in shown[column]]
+    table = shown.to_html(index=False, escape=True, border=0)
+    ax = plot_curve(curve=ex.curve(), by=ex.by, k=k, ci=ex.ci, names=ex.names)
+    figure = ax.get_figure(root=True)
+    assert figure is not None
+    png = figure_png(figure)
+    plt.close(figure)
+    return table, png
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=1_000, help="tasks per arm (default 1000)")
+    parser.add_argument("--repeats", type=int, default=5, help="interleaved rounds (default 5)")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+
+    df = trial_frame(args.tasks)
+    print(
+        f"{len(df):,} trial rows: {MODELS} models × {PROMPTS} prompts × {args.tasks} tasks × {TRIALS} trials"
+    )
+    ex = explore(df, k=2, n_boot=N_BOOT, static=False)
+    ks = [k for k in range(1, TRIALS + 1) if k != ex.k.value]
+
+    new, old = {"wall": np.inf, "cpu": np.inf}, {"wall": np.inf, "cpu": np.inf}
+    for round_ in range(args.repeats):
+        k = ks[round_ % len(ks)]
+        ex._pngs.clear()  # a k the explorer has not painted yet
+        start, start_cpu = time.perf_counter(), time.process_time()
+        ex.k.value = k  # the slider's observer runs the update
+        new["wall"] = min(new["wall"], time.perf_counter() - start)
+        new["cpu"] = min(new["cpu"], time.process_time() - start_cpu)
+        start, start_cpu = time.perf_counter(), time.process_time()
+        previous_k_change(ex, k)
+        old["wall"] = min(old["wall"], time.perf_counter() - start)
+        old["cpu"] = min(old["cpu"], time.process_time() - start_cpu)
+    pd.testing.assert_frame_equal(
+        ex.summary(), summarize(ex.selected_counts(), k=ex.k.value, by=ex.by, n_boot=N_BOOT)
+    )
+
+    parts = {}
+    k = ex.k.value
+    image, summary = ex.curve_image(), ex.summary()
+    assert image is not None
+    steps = {
+        "summarize from the cached counts": ex.summary,
+        "summary_table + HTML": lambda: _table_html(summary_table(summary, ci=ex.ci), ex.by, ex.names),
+        "k marker painted + PNG encoded": lambda: image.png(k),
+    }
+    for name, step in steps.items():
+        best = np.inf
+        for _ in range(args.repeats):
+            start_cpu = time.process_time()
+            step()
+            best = min(best, time.process_time() - start_cpu)
+        parts[name] = best
+
+    load = os.getloadavg()
+    print(f"load average while measured: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} (2 cores)")
+    print(f"{'k-slider change':44s} {'wall':>10s} {'CPU':>10s}")
+    for name, t in (
+        ("explorer (curve drawn once, marker painted)", new),
+        ("previous path (full re-render)", old),
+    ):
+        print(f"  {name:42s} {t['wall'] * 1000:7.1f} ms {t['cpu'] * 1000:7.1f} ms")
+    print(f"  previous / explorer: wall {old['wall'] / new['wall']:.1f}×  CPU {old['cpu'] / new['cpu']:.1f}×")
+    print("explorer's k change, CPU by part:")
+    for name, seconds in parts.items():
+        print(f"  {name:42s} {seconds * 1000:7.1f} ms")
+    met = new["cpu"] * 1000 <= TARGET_MS
+    print(f"target ≤ {TARGET_MS:.0f} ms CPU per k change: {'met' if met else 'MISSED'}")
+    return 0 if met else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
