@@ -248,6 +248,7 @@ def _missing_trials(records: list[dict[str, Any]], source: Any, *, fill: bool) -
                     "passed": False,
                     "state_ok": False,
                     "outcome": "wrong_state",
+                    "state_diff": None,
                     "error": "missing from the result file (τ-bench counts it as a failure)",
                 }
             )
@@ -468,6 +469,7 @@ def _common(result: Mapping[str, Any], messages: list[Mapping[str, Any]], passed
         "n_turns": len(assistant),
         "n_tool_calls": sum(len(m.get("tool_calls") or []) for m in assistant),
         **_transcript(messages),
+        "state_diff": None,  # the files hold the reward, not the final database
         "provider_meta": json.dumps({"reward": result["reward"]}),
     }
 

@@ -295,6 +295,8 @@ def _raw_details(content: str) -> str:
 
 
 def _diff_html(state_diff: str | None) -> str:
+    if state_diff is None:  # e.g. an imported run whose file keeps only the verdict
+        return "<div style='margin:4px 0'><b>final state</b>: <i>not recorded</i></div>"
     try:
         entries = json.loads(state_diff or "[]")
     except json.JSONDecodeError as err:

@@ -197,6 +197,7 @@ def test_missing_trials_warn_and_fail_reproduces_tau_bench() -> None:
     assert len(filled) == 8
     row = filled.set_index(["task", "trial"]).loc[("1", 3)]
     assert not row["passed"] and "missing from the result file" in row["error"]
+    assert pd.isna(row["state_diff"])  # nobody knows its final state
     # τ-bench: mean over tasks of C(c, k) / C(4, k) with the missing trial failed: (1 + 1/4) / 2 at k=3
     assert summarize(filled, k=3, by=(), n_boot=0)["pass^k"].iloc[0] == pytest.approx((1 + 1 / 4) / 2)
 
@@ -314,6 +315,8 @@ def test_the_transcript_browser_shows_an_imported_conversation_escaped() -> None
     assert "agent says" in page and "May I have your user id?" in page
     assert "system prompt" in page and "<details>" in page  # the policy is folded
     assert "<b>answer</b>: <span style='white-space:pre-wrap'>Your reservation is cancelled.</span>" in page
+    assert "<b>final state</b>: <i>not recorded</i>" in page  # τ-bench's file has no final database
+    assert df["state_diff"].isna().all()
 
 
 def test_fixture_conversation_reads_as_the_call_and_the_answer() -> None:
