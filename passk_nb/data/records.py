@@ -58,7 +58,8 @@ _SPEC: dict[str, tuple[pa.DataType, str, str]] = {
     "protocol": (
         pa.string(),
         "str",
-        "how the agent calls tools: json (the JSON action protocol) or native (the API's tool calling)",
+        "how the agent calls tools: json (the JSON action protocol), native (the API's tool calling), "
+        "or text (an imported run's own text format, e.g. τ-bench's act/react agents)",
     ),
     "config": (
         pa.string(),

@@ -22,6 +22,21 @@ n: a missing trial is simply not there (a warning says which tasks lack trials).
 τ-bench's numbers, pass ``missing="fail"`` (the missing trials become failed rows whose
 ``error`` says so) and ``infra="fail"`` to the statistics (τ-bench also counts crashes as
 failures).
+
+**Transcripts.** Each trial's messages become this package's transcript entries, as our own
+native tool-calling runs write them: each tool call a ``reply`` entry with its ``action``
+(``{"tool", "args"}``), so :func:`passk_nb.divergence` and the transcript browser read
+imported trials like our own; the agent's *last* text message is its answer (a ``reply``
+with ``{"answer": ...}``, and ``final_answer``); its earlier messages to the customer are
+``message`` entries, not actions. A τ-bench tool result starting ``"Error: "`` (how its
+environment reports a tool that raised) counts in ``n_tool_errors``.
+
+**Settings.** ``protocol`` is ``native`` (τ-bench's tool-calling agents and τ²-bench call
+tools through the API), or ``text`` for τ-bench's act/react agents (their "Action:" texts are
+not read as actions); a τ-bench file without a strategy in its name is ``native`` when its
+trajectories hold tool calls. ``json_mode`` is ``off`` (neither asks for a JSON mode).
+``temperature`` is the one τ²-bench records or a τ-bench file name states, else unknown
+(NaN). ``config`` names these as our own runs' labels do (``protocol=native``).
 """
 
 from __future__ import annotations
@@ -47,8 +62,12 @@ REWARD_TOLERANCE = 1e-6
 TAU2_INFRA_REASONS: frozenset[str] = frozenset({"infrastructure_error", "context_window_exceeded"})
 #: τ-bench's result file name: ``{strategy}-{model}-{temperature}_range_{start}-{end}_user-...``.
 _TAU_FILE_NAME = re.compile(
-    r"^(?:tool-calling|act|react|few-shot)-(?P<model>.+)-(?P<temperature>[0-9.]+)_range_"
+    r"^(?P<strategy>tool-calling|act|react|few-shot)-(?P<model>.+)-(?P<temperature>[0-9.]+)_range_"
 )
+#: τ-bench's agent strategies that write their actions as text ("Action: {...}"), not native calls.
+TAU_TEXT_STRATEGIES: frozenset[str] = frozenset({"act", "react"})
+#: How a τ-bench tool result starts when the tool raised (its environment returns ``f"Error: {e}"``).
+TAU_TOOL_ERROR = "Error: "
 #: What ``missing=`` accepts.
 MISSING_MODES: tuple[str, ...] = ("skip", "fail")
 
@@ -107,7 +126,8 @@ def from_tau_bench(
             records = [{**r, "model": file_model or f"unknown-{rid}"} for r in records]
     elif isinstance(data, Sequence) and not isinstance(data, str | bytes):
         name = model or file_model or f"unknown-{rid}"
-        records = [_tau_record(result, model=name, suite=suite) for result in data]
+        settings = _tau_settings(source, data)
+        records = [{**_tau_record(result, model=name, suite=suite), **settings} for result in data]
     else:
         raise ValueError(
             "not a τ-bench result (a JSON list of {task_id, reward, info, traj, trial}) "
@@ -115,6 +135,7 @@ def from_tau_bench(
         )
     _reject_duplicates(records, source)
     records += _missing_trials(records, source, fill=missing == "fail")
+    records = [{**record, **_config(record)} for record in records]
     hashes = {record["prompt_hash"] for record in records} - {""}
     # a crashed trial has no transcript: give it the file's prompt so it is not split off
     fill = hashes.pop() if len(hashes) == 1 else ""
@@ -140,6 +161,35 @@ def _model_from_name(source: Any) -> str:
     stem = path.name if path.is_dir() else path.stem
     match = _TAU_FILE_NAME.match(stem)
     return match["model"] if match else stem
+
+
+def _tau_settings(source: Any, data: Sequence[Any]) -> dict[str, Any]:
+    """What a τ-bench run's records can say about its settings: the protocol, and the temperature
+    its file name records. The strategy in the file name decides the protocol; without one, the
+    trajectories do (native when any assistant message carries ``tool_calls``)."""
+    match = _TAU_FILE_NAME.match(Path(source).stem) if isinstance(source, str | os.PathLike) else None
+    if match:
+        native = match["strategy"] not in TAU_TEXT_STRATEGIES
+    else:
+        native = any(
+            isinstance(m, Mapping) and m.get("role") == "assistant" and m.get("tool_calls")
+            for result in data
+            if isinstance(result, Mapping)
+            for m in result.get("traj") or []
+        )
+    return {
+        "protocol": "native" if native else "text",
+        "temperature": float(match["temperature"]) if match else None,
+    }
+
+
+def _config(record: Mapping[str, Any]) -> dict[str, Any]:
+    """``json_mode`` (τ-bench and τ²-bench ask for no JSON mode) and the ``config`` label, which
+    names the settings that differ from a default run of our own harness, as its labels do."""
+    temperature = record.get("temperature")
+    parts = [f"temperature={temperature}"] if temperature is not None else []
+    parts += [f"protocol={record['protocol']}"] if record.get("protocol", "json") != "json" else []
+    return {"json_mode": "off", "config": ", ".join(parts) or "default"}
 
 
 def _where(source: Any) -> str:
@@ -193,10 +243,12 @@ def _missing_trials(records: list[dict[str, Any]], source: Any, *, fill: bool) -
             added.append(
                 {
                     **{key: base[key] for key in ("task", "suite", "provider", "model", "prompt_hash")},
+                    **{key: base.get(key) for key in ("protocol", "temperature")},
                     "trial": trial,
                     "passed": False,
                     "state_ok": False,
                     "outcome": "wrong_state",
+                    "state_diff": None,
                     "error": "missing from the result file (τ-bench counts it as a failure)",
                 }
             )
@@ -269,6 +321,7 @@ def _tau2_records(data: Mapping[str, Any], *, model: str | None, suite: str | No
                 "suite": suite,
                 "provider": "tau2-bench",
                 "model": model,
+                "protocol": "native",  # τ²-bench's agent calls tools natively
                 "outcome": "pass" if passed else failure,
                 "error": reason if infra else None,
                 "latency_s": sim.get("duration"),
@@ -279,7 +332,7 @@ def _tau2_records(data: Mapping[str, Any], *, model: str | None, suite: str | No
 
 
 def _tau2_details(sim: Mapping[str, Any], temperature: Any) -> dict[str, Any]:
-    """What a τ²-bench simulation says beyond its verdict: tokens, seed, start, tool errors, transcript."""
+    """What a τ²-bench simulation says beyond its verdict: tokens, seed, start, temperature."""
     messages = [m for m in sim.get("messages") or [] if isinstance(m, Mapping)]
     agent = [m for m in messages if m.get("role") == "assistant"]
     usages = [m["usage"] for m in agent if isinstance(m.get("usage"), Mapping)]
@@ -300,32 +353,111 @@ def _tau2_details(sim: Mapping[str, Any], temperature: Any) -> dict[str, Any]:
         "seed": seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
         "started_at": None if started is None or pd.isna(started) else started,
         "temperature": float(temperature) if isinstance(temperature, int | float) else None,
-        "n_tool_errors": sum(1 for m in messages if m.get("role") == "tool" and m.get("error") is True),
-        "transcript": json.dumps([_tau2_entry(m) for m in messages], ensure_ascii=False, default=str),
     }
 
 
-_TAU2_KINDS = {"assistant": "reply", "user": "task", "tool": "tool_result", "system": "system"}
+def _transcript(messages: Sequence[Any]) -> dict[str, Any]:
+    """τ-bench / τ²-bench messages as transcript entries (:mod:`passk_nb.data.transcript`), with
+    the counts and the final answer read from them.
+
+    The entries are those our own native-protocol runs write. The customer's (the user
+    simulator's) messages are ``task`` entries. Each tool call of an assistant message is
+    one ``reply`` entry with its ``action`` (``{"tool", "args"}``) and, as its content, the
+    message's text and the call as received. Tool results are ``tool_result`` entries. The
+    agent's *last* text message (one without tool calls) is its answer: a ``reply`` with
+    ``{"answer": text}``, and the record's ``final_answer``. Its earlier text messages are
+    ``message`` entries: said to the customer mid-conversation, not actions. A call whose
+    arguments are not a JSON object is a ``reply`` with a ``format_error``.
+    """
+    entries: list[dict[str, Any]] = []
+    texts = [
+        i
+        for i, m in enumerate(messages)
+        if isinstance(m, Mapping) and m.get("role") == "assistant" and not m.get("tool_calls")
+    ]
+    last_text = texts[-1] if texts else None
+    names: dict[str, str] = {}  # call id -> tool name, for τ²-bench's tool results (they lack it)
+    counts = {"n_format_errors": 0, "n_tool_errors": 0}
+    final_answer: str | None = None
+    for i, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            continue
+        role = str(message.get("role"))
+        text = _text(message.get("content"))
+        calls = [c for c in message.get("tool_calls") or [] if isinstance(c, Mapping)]
+        if role == "assistant" and calls:
+            for n, call in enumerate(calls):
+                entries.append(_reply_entry(call, text if n == 0 else "", n if len(calls) > 1 else None))
+                names[str(call.get("id"))] = entries[-1]["tool_name"]
+                del entries[-1]["tool_name"]
+                counts["n_format_errors"] += "format_error" in entries[-1]
+        elif role == "assistant" and i == last_text:
+            final_answer = text
+            entries.append(transcript_entry("reply", "assistant", text, action={"answer": text}))
+        elif role == "assistant":
+            entries.append(transcript_entry("message", "assistant", text))
+        elif role == "tool":
+            failed = _tool_failed(message, text)
+            counts["n_tool_errors"] += failed
+            call_id = str(message.get("tool_call_id") or message.get("id"))
+            name = str(message.get("name") or names.get(call_id, ""))
+            entries.append(transcript_entry("tool_result", "tool", text, tool=name[:80], error=failed))
+        else:  # the customer (τ²'s user may call tools of its own) or the system prompt
+            shown = [json.dumps({"name": _call(c)[0], "arguments": _call(c)[1]}, default=str) for c in calls]
+            kind = "task" if role == "user" else role
+            entries.append(transcript_entry(kind, role, "\n".join([text, *shown]).strip()))
+    return {
+        **counts,
+        "final_answer": final_answer,
+        "transcript": json.dumps(entries, ensure_ascii=False, default=str),
+    }
 
 
-def _tau2_entry(message: Mapping[str, Any]) -> dict[str, Any]:
-    """One τ²-bench message as a transcript entry (:mod:`passk_nb.data.transcript`)."""
-    role = str(message.get("role"))
-    content = message.get("content")
-    text = content if isinstance(content, str) else json.dumps(content, default=str) if content else ""
-    extra: dict[str, Any] = {}
-    calls = message.get("tool_calls") or []
-    if role == "assistant" and calls:
-        call = calls[0] if isinstance(calls[0], Mapping) else {}
-        extra["action"] = {"tool": str(call.get("name")), "args": call.get("arguments") or {}}
-        text = text or json.dumps({"tool": call.get("name"), "args": call.get("arguments")}, default=str)
-    if role == "tool":
-        extra["error"] = bool(message.get("error"))
-    return transcript_entry(_TAU2_KINDS.get(role, role), role, text, **extra)
+def _reply_entry(call: Mapping[str, Any], text: str, index: int | None) -> dict[str, Any]:
+    """One tool call as a ``reply`` entry (with a ``tool_name`` key the caller removes)."""
+    name, raw, args = _call(call)
+    received = json.dumps({"id": call.get("id"), "name": name, "arguments": raw}, default=str)
+    content = (text + "\n" if text else "") + received
+    where = {"tool_call_id": call.get("id"), **({"call_index": index} if index is not None else {})}
+    if args is None:
+        problem = f"the arguments of {name} are not a JSON object: {_preview(raw)}"
+        return {
+            **transcript_entry("reply", "assistant", content, format_error=problem, **where),
+            "tool_name": name,
+        }
+    action = {"tool": name, "args": args}
+    return {**transcript_entry("reply", "assistant", content, action=action, **where), "tool_name": name}
+
+
+def _text(content: Any) -> str:
+    return content if isinstance(content, str) else json.dumps(content, default=str) if content else ""
+
+
+def _call(call: Mapping[str, Any]) -> tuple[str, Any, dict[str, Any] | None]:
+    """(tool name, arguments as received, arguments as an object or None) of one tool call.
+
+    τ-bench stores OpenAI's shape (``{"function": {"name", "arguments": JSON text}}``),
+    τ²-bench its own (``{"name", "arguments": {...}}``).
+    """
+    inner = call.get("function")
+    fields: Mapping[str, Any] = inner if isinstance(inner, Mapping) else call
+    name, raw = str(fields.get("name")), fields.get("arguments")
+    try:
+        args = json.loads(raw) if isinstance(raw, str) else {} if raw is None else raw
+    except ValueError:
+        args = None
+    return name, raw, args if isinstance(args, dict) else None
+
+
+def _tool_failed(message: Mapping[str, Any], text: str) -> bool:
+    """τ²-bench flags a failed call (``error``); τ-bench's result of one starts with ``"Error: "``."""
+    if "error" in message:
+        return message.get("error") is True
+    return text.startswith(TAU_TOOL_ERROR)
 
 
 def _common(result: Mapping[str, Any], messages: list[Mapping[str, Any]], passed: bool) -> dict[str, Any]:
-    """Fields τ-bench and τ²-bench results share: ids, reward, transcript counts."""
+    """Fields τ-bench and τ²-bench results share: ids, reward, the transcript and its counts."""
     system = next((m.get("content") for m in messages[:1] if m.get("role") == "system"), None)
     assistant = [m for m in messages if m.get("role") == "assistant"]
     return {
@@ -336,7 +468,8 @@ def _common(result: Mapping[str, Any], messages: list[Mapping[str, Any]], passed
         "prompt_hash": prompt_hash(system) if isinstance(system, str) else "",
         "n_turns": len(assistant),
         "n_tool_calls": sum(len(m.get("tool_calls") or []) for m in assistant),
-        "transcript": json.dumps(messages, default=str),
+        **_transcript(messages),
+        "state_diff": None,  # the files hold the reward, not the final database
         "provider_meta": json.dumps({"reward": result["reward"]}),
     }
 

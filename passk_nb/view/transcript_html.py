@@ -212,8 +212,10 @@ def trial_label(row: pd.Series, claimed: bool) -> str:
 
 
 _ROLE_STYLE = {
+    "system": ("system prompt", "#555555"),
     "task": ("customer", "#0072B2"),
     "reply": ("agent", "#009E73"),
+    "message": ("agent says", "#009E73"),
     "tool_result": ("tool", "#777777"),
     "format_feedback": ("harness", "#CC79A7"),
     "infra_error": ("infra", "#BBBBBB"),
@@ -253,6 +255,11 @@ def _entry_html(entry: dict[str, Any]) -> str:
         )
     elif kind == "reply" and isinstance(entry.get("action"), dict):
         body = _action_html(entry["action"]) + _raw_details(content)
+    elif kind == "system":  # long (τ-bench's policy is pages): folded
+        body = (
+            f"<details><summary style='color:#888;font-size:11px'>{_e(len(content))} chars</summary>"
+            f"<div style='white-space:pre-wrap'>{_e(_cut(content))}</div></details>"
+        )
     elif kind == "tool_result":
         failed = bool(entry.get("error"))
         mark = "<span style='color:#8a1c00'><b>tool error</b></span> " if failed else ""
@@ -288,6 +295,8 @@ def _raw_details(content: str) -> str:
 
 
 def _diff_html(state_diff: str | None) -> str:
+    if state_diff is None:  # e.g. an imported run whose file keeps only the verdict
+        return "<div style='margin:4px 0'><b>final state</b>: <i>not recorded</i></div>"
     try:
         entries = json.loads(state_diff or "[]")
     except json.JSONDecodeError as err:

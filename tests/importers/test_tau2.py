@@ -28,6 +28,7 @@ import pytest
 from passk_nb.data.records import COLUMNS
 from passk_nb.data.transcript import parse_transcript
 from passk_nb.importers.tau_bench import from_tau_bench
+from passk_nb.stats.divergence import action_sequence
 from passk_nb.stats.summary import curve
 
 FIXTURE = Path(__file__).parent / "fixtures" / "tau2_results_small.json"
@@ -129,8 +130,20 @@ def test_the_agents_temperature_is_kept() -> None:
 
 
 def test_the_transcript_uses_the_packages_entry_format() -> None:
-    entries = parse_transcript(from_tau_bench(FIXTURE).loc[0, "transcript"])
-    assert [e.get("kind") for e in entries] == ["reply", "task", "reply", "tool_result", "reply", "task"]
+    row = from_tau_bench(FIXTURE).loc[0]
+    entries = parse_transcript(row["transcript"])
+    # the greeting is said, not an action; the last text message is the answer
+    assert [e.get("kind") for e in entries] == ["message", "task", "reply", "tool_result", "reply", "task"]
+    assert entries[2]["action"] == {"tool": "get_reservation_details", "args": {"reservation_id": "0X0"}}
+    assert entries[3]["tool"] == "get_reservation_details"  # τ²'s tool message names only the call id
+    assert action_sequence(row["transcript"]) == ['get_reservation_details(reservation_id="0X0")', "answer"]
+    assert row["final_answer"] == "Your reservation is updated."
+
+
+def test_the_run_is_native_tool_calling_at_its_temperature() -> None:
+    df = from_tau_bench(FIXTURE)
+    assert set(df["protocol"]) == {"native"} and set(df["json_mode"]) == {"off"}
+    assert set(df["config"]) == {"temperature=0.0, protocol=native"}
 
 
 def test_duplicate_task_and_trial_is_an_error() -> None:

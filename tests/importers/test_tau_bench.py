@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from fractions import Fraction
 from pathlib import Path
 
@@ -13,7 +14,9 @@ import pandas as pd
 import pytest
 
 from passk_nb.data.records import COLUMNS
+from passk_nb.data.transcript import parse_transcript
 from passk_nb.importers.tau_bench import from_tau_bench
+from passk_nb.stats.divergence import action_sequence
 from passk_nb.stats.summary import curve, summarize
 
 FIXTURE = Path(__file__).parent / "fixtures" / "tau_bench_small.json"
@@ -194,5 +197,176 @@ def test_missing_trials_warn_and_fail_reproduces_tau_bench() -> None:
     assert len(filled) == 8
     row = filled.set_index(["task", "trial"]).loc[("1", 3)]
     assert not row["passed"] and "missing from the result file" in row["error"]
+    assert pd.isna(row["state_diff"])  # nobody knows its final state
     # τ-bench: mean over tasks of C(c, k) / C(4, k) with the missing trial failed: (1 + 1/4) / 2 at k=3
     assert summarize(filled, k=3, by=(), n_boot=0)["pass^k"].iloc[0] == pytest.approx((1 + 1 / 4) / 2)
+
+
+# --- transcripts in the package's entry format ---------------------------------------------------
+
+BUNDLED = Path(__file__).resolve().parents[2] / "data" / "tau-bench" / "tau-bench-gpt-4o-airline.json"
+
+
+def raw_calls(traj: list[dict]) -> list[tuple[str, dict]]:
+    """(tool name, arguments) of every tool call in a τ-bench trajectory, read from the raw JSON."""
+    return [
+        (call["function"]["name"], json.loads(call["function"]["arguments"]))
+        for message in traj
+        if message["role"] == "assistant"
+        for call in message.get("tool_calls") or []
+    ]
+
+
+def test_bundled_trials_give_one_action_per_raw_tool_call() -> None:
+    raw = json.loads(BUNDLED.read_text(encoding="utf-8"))
+    df = from_tau_bench(BUNDLED, model="gpt-4o").set_index(["task", "trial"])
+    assert len(df) == len(raw) == 200
+    with_calls = 0
+    for result in raw:
+        calls = raw_calls(result["traj"])
+        row = df.loc[(str(result["task_id"]), result["trial"])]
+        sequence = action_sequence(row["transcript"])
+        assert row["n_tool_calls"] == len(calls) == len(sequence)  # the slimmed file keeps no text turns
+        assert [step.split("(")[0] for step in sequence] == [name for name, _ in calls]
+        actions = [e["action"] for e in parse_transcript(row["transcript"]) if e["kind"] == "reply"]
+        assert actions == [{"tool": name, "args": args} for name, args in calls]
+        with_calls += bool(calls)
+    assert with_calls == 182  # 18 trials of the file made no tool call
+
+
+def test_bundled_arguments_make_usable_labels() -> None:
+    df = from_tau_bench(BUNDLED, model="gpt-4o")
+    first = action_sequence(df.loc[0, "transcript"])[0]
+    assert first == 'get_user_details(user_id="mia_li_3668")'
+    labels = {
+        step
+        for t in df["transcript"]
+        for step in action_sequence(t, key_args={"get_reservation_details": ["reservation_id"], "think": []})
+    }
+    assert "think()" in labels  # free-text arguments left out
+    assert any(re.fullmatch(r'get_reservation_details\(reservation_id="[A-Z0-9]{6}"\)', s) for s in labels)
+
+
+def conversation() -> list[dict]:
+    """A τ-bench trajectory as the tool-calling agent writes it: system, customer, calls, results, text."""
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "get_user_details", "arguments": '{"user_id": "u1"}'},
+    }
+    bad = {
+        "id": "c3",
+        "type": "function",
+        "function": {"name": "cancel_reservation", "arguments": "{not json"},
+    }
+    cancel = {
+        "id": "c2",
+        "type": "function",
+        "function": {"name": "cancel_reservation", "arguments": '{"reservation_id": "<b>R1</b>"}'},
+    }
+    return [
+        {"role": "system", "content": "# Airline policy"},
+        {"role": "user", "content": "Cancel my trip please."},
+        {"role": "assistant", "content": "May I have your user id?"},
+        {"role": "user", "content": "u1"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "name": "get_user_details", "content": '{"name": "U"}'},
+        {"role": "assistant", "content": None, "tool_calls": [bad]},
+        {"role": "tool", "tool_call_id": "c3", "name": "cancel_reservation", "content": "Error: bad input"},
+        {"role": "assistant", "content": "Cancelling.", "tool_calls": [cancel]},
+        {"role": "tool", "tool_call_id": "c2", "name": "cancel_reservation", "content": "Error: not found"},
+        {"role": "assistant", "content": "Your reservation is cancelled."},
+        {"role": "user", "content": "###STOP###"},
+    ]
+
+
+def test_a_conversation_becomes_task_reply_and_tool_result_entries() -> None:
+    df = from_tau_bench([{"task_id": 3, "trial": 0, "reward": 0.0, "info": {}, "traj": conversation()}])
+    row = df.iloc[0]
+    entries = parse_transcript(row["transcript"])
+    assert [e["kind"] for e in entries] == [
+        "system", "task", "message", "task", "reply", "tool_result", "reply", "tool_result",
+        "reply", "tool_result", "reply", "task",
+    ]  # fmt: skip
+    assert entries[4]["action"] == {"tool": "get_user_details", "args": {"user_id": "u1"}}
+    assert entries[4]["tool_call_id"] == "c1"
+    assert "format_error" in entries[6] and "{not json" in entries[6]["content"]
+    assert entries[8]["content"].startswith("Cancelling.\n")  # the message's text, then the call as received
+    assert entries[10]["action"] == {"answer": "Your reservation is cancelled."}
+    assert row["final_answer"] == "Your reservation is cancelled."
+    assert [e["error"] for e in entries if e["kind"] == "tool_result"] == [False, True, True]
+    assert (row["n_turns"], row["n_tool_calls"], row["n_tool_errors"], row["n_format_errors"]) == (5, 3, 2, 1)
+    # the question to the customer is not an action; the last text message is the answer
+    assert action_sequence(row["transcript"]) == [
+        'get_user_details(user_id="u1")',
+        "<format error>",
+        'cancel_reservation(reservation_id="<b>R1</b>")',
+        "answer",
+    ]
+
+
+def test_the_transcript_browser_shows_an_imported_conversation_escaped() -> None:
+    from passk_nb.view.transcript_html import transcript_html
+
+    df = from_tau_bench([{"task_id": 3, "trial": 0, "reward": 0.0, "info": {}, "traj": conversation()}])
+    page = transcript_html(df.iloc[0])
+    assert "<b>get_user_details</b>" in page and "&quot;user_id&quot;: &quot;u1&quot;" in page
+    assert "&lt;b&gt;R1&lt;/b&gt;" in page and "<b>R1</b>" not in page
+    assert "agent says" in page and "May I have your user id?" in page
+    assert "system prompt" in page and "<details>" in page  # the policy is folded
+    assert "<b>answer</b>: <span style='white-space:pre-wrap'>Your reservation is cancelled.</span>" in page
+    assert "<b>final state</b>: <i>not recorded</i>" in page  # τ-bench's file has no final database
+    assert df["state_diff"].isna().all()
+
+
+def test_fixture_conversation_reads_as_the_call_and_the_answer() -> None:
+    df = from_tau_bench(FIXTURE).set_index(["task", "trial"])
+    assert action_sequence(df.loc[("0", 0), "transcript"]) == [
+        'cancel_pending_order(order_id="#W0")',
+        "answer",
+    ]
+    assert df.loc[("0", 0), "final_answer"] == "Done."
+    assert (
+        df.loc[("2", 0), "n_tool_errors"] == 0
+    )  # τ-bench's errors start with "Error: "; "error" is a result
+    assert action_sequence(df.loc[("2", 1), "transcript"]) == []  # the crash has no transcript
+
+
+# --- what the records claim about the run's settings -------------------------------------------------
+
+
+def test_bundled_trials_say_native_tool_calls_no_json_mode_and_unknown_temperature() -> None:
+    df = from_tau_bench(BUNDLED, model="gpt-4o")
+    assert set(df["protocol"]) == {"native"}  # τ-bench's tool-calling agent: the API's function calling
+    assert set(df["json_mode"]) == {"off"} and set(df["config"]) == {"protocol=native"}
+    assert df["temperature"].isna().all()  # neither the file nor its name says
+
+
+@pytest.mark.parametrize(
+    ("name", "protocol", "temperature", "config"),
+    [
+        ("tool-calling-gpt-4o-0.0_range_0--1_user-x.json", "native", 0.0, "temperature=0.0, protocol=native"),
+        ("react-gpt-4o-0.7_range_0--1_user-x.json", "text", 0.7, "temperature=0.7, protocol=text"),
+    ],
+)
+def test_the_file_name_says_the_strategy_and_temperature(
+    tmp_path: Path, name: str, protocol: str, temperature: float, config: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(json.dumps(tau_results({0: [1.0, 0.0]})), encoding="utf-8")
+    df = from_tau_bench(path)
+    assert set(df["protocol"]) == {protocol} and set(df["temperature"]) == {temperature}
+    assert set(df["config"]) == {config} and set(df["json_mode"]) == {"off"}
+
+
+def test_loaded_trajectories_without_tool_calls_are_not_said_to_be_native() -> None:
+    text_only = [{"role": "assistant", "content": 'Action:\n{"name": "respond", "arguments": {}}'}]
+    df = from_tau_bench([{"task_id": 0, "trial": 0, "reward": 1.0, "info": {}, "traj": text_only}])
+    assert df.loc[0, "protocol"] == "text"
+    assert df.loc[0, "config"] == "protocol=text"
+
+
+def test_tau2_runs_are_native_with_their_temperature() -> None:
+    df = from_tau_bench(tau2_results())
+    assert set(df["protocol"]) == {"native"} and set(df["json_mode"]) == {"off"}
+    assert set(df["config"]) == {"protocol=native"}  # tau2_results() records no temperature

@@ -1,6 +1,8 @@
 """divergence(): crafted trials whose divergence point is known; action_tree() and plot_divergence()."""
 
 import json
+from collections import Counter
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -205,3 +207,59 @@ def test_a_real_run_of_a_flawed_agent_diverges_at_the_refund(tmp_path):
             2,
         ]
     ]
+
+
+# --- τ-bench's published gpt-4o airline trials, through from_tau_bench ----------------------------
+
+TAU = Path(__file__).resolve().parents[2] / "data" / "tau-bench" / "tau-bench-gpt-4o-airline.json"
+
+
+def test_tau_bench_failing_trials_leave_the_passing_ones_where_the_raw_calls_part():
+    """For every task solved sometimes, divergence() finds where each failing trial leaves the
+    passing ones; the steps are recomputed here from the raw JSON's tool calls."""
+    raw = json.loads(TAU.read_text(encoding="utf-8"))
+    calls: dict[str, dict[bool, list[list[tuple[str, str]]]]] = {}
+    for result in raw:
+        sequence = [
+            (call["function"]["name"], json.dumps(json.loads(call["function"]["arguments"]), sort_keys=True))
+            for message in result["traj"]
+            if message["role"] == "assistant"
+            for call in message.get("tool_calls") or []
+        ]
+        calls.setdefault(str(result["task_id"]), {True: [], False: []})[result["reward"] == 1].append(
+            sequence
+        )
+    mixed = sorted(task for task, runs in calls.items() if runs[True] and runs[False])
+    assert len(mixed) == 26  # the tasks gpt-4o solved sometimes (README of data/tau-bench)
+
+    out = divergence(passk_nb.from_tau_bench(TAU, model="gpt-4o"))
+    assert sorted(out["task"].unique()) == mixed
+    for task in mixed:
+        rows = out[out["task"] == task]
+        assert rows["n_diverging"].sum() == rows["n_failing"].iloc[0] == len(calls[task][False])
+        expected = Counter(
+            max(_shared(failing, passing) for passing in calls[task][True]) for failing in calls[task][False]
+        )
+        assert rows.groupby("step")["n_diverging"].sum().to_dict() == dict(expected)
+
+
+def _shared(x: list, y: list) -> int:
+    n = 0
+    while n < min(len(x), len(y)) and x[n] == y[n]:
+        n += 1
+    return n
+
+
+def test_tau_bench_divergence_tree_draws_for_one_task():
+    df = passk_nb.from_tau_bench(TAU, model="gpt-4o")
+    task = divergence(df)["task"].iloc[0]
+    key_args = {"think": [], "calculate": []}
+    tree = action_tree(df, task, key_args=key_args)
+    trials = df[df["task"] == task]
+    assert tree[tree["depth"] == 1][["n_pass", "n_fail"]].sum().tolist() == [
+        int(trials["passed"].sum() - (trials["passed"] & (trials["n_tool_calls"] == 0)).sum()),
+        int((~trials["passed"]).sum() - (~trials["passed"] & (trials["n_tool_calls"] == 0)).sum()),
+    ]  # every trial that called a tool goes through one first edge
+    ax = plot_divergence(df, task, key_args=key_args, title="t")
+    assert ax.get_title() == "t" and any("✗" in t.get_text() for t in ax.texts)
+    plt.close("all")
