@@ -56,6 +56,7 @@ from passk_nb.stats.counts import (
 from passk_nb.stats.estimators import pass_at_k, pass_hat_k
 from passk_nb.stats.exact import unique_rows
 from passk_nb.stats.intervals import (
+    cell_bootstrap,
     check_method,
     clopper_pearson,
     fixed_task_variance,
@@ -329,14 +330,24 @@ def _summary(
     # the cell's number of tasks. values[:, j, :], variances[:, j, :]: pass@k, pass^k at k = ks[j],
     # 0 where not covered (n < k).
     (cell_group, cn, cc), inverse, weight = _cells(gid, n, c, n_groups)
-    cell_covered = np.column_stack([cn >= k for k in ks])  # (cells, ks)
-    values = np.stack([np.column_stack([pass_at_k(cn, cc, k), pass_hat_k(cn, cc, k)]) for k in ks], axis=1)
-    variances = np.stack(
-        [np.column_stack([fixed_task_variance(cn, cn - cc, k), fixed_task_variance(cn, cc, k)]) for k in ks],
+    # each distinct (n, c) evaluated once, whatever the group
+    pairs, cell_pair = unique_rows(np.column_stack([cn, cc]))
+    pn, pc = pairs.T
+    pair_covered = np.column_stack([pn >= k for k in ks])  # (pairs, ks)
+    pair_values = np.stack(
+        [np.column_stack([pass_at_k(pn, pc, k), pass_hat_k(pn, pc, k)]) for k in ks], axis=1
+    )
+    pair_variances = np.stack(
+        [np.column_stack([fixed_task_variance(pn, pn - pc, k), fixed_task_variance(pn, pc, k)]) for k in ks],
         axis=1,
     )
-    values = np.where(cell_covered[:, :, None], values, 0.0)
-    variances = np.where(cell_covered[:, :, None], variances, 0.0)
+    pair_values = np.where(pair_covered[:, :, None], pair_values, 0.0)
+    pair_variances = np.where(pair_covered[:, :, None], pair_variances, 0.0)
+    cell_covered, values, variances = (
+        pair_covered[cell_pair],
+        pair_values[cell_pair],
+        pair_variances[cell_pair],
+    )
     n_covered = group_sums(cell_group, cell_covered * weight, n_groups).astype(np.int64)  # (groups, ks)
     flat = (-1, n_ks * m)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -353,9 +364,30 @@ def _summary(
         for j, k in enumerate(ks):
             lo[:, j], hi[:, j] = clopper_pearson(n, c, k, ci)
         ci_method[:] = "clopper-pearson"
+    elif n_boot and method == "bootstrap":
+        # one draw of all the group's tasks for every k; each k's mean over the covered tasks drawn
+        lo_, hi_ = cell_bootstrap(
+            cell_group,
+            cell_pair,
+            weight[:, 0],
+            pair_values.reshape(-1, n_ks * m),
+            n_groups,
+            ci=ci,
+            n_boot=n_boot,
+            seed=seed,
+            covered=np.repeat(pair_covered, m, axis=1),
+        )
+        declined = (n_covered >= 1) & (n_covered < min_tasks)  # (groups, ks)
+        lo, hi = (
+            np.clip(lo_, 0.0, 1.0).reshape(n_groups, n_ks, m),
+            np.clip(hi_, 0.0, 1.0).reshape(n_groups, n_ks, m),
+        )
+        lo[declined], hi[declined] = np.nan, np.nan
+        ci_method = np.where(n_covered > 0, method, "none").astype(object)
+        ci_method[declined] = DECLINED
     elif n_boot:
         covered, values, variances = cell_covered[inverse], values[inverse], variances[inverse]  # per task
-        # ks whose covered tasks are the same share one interval call (and one bootstrap draw)
+        # ks whose covered tasks are the same share one interval call
         same = _same_columns(covered)
         for pattern in np.unique(same):
             js = np.flatnonzero(same == pattern)

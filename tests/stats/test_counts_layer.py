@@ -165,21 +165,26 @@ def test_curve_equals_summarize_at_every_k(method: str, by: tuple[str, ...]) -> 
                         np.testing.assert_array_equal(rows[end], expected[f"{metric}_{end}"])
 
 
-def test_curve_draws_the_bootstrap_once_for_all_k(monkeypatch) -> None:
-    """Every k covering the same tasks shares one resampling (one interval call), not one per k."""
+@pytest.mark.parametrize("infra", [0.0, 0.1])
+def test_curve_draws_the_bootstrap_once_for_all_k(monkeypatch, infra: float) -> None:
+    """Every k shares one resampling of the group's tasks (one interval call), not one per k, also
+    when the larger k cover fewer tasks (infra errors leave some tasks with n < 10)."""
     from passk_nb.stats import summary as summary_module
 
     calls = []
-    population_interval = summary_module.population_interval
+    cell_bootstrap = summary_module.cell_bootstrap
 
     def spy(*args, **kwargs):
-        calls.append(args[1].shape)
-        return population_interval(*args, **kwargs)
+        calls.append(args[3].shape)  # the values: one column per k and metric
+        return cell_bootstrap(*args, **kwargs)
 
-    monkeypatch.setattr(summary_module, "population_interval", spy)
-    df = suite(5, trials=10, infra=0.0)
-    df = df[df["task"] != "t00"]  # every task has 10 trials: every k covers every task
-    curve(df, ks=range(1, 11), by=BY, n_boot=200, method="bootstrap")
+    monkeypatch.setattr(summary_module, "cell_bootstrap", spy)
+    df = suite(5, trials=10, infra=infra)
+    df = df[df["task"] != "t00"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = curve(df, ks=range(1, 11), by=BY, n_boot=200, method="bootstrap")
+    assert out["partial"].any() == (infra > 0)
     assert len(calls) == 1 and calls[0][1] == 10 * len(METRICS)  # one call, all k side by side
 
 
