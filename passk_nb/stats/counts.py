@@ -386,16 +386,19 @@ def _runs(df: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, np.ndarray, np
     and one row of each group.
 
     Records come sorted (by run, task, trial), so the keys hold long runs of one value: each key is
-    factorised at the first row of every run only, several times faster than factorising every row.
+    factorised at the first row of each of its own runs only (a model: a handful of rows), several
+    times faster than factorising every row.
     When the runs are short (shuffled rows) every row is its own run."""
     n_rows = len(df)
     starts: np.ndarray | None = None
+    own: dict[str, np.ndarray] = {}  # each key's own runs: where that key changes
     if n_rows > 1 and keys:
         changed = np.zeros(n_rows - 1, dtype=bool)
         for key in keys:
             change = _changes(df[key])
             if change is None:
                 break
+            own[key] = change
             changed |= change
             if np.count_nonzero(changed) > n_rows // 4:  # short runs: factorise every row
                 break
@@ -406,11 +409,16 @@ def _runs(df: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, np.ndarray, np
     code, size = np.zeros(starts.size, dtype=np.int64), 1
     for key in keys:
         column = df[key]
-        if starts.size < n_rows and not isinstance(column.dtype, pd.CategoricalDtype):
-            column = pd.Series(column.array.take(starts))
-        codes, values = _codes(column)
-        if starts.size < n_rows and isinstance(column.dtype, pd.CategoricalDtype):
+        if starts.size == n_rows:
+            codes, values = _codes(column)
+        elif isinstance(column.dtype, pd.CategoricalDtype):
+            codes, values = _codes(column)
             codes = codes[starts]
+        else:  # factorise the first value of each of the key's own runs, spread to the runs of all keys
+            firsts = np.flatnonzero(np.r_[True, own[key]])
+            codes, values = _codes(pd.Series(column.array.take(firsts)))
+            if firsts.size < starts.size:
+                codes = codes[np.searchsorted(firsts, starts, side="right") - 1]
         size = _combine(code, size, codes, len(values) + 1)
     if size <= 4 * starts.size + 1024:
         present = np.bincount(code, minlength=size) > 0
