@@ -138,7 +138,9 @@ def counts(
     ``n`` usable trials, ``c`` successes, ``n_infra`` infra_error trials left out of n
     (0 with ``infra="fail"``, where they count as failures), and one ``n_<outcome>``
     column per failure outcome of :data:`COUNTED_OUTCOMES` (trials that ended that way).
-    Computed in one vectorised pass over the columns' category codes. A folder of parquet
+    Computed in one vectorised pass over the columns' category codes: categorical key columns
+    (``df.astype({"model": "category", ...})``) are used as they are, the fastest input; string
+    columns are factorised once per run of equal values (records come sorted). A folder of parquet
     records (a path) is counted without loading it: see
     :func:`passk_nb.stats.parquet_counts.counts_from_parquet`.
 

@@ -16,6 +16,7 @@ Every choice here was made by simulation (``benchmarks/coverage.py``; the README
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 
 import numpy as np
@@ -260,7 +261,13 @@ def cell_bootstrap(
                     ratio = product[:, :m] / product[:, m:]
                 means[at : at + part.size, start : start + len(counts)] = ratio.reshape(part.size, -1, m)
         flat = means.transpose(1, 0, 2).reshape(n_boot, groups.size * m)
-        bounds = np.nanquantile(flat, q, axis=0) if np.isnan(flat).any() else np.quantile(flat, q, axis=0)
+        bounds = np.empty((2, flat.shape[1]))
+        some_none = np.isnan(flat).any(axis=0)  # resamples that drew no covered task: left out
+        bounds[:, ~some_none] = np.quantile(flat[:, ~some_none], q, axis=0)
+        if some_none.any():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # no covered task at all: NaN
+                bounds[:, some_none] = np.nanquantile(flat[:, some_none], q, axis=0)
         lo[groups], hi[groups] = bounds.reshape(2, groups.size, m)
     few = group_sums(cell_group, cover[cell_row] * weight[:, None], n_groups) < 2
     lo[few], hi[few] = np.nan, np.nan

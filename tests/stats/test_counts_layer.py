@@ -214,6 +214,23 @@ def test_the_bootstrap_of_cells_is_the_bootstrap_of_tasks() -> None:
     assert np.isnan(lo[1, 1])  # group 1 has a single covered task in column 1
 
 
+def test_bootstrap_curve_where_k_exceeds_every_n_of_a_group() -> None:
+    """A group whose tasks all have fewer than k trials gets no interval at that k (NaN, "none"),
+    quietly (no numpy warning about all-NaN resamples); the other group's interval is unchanged."""
+    df = suite(8, infra=0.0)
+    short = df[(df["model"] == "m2") & (df["trial"] < 1)]  # m2: 1 trial per prompt, 2 per task
+    df = pd.concat([df[df["model"] == "m1"], short], ignore_index=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # partial curves
+        warnings.simplefilter("error", RuntimeWarning)
+        got = curve(df, ks=range(1, 5), by=("model",), n_boot=300, method="bootstrap")
+        alone = curve(df[df["model"] == "m1"], ks=range(1, 5), by=("model",), n_boot=300, method="bootstrap")
+    m2 = got[(got["model"] == "m2") & (got["k"] >= 3)]
+    assert m2["lo"].isna().all() and m2["hi"].isna().all() and (m2["ci_method"] == "none").all()
+    assert got[(got["model"] == "m2") & (got["k"] <= 2)]["lo"].notna().all()
+    pd.testing.assert_frame_equal(got[got["model"] == "m1"].reset_index(drop=True), alone)
+
+
 @pytest.mark.parametrize("order", ["sorted", "shuffled"])
 def test_categorical_keys_give_the_tables_of_string_keys(order: str) -> None:
     """The categorical fast path (codes used as they are, no factorising) gives the same tables
