@@ -6,8 +6,8 @@ and every bootstrap resample, from the same counts and the same draw; the target
 the time of one ``summarize(k=2, n_boot=2000)``. Timed for the default interval (Korn–Graubard)
 and for ``method="bootstrap"`` (2,000 resamples of tasks), interleaved, best of ``--repeats``
 (wall and CPU time; CPU is steadier on a shared machine). Also the old way for reference: one
-``summarize`` per k (ten passes over the trials, ten draws). Checks that curve's values equal the
-per-k summarize values exactly. Exits 1 if the target is missed.
+``summarize`` per k (ten passes over the trials, ten draws). Checks that curve's values and
+intervals equal the per-k summarize ones exactly. Exits 1 if the target is missed.
 
     python benchmarks/bench_curve.py [--tasks 2000]
 """
@@ -49,6 +49,10 @@ def main() -> int:
             for metric in ("pass@k", "pass^k"):
                 rows = got[(got["k"] == k) & (got["metric"] == metric)]
                 np.testing.assert_array_equal(rows["value"].to_numpy(), expected[metric].to_numpy())
+                for end in ("lo", "hi"):  # the intervals too: the same draw for every k
+                    np.testing.assert_array_equal(
+                        rows[end].to_numpy(), expected[f"{metric}_{end}"].to_numpy()
+                    )
         t = best_of(
             {
                 f"curve(ks=1..10, n_boot={N_BOOT})": lambda options=options: curve(df, ks=KS, **options),

@@ -76,7 +76,7 @@ def group_ids(table: pd.DataFrame, by: tuple[str, ...]) -> tuple[np.ndarray, pd.
         if first.size == rows.size:  # each group one block of rows: number them in order of appearance
             order = np.empty(rows.size, dtype=np.int64)
             order[codes[first]] = np.arange(rows.size)
-            return order[codes], table.iloc[first][list(by)].reset_index(drop=True)
+            return order[codes], pd.DataFrame({col: table[col].array.take(first) for col in by})
     gid = table.groupby(list(by), sort=False, dropna=False).ngroup().to_numpy()
     first = np.flatnonzero(np.r_[True, gid[1:] != gid[:-1]])
     return gid, table.iloc[first][list(by)].reset_index(drop=True)
@@ -138,7 +138,9 @@ def counts(
     ``n`` usable trials, ``c`` successes, ``n_infra`` infra_error trials left out of n
     (0 with ``infra="fail"``, where they count as failures), and one ``n_<outcome>``
     column per failure outcome of :data:`COUNTED_OUTCOMES` (trials that ended that way).
-    Computed in one vectorised pass over the columns' category codes. A folder of parquet
+    Computed in one vectorised pass over the columns' category codes: categorical key columns
+    (``df.astype({"model": "category", ...})``) are used as they are, the fastest input; string
+    columns are factorised once per run of equal values (records come sorted). A folder of parquet
     records (a path) is counted without loading it: see
     :func:`passk_nb.stats.parquet_counts.counts_from_parquet`.
 
@@ -170,6 +172,17 @@ def counts(
     return _count_trials(df, by, infra)
 
 
+def estimate_counts(
+    df: pd.DataFrame | str | os.PathLike[str], by: tuple[str, ...], infra: str
+) -> pd.DataFrame:
+    """:func:`counts` with at least ``n``, ``c`` and ``n_infra``: of trial records without the
+    ``n_<outcome>`` columns (the outcome column is then only compared with ``infra_error``, never
+    factorised), for analyses that need no outcome counts."""
+    if isinstance(df, pd.DataFrame) and not is_counts_table(df):
+        return _count_trials(df, by, infra, outcomes=False)
+    return counts(df, by=by, infra=infra)
+
+
 def is_counts_table(df: object) -> bool:
     """Whether ``df`` is a counts table (columns ``task``, ``n``, ``c``; no ``passed``) rather than
     trial records.
@@ -183,35 +196,61 @@ def is_counts_table(df: object) -> bool:
     return isinstance(df, pd.DataFrame) and "passed" not in df.columns and {"n", "c"} <= set(df.columns)
 
 
-def _count_trials(df: pd.DataFrame, by: tuple[str, ...], infra: str) -> pd.DataFrame:
-    """:func:`counts` of trial records: one vectorised pass over the columns' category codes."""
+def _count_trials(
+    df: pd.DataFrame, by: tuple[str, ...], infra: str, *, outcomes: bool = True
+) -> pd.DataFrame:
+    """:func:`counts` of trial records: one vectorised pass over the columns' category codes.
+
+    Rows are taken in runs of equal keys (records come sorted, so a run is usually one task's
+    trials): the keys are factorised once per run, not once per row. ``outcomes=False`` leaves
+    out the ``n_<outcome>`` columns (what :func:`~passk_nb.stats.summary.summarize` needs: n, c,
+    n_infra), so the outcome column is only compared with ``infra_error``, never factorised."""
     keys = list(dict.fromkeys([*by, "task"]))
     _check_trials(df, keys, infra)
-    if all(col in df.columns for col in TRIAL_KEY):  # one more pass over codes finds repeated trials
-        _, trials = _group_codes(df, list(dict.fromkeys([*keys, *TRIAL_KEY])))
-        if trials.size < len(df):
-            refuse_repeated_trials(df, by)
-    gid, rows = _group_codes(df, keys)
+    starts, run_gid, rows = _runs(df, keys)
     n_groups = rows.size
-    outcome, outcomes = _codes(df["outcome"], sort=False)
-    slots = len(outcomes) + 1  # the last code: a missing outcome
-    cell = gid * slots
-    np.add(cell, outcome, out=cell, casting="unsafe")
-    by_outcome = np.bincount(cell, minlength=n_groups * slots).reshape(n_groups, slots)
+    lengths = np.diff(np.r_[starts, len(df)])
+    is_infra = _equals(df["outcome"], INFRA_OUTCOME)
+    usable_pass = df["passed"].to_numpy(dtype=bool) & ~is_infra
+    if all(col in df.columns for col in TRIAL_KEY):  # repeated trials would be counted twice
+        _refuse_repeats(df, keys, np.repeat(run_gid, lengths), n_groups, by)
 
-    def outcome_count(name: str) -> np.ndarray:
-        at = outcomes.get_indexer([name])[0]
-        return by_outcome[:, at] if at >= 0 else np.zeros(n_groups, dtype=np.int64)
+    def per_group(mask: np.ndarray) -> np.ndarray:
+        per_run = (
+            mask if starts.size == len(df) else np.add.reduceat(mask.view(np.uint8), starts, dtype=np.int64)
+        )
+        return np.bincount(run_gid, weights=per_run, minlength=n_groups).astype(np.int64)
 
-    infra_at = outcomes.get_indexer([INFRA_OUTCOME])[0]
-    usable_pass = df["passed"].to_numpy(dtype=bool) & (outcome != infra_at)
-    n_infra = outcome_count(INFRA_OUTCOME) if infra == "exclude" else np.zeros(n_groups, dtype=np.int64)
+    total = np.bincount(run_gid, weights=lengths, minlength=n_groups).astype(np.int64)
+    n_infra = per_group(is_infra) if infra == "exclude" else np.zeros(n_groups, dtype=np.int64)
     columns = {key: df[key].array.take(rows) for key in keys}
-    columns["n"] = by_outcome.sum(axis=1) - n_infra
-    columns["c"] = np.bincount(gid, weights=usable_pass, minlength=n_groups).astype(np.int64)
+    columns["n"] = total - n_infra
+    columns["c"] = per_group(usable_pass)
     columns["n_infra"] = n_infra
-    columns.update({f"n_{name}": outcome_count(name) for name in COUNTED_OUTCOMES})
+    if outcomes:
+        outcome, values = _codes(df["outcome"], sort=False)
+        slots = len(values) + 1  # the last code: a missing outcome
+        cell = np.repeat(run_gid * slots, lengths)
+        np.add(cell, outcome, out=cell, casting="unsafe")
+        by_outcome = np.bincount(cell, minlength=n_groups * slots).reshape(n_groups, slots)
+        for name in COUNTED_OUTCOMES:
+            at = values.get_indexer([name])[0]
+            columns[f"n_{name}"] = by_outcome[:, at] if at >= 0 else np.zeros(n_groups, dtype=np.int64)
     return pd.DataFrame(columns)
+
+
+def _refuse_repeats(
+    df: pd.DataFrame, keys: list[str], gid: np.ndarray, n_groups: int, by: tuple[str, ...]
+) -> None:
+    """:func:`refuse_repeated_trials` when some (group, run_id, task, trial) occurs twice: the
+    group numbers ``gid`` of the rows combined with the codes of the trial key columns not in
+    ``keys``, counted without sorting."""
+    code, size = gid.astype(np.int64, copy=True), n_groups
+    for col in (c for c in TRIAL_KEY if c not in keys):
+        codes, values = _codes(df[col], sort=False)
+        size = _combine(code, size, codes, len(values) + 1)
+    if pd.unique(code).size < len(df):
+        refuse_repeated_trials(df, by)
 
 
 #: Count columns summed when a counts table is regrouped (besides the ``n_<outcome>`` columns).
@@ -294,21 +333,10 @@ def _check_trials(df: pd.DataFrame, keys: list[str], infra: str) -> None:
 def _codes(column: pd.Series, sort: bool = True) -> tuple[np.ndarray, pd.Index]:
     """Integer codes (of the smallest integer type pandas gives) of a column's values and the
     values they stand for; missing values get the last code. With ``sort``, codes follow
-    sorted order (categorical: category order)."""
+    sorted order (categorical: category order, the categories' codes used as they are)."""
     if isinstance(column.dtype, pd.CategoricalDtype):
         codes = column.cat.codes.to_numpy()
         values = pd.Index(column.cat.categories)
-    elif sort and isinstance(column.dtype, pd.StringDtype) and column.dtype.storage == "pyarrow":
-        # Records come sorted by (run_id, task, trial): identity columns hold long runs of one
-        # value, and factorizing the first value of each run only is several times faster.
-        array = pa.array(column.array)
-        changed = pc.fill_null(pc.not_equal(array[1:], array[:-1]), True)
-        starts = np.flatnonzero(np.r_[True, changed.to_numpy(zero_copy_only=False)])
-        if starts.size > len(column) // 4:  # no long runs: factorize every row
-            codes, values = pd.factorize(column, sort=sort)
-        else:
-            run_codes, values = pd.factorize(column.iloc[starts], sort=sort)
-            codes = np.repeat(run_codes, np.diff(np.r_[starts, len(column)]))
     else:
         codes, values = pd.factorize(column, sort=sort)
     if len(codes) and codes.min() < 0:
@@ -316,28 +344,114 @@ def _codes(column: pd.Series, sort: bool = True) -> tuple[np.ndarray, pd.Index]:
     return codes, pd.Index(values)
 
 
+def _equals(column: pd.Series, value: str) -> np.ndarray:
+    """Boolean array: the rows of ``column`` equal to ``value`` (missing values: False), without
+    factorising the column."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        at = column.cat.categories.get_indexer([value])[0]
+        return column.cat.codes.to_numpy() == at if at >= 0 else np.zeros(len(column), dtype=bool)
+    array = _arrow(column)
+    if array is not None:
+        return pc.fill_null(pc.equal(array, value), False).to_numpy(zero_copy_only=False)
+    return np.asarray(column.eq(value).to_numpy(dtype=bool, na_value=False))
+
+
+def _arrow(column: pd.Series) -> pa.ChunkedArray | pa.Array | None:
+    """The pyarrow array behind an arrow-backed string column (None for any other column)."""
+    dtype = column.dtype
+    arrow_string = isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow"
+    if arrow_string or (isinstance(dtype, pd.ArrowDtype) and pa.types.is_string(dtype.pyarrow_dtype)):
+        return pa.chunked_array(pa.array(column.array))
+    return None
+
+
+def _changes(column: pd.Series) -> np.ndarray | None:
+    """Boolean array of length len(column) − 1: True where a row's value differs from the row
+    before (or may: a missing value always counts as a change, which only splits a run). None
+    when the column cannot be compared cheaply (e.g. Python objects)."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        codes = column.cat.codes.to_numpy()
+        return codes[1:] != codes[:-1]
+    array = _arrow(column)
+    if array is not None:
+        changed = pc.fill_null(pc.not_equal(array[1:], array[:-1]), True)
+        return np.asarray(changed.to_numpy(zero_copy_only=False))
+    if column.dtype.kind in "biuf":  # NaN != NaN: a change, harmless
+        values = column.to_numpy()
+        return values[1:] != values[:-1]
+    return None
+
+
+def _runs(df: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Split the rows into runs of equal key values: the first row of each run, each run's group
+    number (groups numbered in sorted key order, missing values last; only groups that occur)
+    and one row of each group.
+
+    Records come sorted (by run, task, trial), so the keys hold long runs of one value: each key is
+    factorised at the first row of each of its own runs only (a model: a handful of rows), several
+    times faster than factorising every row.
+    When the runs are short (shuffled rows) every row is its own run."""
+    n_rows = len(df)
+    starts: np.ndarray | None = None
+    own: dict[str, np.ndarray] = {}  # each key's own runs: where that key changes
+    if n_rows > 1 and keys:
+        changed = np.zeros(n_rows - 1, dtype=bool)
+        for key in keys:
+            change = _changes(df[key])
+            if change is None:
+                break
+            own[key] = change
+            changed |= change
+            if np.count_nonzero(changed) > n_rows // 4:  # short runs: factorise every row
+                break
+        else:
+            starts = np.flatnonzero(np.r_[True, changed])
+    if starts is None:
+        starts = np.arange(n_rows)
+    code, size = np.zeros(starts.size, dtype=np.int64), 1
+    for key in keys:
+        column = df[key]
+        if starts.size == n_rows:
+            codes, values = _codes(column)
+        elif isinstance(column.dtype, pd.CategoricalDtype):
+            codes, values = _codes(column)
+            codes = codes[starts]
+        else:  # factorise the first value of each of the key's own runs, spread to the runs of all keys
+            firsts = np.flatnonzero(np.r_[True, own[key]])
+            codes, values = _codes(pd.Series(column.array.take(firsts)))
+            if firsts.size < starts.size:
+                codes = codes[np.searchsorted(firsts, starts, side="right") - 1]
+        size = _combine(code, size, codes, len(values) + 1)
+    if size <= 4 * starts.size + 1024:
+        present = np.bincount(code, minlength=size) > 0
+        run_gid = (np.cumsum(present) - 1)[code]
+        n_groups = int(present.sum())
+    else:
+        _, run_gid = np.unique(code, return_inverse=True)
+        run_gid = run_gid.ravel()
+        n_groups = int(run_gid.max()) + 1 if run_gid.size else 0
+    rows = np.empty(n_groups, dtype=np.int64)
+    rows[run_gid] = starts  # any row of a group holds its key values
+    return starts, run_gid, rows
+
+
+def _combine(code: np.ndarray, size: int, codes: np.ndarray, key_size: int) -> int:
+    """Append a key's ``codes`` (``key_size`` possible values) to the combined ``code`` in place,
+    keeping it within int64 (renumbering the distinct combined codes when it would overflow);
+    returns the combined code's new size."""
+    if size > 2**62 // key_size:
+        _, inverse = np.unique(code, return_inverse=True)
+        code[:] = inverse.ravel()
+        size = int(code.max()) + 1
+    np.multiply(code, key_size, out=code)
+    np.add(code, codes, out=code, casting="unsafe")  # codes may be int8: no copy to int64
+    return size * key_size
+
+
 def _group_codes(df: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """Group number of every row (groups numbered in sorted key order, only groups that
     occur) and one row of each group."""
-    gid, size = np.zeros(len(df), dtype=np.int64), 1
-    for key in keys:
-        codes, values = _codes(df[key])
-        key_size = len(values) + 1
-        if size > 2**62 // key_size:  # keep the combined code within int64
-            _, gid = np.unique(gid, return_inverse=True)
-            size = int(gid.max()) + 1
-        np.multiply(gid, key_size, out=gid)
-        np.add(gid, codes, out=gid, casting="unsafe")  # codes may be int8: no copy to int64
-        size *= key_size
-    if size <= 4 * len(df) + 1024:
-        present = np.bincount(gid, minlength=size) > 0
-        gid = (np.cumsum(present) - 1)[gid]
-        n_groups = int(present.sum())
-    else:
-        _, gid = np.unique(gid, return_inverse=True)
-        n_groups = int(gid.max()) + 1
-    # Any row of a group holds its key values; the first row of each run of equal ids is enough.
-    starts = np.flatnonzero(np.r_[True, gid[1:] != gid[:-1]])
-    rows = np.empty(n_groups, dtype=np.int64)
-    rows[gid[starts]] = starts
-    return gid, rows
+    starts, run_gid, rows = _runs(df, keys)
+    if starts.size == len(df):
+        return run_gid, rows
+    return np.repeat(run_gid, np.diff(np.r_[starts, len(df)])), rows

@@ -16,6 +16,9 @@ Every choice here was made by simulation (``benchmarks/coverage.py``; the README
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Iterator
+
 import numpy as np
 from scipy import stats as sps
 from scipy.special import gammaln
@@ -175,15 +178,100 @@ def _resampled_means(block: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
     resamples are one matrix product. The draw depends only on ``seed`` and the row count.
     """
     size = block.shape[0]
-    rng = np.random.default_rng([seed, size])
     means = np.empty((n_boot, block.shape[1]))
+    for start, counts in _draws(size, n_boot, seed):
+        means[start : start + len(counts)] = counts @ block / size
+    return means
+
+
+def _draws(size: int, n_boot: int, seed: int) -> Iterator[tuple[int, np.ndarray]]:
+    """The bootstrap draw of ``size`` tasks: blocks (first resample, counts) of at most ``_BLOCK``
+    weights, counts[i, j] how often resample start + i drew task j. Depends only on ``seed`` and
+    ``size``."""
+    rng = np.random.default_rng([seed, size])
     step = max(1, _BLOCK // size)
     for start in range(0, n_boot, step):
         rows = min(step, n_boot - start)
         draws = rng.integers(0, size, size=(rows, size)) + size * np.arange(rows)[:, None]
-        counts = np.bincount(draws.ravel(), minlength=rows * size).reshape(rows, size)
-        means[start : start + rows] = counts @ block / size
-    return means
+        yield start, np.bincount(draws.ravel(), minlength=rows * size).reshape(rows, size)
+
+
+def cell_bootstrap(
+    cell_group: np.ndarray,
+    cell_row: np.ndarray,
+    weight: np.ndarray,
+    values: np.ndarray,
+    n_groups: int,
+    *,
+    ci: float,
+    n_boot: int,
+    seed: int,
+    covered: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`cluster_bootstrap` of tasks given as cells: ``weight[i]`` tasks of group
+    ``cell_group[i]`` share the values ``values[cell_row[i]]`` (``values`` is (rows, m): the distinct
+    per-task values, shared by every group); cells sorted by group, the cells of a group on distinct
+    rows.
+
+    A group's tasks are taken in cell order, the draw is :func:`cluster_bootstrap`'s (it depends
+    only on ``seed`` and the group's number of tasks, so groups do not influence each other), and
+    a resample's mean needs only how often it drew each distinct row: cumulative sums of the draw at
+    the cells' boundaries, then one (groups × resamples, rows) by (rows, m) matrix product, instead
+    of a product over every task.
+
+    ``covered`` (rows, m, bool): only covered rows enter a column's mean (a task with fewer trials
+    than k has no value at k). Tasks are still resampled from all of the group's tasks, so every
+    column (every k of a curve) comes from the same draw: each resample's mean is over the covered
+    tasks it drew, and a resample that drew none is left out. Where every task is covered this is
+    the plain resampled mean. NaN for columns with fewer than two (covered) tasks.
+
+    >>> values = np.array([[1.0], [0.0]])  # one group: 3 tasks at 1, 1 task at 0
+    >>> lo, hi = cell_bootstrap(np.array([0, 0]), np.array([0, 1]), np.array([3, 1]), values, 1,
+    ...                         ci=0.9, n_boot=500, seed=0)
+    >>> float(lo[0, 0]), float(hi[0, 0])
+    (0.25, 1.0)
+    """
+    m, n_rows = values.shape[1], values.shape[0]
+    lo, hi = nan_interval(n_groups, m)
+    weight = np.asarray(weight).astype(np.int64)
+    sizes = np.bincount(cell_group, weights=weight, minlength=n_groups).astype(np.int64)
+    cover = np.ones_like(values) if covered is None else covered.astype(float)
+    shared = np.column_stack([np.where(cover > 0, values, 0.0), cover])  # sums, then covered counts
+    first = np.searchsorted(cell_group, np.arange(n_groups + 1))  # cells of group g: first[g]:first[g+1]
+    ends = np.cumsum(weight)
+    ends -= (ends - weight)[first[cell_group]]  # each cell's end within its group
+    q = [(1 - ci) / 2, (1 + ci) / 2]
+    for size in np.unique(sizes[sizes >= 2]):
+        groups = np.flatnonzero(sizes == size)
+        means = np.empty((groups.size, n_boot, m))
+        chunk = max(1, _BLOCK // (n_boot * n_rows))  # groups per matrix product
+        for start, counts in _draws(int(size), n_boot, seed):
+            drawn = np.zeros((len(counts), size + 1), dtype=np.int64)
+            np.cumsum(counts, axis=1, out=drawn[:, 1:])
+            for at in range(0, groups.size, chunk):
+                part = groups[at : at + chunk]
+                cells = np.concatenate([np.arange(first[g], first[g + 1]) for g in part])
+                local = np.repeat(np.arange(part.size), first[part + 1] - first[part])
+                per_row = np.zeros((part.size, n_rows, len(counts)))  # draws of each distinct row
+                per_row[local, cell_row[cells]] = (
+                    drawn[:, ends[cells]] - drawn[:, ends[cells] - weight[cells]]
+                ).T
+                product = per_row.transpose(0, 2, 1).reshape(-1, n_rows) @ shared
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    ratio = product[:, :m] / product[:, m:]
+                means[at : at + part.size, start : start + len(counts)] = ratio.reshape(part.size, -1, m)
+        flat = means.transpose(1, 0, 2).reshape(n_boot, groups.size * m)
+        bounds = np.empty((2, flat.shape[1]))
+        some_none = np.isnan(flat).any(axis=0)  # resamples that drew no covered task: left out
+        bounds[:, ~some_none] = np.quantile(flat[:, ~some_none], q, axis=0)
+        if some_none.any():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # no covered task at all: NaN
+                bounds[:, some_none] = np.nanquantile(flat[:, some_none], q, axis=0)
+        lo[groups], hi[groups] = bounds.reshape(2, groups.size, m)
+    few = group_sums(cell_group, cover[cell_row] * weight[:, None], n_groups) < 2
+    lo[few], hi[few] = np.nan, np.nan
+    return lo, hi
 
 
 def population_interval(

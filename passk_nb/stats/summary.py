@@ -19,10 +19,11 @@ simulation (``benchmarks/coverage.py``; the README quotes the table):
   tasks (:func:`~passk_nb.stats.intervals.korn_graubard`): it covered ≥ 90 % of simulated suites
   in every cell measured from five tasks up, where the percentile cluster bootstrap covered
   79–91 % at five tasks and Student-t under-covered pass@k. ``method="t"`` and
-  ``method="bootstrap"`` (``n_boot`` resamples of tasks) remain available; the bootstrap suits
-  large T. Below ``min_tasks`` tasks (default 5: there the interval that keeps its coverage spans
-  nearly [0, 1]) the interval is declined: NaN, ``ci_method`` says so and a warning points to the
-  fixed-task interval.
+  ``method="bootstrap"`` (``n_boot`` resamples of a group's tasks; where k exceeds some tasks' n,
+  each resample's mean is over the covered tasks it drew, so every k of a curve comes from one
+  draw) remain available; the bootstrap suits large T. Below ``min_tasks`` tasks (default 5: there
+  the interval that keeps its coverage spans nearly [0, 1]) the interval is declined: NaN,
+  ``ci_method`` says so and a warning points to the fixed-task interval.
 - *Fixed task set* ("these tasks, re-rolled"): ``pass^k_se_fixed`` and ``pass@k_se_fixed`` are
   standard errors: the exact variance of each task's estimate under Binomial(n, p̃),
   p̃ = (c + ½)/(n + 1), summed over tasks and divided by T². Positive whenever n ≥ k; the
@@ -49,13 +50,14 @@ import pandas as pd
 from passk_nb.stats.counts import (
     check_k,
     check_options,
-    counts,
+    estimate_counts,
     group_ids,
     group_sums,
 )
 from passk_nb.stats.estimators import pass_at_k, pass_hat_k
 from passk_nb.stats.exact import unique_rows
 from passk_nb.stats.intervals import (
+    cell_bootstrap,
     check_method,
     clopper_pearson,
     fixed_task_variance,
@@ -145,7 +147,7 @@ def summarize(
     check_options(ci=ci, n_boot=n_boot, seed=seed)
     check_method(method, METHODS, min_tasks)
     check_k(k)
-    table = counts(df, by=by, infra=infra)
+    table = estimate_counts(df, by, infra)
     n_max = int(table["n"].max())
     if n_max == 0 and table["n_infra"].sum() > 0:
         raise ValueError(
@@ -163,35 +165,45 @@ def summarize(
         "method": method,
         "min_tasks": min_tasks,
     }
-    out = _summary(table, by, [k], **options)
+    grouping = group_ids(table, by)
+    out = _summary(table, by, [k], grouping=grouping, **options)
     _warn_coverage(out, by, k)
     warn_declined(out, by, min_tasks)
-    return _with_infra_bound(out, table, by, k, infra)
+    return _with_infra_bound(out, table, by, k, infra, grouping)
 
 
 def _with_infra_bound(
-    out: pd.DataFrame, table: pd.DataFrame, by: tuple[str, ...], k: int, infra: str
+    out: pd.DataFrame,
+    table: pd.DataFrame,
+    by: tuple[str, ...],
+    k: int,
+    infra: str,
+    grouping: tuple[np.ndarray, pd.DataFrame],
 ) -> pd.DataFrame:
     """Add ``pass@k_infra_fail`` / ``pass^k_infra_fail``: the values had the excluded infrastructure
     errors been failures (NaN where none were excluded). Excluding them assumes they are unrelated to
     how hard a task is; this is the sensitivity bound beside the headline."""
-    out = out.assign(**{"pass@k_infra_fail": np.nan, "pass^k_infra_fail": np.nan})
-    if infra != "exclude" or not out["n_infra_excluded"].any():
-        return out
+    has_infra = out["n_infra_excluded"].to_numpy() > 0
+    if infra != "exclude" or not has_infra.any():
+        return out.assign(**{"pass@k_infra_fail": np.nan, "pass^k_infra_fail": np.nan})
     failed = _summary(
-        table.assign(n=table["n"] + table["n_infra"], n_infra=0),  # the counts had infra="fail"
+        table,
         by,
         [k],
+        grouping=grouping,
+        n=table["n"].to_numpy() + table["n_infra"].to_numpy(),  # the counts had infra="fail"
         ci=CI,
         n_boot=0,
         seed=SEED,
         method="korn-graubard",
         min_tasks=MIN_TASKS,
     )
-    has_infra = out["n_infra_excluded"].to_numpy() > 0
-    for metric in METRICS:
-        out.loc[has_infra, f"{metric}_infra_fail"] = failed.loc[has_infra, metric].to_numpy()
-    return out
+    return out.assign(
+        **{
+            f"{metric}_infra_fail": np.where(has_infra, failed[metric].to_numpy(), np.nan)
+            for metric in METRICS
+        }
+    )
 
 
 @share_docs
@@ -249,7 +261,7 @@ def curve(
     by = default_by(df, by)
     check_options(ci=ci, n_boot=n_boot, seed=seed)
     check_method(method, METHODS, min_tasks)
-    table = counts(df, by=by, infra=infra)
+    table = estimate_counts(df, by, infra)
     ks = list(range(1, int(table["n"].max()) + 1)) if ks is None else list(ks)
     if not ks:
         raise ValueError("no k to evaluate: every task has 0 usable trials, or ks is empty")
@@ -302,36 +314,50 @@ def _summary(
     seed: int,
     method: str,
     min_tasks: int,
+    grouping: tuple[np.ndarray, pd.DataFrame] | None = None,
+    n: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """The :func:`summarize` frame of every k in ``ks`` (one block of groups per k, in ``ks``
     order) from a counts table, in one pass: the groups are found once, and the intervals of
     every k whose covered tasks are the same come from one call (one bootstrap draw, one
-    matrix product), so each k's values and intervals equal those of its own summarize."""
-    gid, groups = group_ids(table, by)
-    n_groups, n_ks = len(groups), len(ks)
-    n, c = table["n"].to_numpy(), table["c"].to_numpy()
-    covered = np.column_stack([n >= k for k in ks])  # (tasks, ks)
-    # values[:, j, :] and variances[:, j, :]: pass@k, pass^k at k = ks[j]; 0 where not covered.
-    # Each is a function of (n, c) alone, evaluated once per distinct pair (a few dozen) and spread.
-    pairs, inverse = unique_rows(np.column_stack([n, c]).astype(np.int64))
+    matrix product), so each k's values and intervals equal those of its own summarize.
+    ``grouping``: :func:`group_ids` of the table, when known; ``n``: the usable trials in place of
+    the table's (n + n_infra: the values had infra errors been failures)."""
+    gid, groups = group_ids(table, by) if grouping is None else grouping
+    n_groups, n_ks, m = len(groups), len(ks), len(METRICS)
+    n, c = table["n"].to_numpy() if n is None else n, table["c"].to_numpy()
+    # Every per-task value is a function of (n, c) alone: evaluated once per distinct (group, n, c)
+    # cell (a few dozen per group, whatever the number of tasks) and summed per group weighted by
+    # the cell's number of tasks. values[:, j, :], variances[:, j, :]: pass@k, pass^k at k = ks[j],
+    # 0 where not covered (n < k).
+    (cell_group, cn, cc), inverse, weight = _cells(gid, n, c, n_groups)
+    # each distinct (n, c) evaluated once, whatever the group
+    pairs, cell_pair = unique_rows(np.column_stack([cn, cc]))
     pn, pc = pairs.T
-    values = np.stack([np.column_stack([pass_at_k(pn, pc, k), pass_hat_k(pn, pc, k)]) for k in ks], axis=1)
-    variances = np.stack(
+    pair_covered = np.column_stack([pn >= k for k in ks])  # (pairs, ks)
+    pair_values = np.stack(
+        [np.column_stack([pass_at_k(pn, pc, k), pass_hat_k(pn, pc, k)]) for k in ks], axis=1
+    )
+    pair_variances = np.stack(
         [np.column_stack([fixed_task_variance(pn, pn - pc, k), fixed_task_variance(pn, pc, k)]) for k in ks],
         axis=1,
     )
-    values, variances = values[inverse], variances[inverse]
-    values = np.where(covered[:, :, None], values, 0.0)
-    variances = np.where(covered[:, :, None], variances, 0.0)
-    n_covered = group_sums(gid, covered.astype(float), n_groups).astype(np.int64)  # (groups, ks)
-    m = len(METRICS)
+    pair_values = np.where(pair_covered[:, :, None], pair_values, 0.0)
+    pair_variances = np.where(pair_covered[:, :, None], pair_variances, 0.0)
+    cell_covered, values, variances = (
+        pair_covered[cell_pair],
+        pair_values[cell_pair],
+        pair_variances[cell_pair],
+    )
+    n_covered = group_sums(cell_group, cell_covered * weight, n_groups).astype(np.int64)  # (groups, ks)
     flat = (-1, n_ks * m)
     with np.errstate(invalid="ignore", divide="ignore"):
-        means = (group_sums(gid, values.reshape(flat), n_groups) / np.repeat(n_covered, m, axis=1)).reshape(
-            n_groups, n_ks, m
-        )
+        means = (
+            group_sums(cell_group, values.reshape(flat) * weight, n_groups) / np.repeat(n_covered, m, axis=1)
+        ).reshape(n_groups, n_ks, m)
         se = (
-            np.sqrt(group_sums(gid, variances.reshape(flat), n_groups)) / np.repeat(n_covered, m, axis=1)
+            np.sqrt(group_sums(cell_group, variances.reshape(flat) * weight, n_groups))
+            / np.repeat(n_covered, m, axis=1)
         ).reshape(n_groups, n_ks, m)
     lo, hi = np.full((n_groups, n_ks, m), np.nan), np.full((n_groups, n_ks, m), np.nan)
     ci_method = np.full((n_groups, n_ks), "none", dtype=object)
@@ -339,8 +365,30 @@ def _summary(
         for j, k in enumerate(ks):
             lo[:, j], hi[:, j] = clopper_pearson(n, c, k, ci)
         ci_method[:] = "clopper-pearson"
+    elif n_boot and method == "bootstrap":
+        # one draw of all the group's tasks for every k; each k's mean over the covered tasks drawn
+        lo_, hi_ = cell_bootstrap(
+            cell_group,
+            cell_pair,
+            weight[:, 0],
+            pair_values.reshape(-1, n_ks * m),
+            n_groups,
+            ci=ci,
+            n_boot=n_boot,
+            seed=seed,
+            covered=np.repeat(pair_covered, m, axis=1),
+        )
+        declined = (n_covered >= 1) & (n_covered < min_tasks)  # (groups, ks)
+        lo, hi = (
+            np.clip(lo_, 0.0, 1.0).reshape(n_groups, n_ks, m),
+            np.clip(hi_, 0.0, 1.0).reshape(n_groups, n_ks, m),
+        )
+        lo[declined], hi[declined] = np.nan, np.nan
+        ci_method = np.where(n_covered > 0, method, "none").astype(object)
+        ci_method[declined] = DECLINED
     elif n_boot:
-        # ks whose covered tasks are the same share one interval call (and one bootstrap draw)
+        covered, values, variances = cell_covered[inverse], values[inverse], variances[inverse]  # per task
+        # ks whose covered tasks are the same share one interval call
         same = _same_columns(covered)
         for pattern in np.unique(same):
             js = np.flatnonzero(same == pattern)
@@ -361,18 +409,18 @@ def _summary(
             methods[declined] = DECLINED
             ci_method[:, js] = methods[:, None]
     sums = {
-        name: np.bincount(gid, column, minlength=n_groups).astype(np.int64)
-        for name, column in (
-            ("trials", n),
-            ("successes", c),
-            ("n_infra_excluded", table["n_infra"].to_numpy()),
-        )
+        name: np.bincount(cell_group, weight[:, 0] * column, minlength=n_groups).astype(np.int64)
+        for name, column in (("n_tasks", 1), ("trials", cn), ("successes", cc))
     }
-    n_tasks = np.bincount(gid, minlength=n_groups)
+    sums["n_infra_excluded"] = np.bincount(gid, table["n_infra"].to_numpy(), minlength=n_groups).astype(
+        np.int64
+    )
+    n_tasks = sums["n_tasks"]
     frames = []
     for j, k in enumerate(ks):
         columns = {
-            "k": k,
+            **{col: groups[col].array for col in groups.columns},
+            "k": np.full(n_groups, k, dtype=np.int64),
             "n_tasks": n_tasks,
             "n_tasks_covered": n_covered[:, j],
             "trials": sums["trials"],
@@ -388,14 +436,46 @@ def _summary(
             "n_infra_excluded": sums["n_infra_excluded"],
             "ci_method": ci_method[:, j],
         }
-        frames.append(groups.assign(**columns))
+        frames.append(pd.DataFrame(columns, index=pd.RangeIndex(n_groups)))
     return frames[0] if n_ks == 1 else pd.concat(frames, ignore_index=True)
 
 
+def _cells(
+    gid: np.ndarray, n: np.ndarray, c: np.ndarray, n_groups: int
+) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray, np.ndarray]:
+    """The distinct (group, n, c) rows, sorted: (group, n, c) of each, the cell of every task and
+    the number of tasks in each cell (a float column)."""
+    base = int(n.max(initial=0)) + 1
+    if n_groups * float(base) ** 2 >= 2.0**62:
+        cells, inverse = unique_rows(np.column_stack([gid, n, c]).astype(np.int64))
+        return tuple(cells.T), inverse, np.bincount(inverse).astype(float)[:, None]
+    key = gid.astype(np.int64) * base
+    key += n
+    key *= base
+    key += c
+    size = n_groups * base * base
+    if size <= 4 * key.size + 1024:  # small range: counted, no sort
+        present = np.bincount(key, minlength=size)
+        at = np.flatnonzero(present)
+        weight, inverse = present[at], (np.cumsum(present > 0) - 1)[key]
+    else:
+        at, inverse, weight = np.unique(key, return_inverse=True, return_counts=True)
+    group, rest = np.divmod(at, base * base)
+    return (group, *np.divmod(rest, base)), inverse.ravel(), weight.astype(float)[:, None]
+
+
 def _same_columns(covered: np.ndarray) -> np.ndarray:
-    """For each column of ``covered``, the index of the first column equal to it."""
-    _, first, inverse = np.unique(covered.T, axis=0, return_index=True, return_inverse=True)
-    return first[inverse.ravel()]
+    """For each column of ``covered``, the index of the first column equal to it (columns compared
+    as packed bytes: ``np.unique(covered.T, axis=0)`` took seconds on 100,000 tasks).
+
+    >>> _same_columns(np.array([[True, False, True], [True, True, True]])).tolist()
+    [0, 1, 0]
+    """
+    first: dict[bytes, int] = {}
+    packed = np.packbits(covered, axis=0).T
+    return np.array(
+        [first.setdefault(column.tobytes(), j) for j, column in enumerate(packed)], dtype=np.int64
+    )
 
 
 def warn_declined(out: pd.DataFrame, by: tuple[str, ...], min_tasks: int, *, stacklevel: int = 3) -> None:

@@ -138,8 +138,7 @@ def test_summarize_counts_the_trials_once(monkeypatch) -> None:
 @pytest.mark.parametrize("method", ["korn-graubard", "t", "bootstrap"])
 @pytest.mark.parametrize("by", [BY, ("model",), (*BY, "task")])
 def test_curve_equals_summarize_at_every_k(method: str, by: tuple[str, ...]) -> None:
-    """Values exactly; intervals from the same draw (bootstrap: one draw per covered-task count,
-    shared by every k; equal up to the matrix product's rounding)."""
+    """Values and intervals exactly (bootstrap: one draw of each group's tasks, shared by every k)."""
     df = suite(4)
     options = {"by": by, "n_boot": 300, "seed": 7, "method": method}
     with warnings.catch_warnings():
@@ -157,30 +156,118 @@ def test_curve_equals_summarize_at_every_k(method: str, by: tuple[str, ...]) -> 
                 np.testing.assert_array_equal(rows["n_tasks_covered"], expected["n_tasks_covered"])
                 assert rows["ci_method"].tolist() == expected["ci_method"].tolist()
                 for end in ("lo", "hi"):
-                    if method == "bootstrap":
-                        np.testing.assert_allclose(
-                            rows[end], expected[f"{metric}_{end}"], rtol=1e-12, atol=1e-15
-                        )
-                    else:
-                        np.testing.assert_array_equal(rows[end], expected[f"{metric}_{end}"])
+                    np.testing.assert_array_equal(rows[end], expected[f"{metric}_{end}"])
 
 
-def test_curve_draws_the_bootstrap_once_for_all_k(monkeypatch) -> None:
-    """Every k covering the same tasks shares one resampling (one interval call), not one per k."""
+@pytest.mark.parametrize("infra", [0.0, 0.1])
+def test_curve_draws_the_bootstrap_once_for_all_k(monkeypatch, infra: float) -> None:
+    """Every k shares one resampling of the group's tasks (one interval call), not one per k, also
+    when the larger k cover fewer tasks (infra errors leave some tasks with n < 10)."""
     from passk_nb.stats import summary as summary_module
 
     calls = []
-    population_interval = summary_module.population_interval
+    cell_bootstrap = summary_module.cell_bootstrap
 
     def spy(*args, **kwargs):
-        calls.append(args[1].shape)
-        return population_interval(*args, **kwargs)
+        calls.append(args[3].shape)  # the values: one column per k and metric
+        return cell_bootstrap(*args, **kwargs)
 
-    monkeypatch.setattr(summary_module, "population_interval", spy)
-    df = suite(5, trials=10, infra=0.0)
-    df = df[df["task"] != "t00"]  # every task has 10 trials: every k covers every task
-    curve(df, ks=range(1, 11), by=BY, n_boot=200, method="bootstrap")
+    monkeypatch.setattr(summary_module, "cell_bootstrap", spy)
+    df = suite(5, trials=10, infra=infra)
+    df = df[df["task"] != "t00"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = curve(df, ks=range(1, 11), by=BY, n_boot=200, method="bootstrap")
+    assert out["partial"].any() == (infra > 0)
     assert len(calls) == 1 and calls[0][1] == 10 * len(METRICS)  # one call, all k side by side
+
+
+def test_the_bootstrap_of_cells_is_the_bootstrap_of_tasks() -> None:
+    """cell_bootstrap (resampled per distinct (n, c)) equals the plain task bootstrap with the same
+    draw: tasks in cell order, each resample's mean over the covered tasks it drew."""
+    from passk_nb.stats.intervals import _draws, cell_bootstrap
+
+    rng = np.random.default_rng(3)
+    n_groups, n_boot, ci = 3, 400, 0.9
+    rows = rng.random((6, 2))  # distinct per-task values (rows), 2 columns
+    covered = np.array(
+        [[True, True], [True, False], [True, True], [True, False], [True, True], [False, False]]
+    )
+    cell_group = np.array([0, 0, 0, 1, 1, 2, 2, 2])
+    cell_row = np.array([0, 1, 5, 2, 3, 0, 3, 4])
+    weight = np.array([3, 2, 1, 1, 4, 5, 1, 1])
+    lo, hi = cell_bootstrap(
+        cell_group, cell_row, weight, rows, n_groups, ci=ci, n_boot=n_boot, seed=11, covered=covered
+    )
+    for g in range(n_groups):
+        task_rows = np.repeat(cell_row[cell_group == g], weight[cell_group == g])  # tasks in cell order
+        values, cover = rows[task_rows], covered[task_rows].astype(float)
+        (_, counts), *_ = list(_draws(task_rows.size, n_boot, 11))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = (counts @ (values * cover)) / (counts @ cover)
+        for j in range(2):
+            if cover[:, j].sum() < 2:
+                assert np.isnan(lo[g, j]) and np.isnan(hi[g, j])
+                continue
+            expected = np.nanquantile(means[:, j], [(1 - ci) / 2, (1 + ci) / 2])
+            np.testing.assert_allclose([lo[g, j], hi[g, j]], expected, rtol=1e-12)
+    assert np.isnan(lo[1, 1])  # group 1 has a single covered task in column 1
+
+
+def test_bootstrap_curve_where_k_exceeds_every_n_of_a_group() -> None:
+    """A group whose tasks all have fewer than k trials gets no interval at that k (NaN, "none"),
+    quietly (no numpy warning about all-NaN resamples); the other group's interval is unchanged."""
+    df = suite(8, infra=0.0)
+    short = df[(df["model"] == "m2") & (df["trial"] < 1)]  # m2: 1 trial per prompt, 2 per task
+    df = pd.concat([df[df["model"] == "m1"], short], ignore_index=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # partial curves
+        warnings.simplefilter("error", RuntimeWarning)
+        got = curve(df, ks=range(1, 5), by=("model",), n_boot=300, method="bootstrap")
+        alone = curve(df[df["model"] == "m1"], ks=range(1, 5), by=("model",), n_boot=300, method="bootstrap")
+    m2 = got[(got["model"] == "m2") & (got["k"] >= 3)]
+    assert m2["lo"].isna().all() and m2["hi"].isna().all() and (m2["ci_method"] == "none").all()
+    assert got[(got["model"] == "m2") & (got["k"] <= 2)]["lo"].notna().all()
+    pd.testing.assert_frame_equal(got[got["model"] == "m1"].reset_index(drop=True), alone)
+
+
+@pytest.mark.parametrize("order", ["sorted", "shuffled"])
+def test_categorical_keys_give_the_tables_of_string_keys(order: str) -> None:
+    """The categorical fast path (codes used as they are, no factorising) gives the same tables
+    as string, object and arrow-string keys: unused categories left out, missing keys last, rows in
+    the same order (categories in sorted order; otherwise in category order, same values)."""
+    df = suite(6, infra=0.1).drop(columns="run_id")
+    df.loc[df.index % 97 == 0, "model"] = None  # a few trials with no model: a group of their own
+    if order == "shuffled":
+        df = df.sample(frac=1, random_state=2)
+    keys = ["model", "prompt_hash", "task", "outcome"]
+    as_str = df.astype({col: "str" for col in keys})
+    as_str["model"] = as_str["model"].where(df["model"].notna())
+    as_object = df.astype({col: object for col in keys})
+    as_object["model"] = as_object["model"].where(df["model"].notna(), None)
+    categories = {col: sorted(set(df[col].dropna())) + ["zz-unused"] for col in keys}
+    as_category = df.astype({col: pd.CategoricalDtype(categories[col]) for col in keys})
+    reversed_categories = df.astype({col: pd.CategoricalDtype(categories[col][::-1]) for col in keys})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        runs = {
+            "summarize": lambda d: summarize(d, k=2, by=BY, n_boot=0),
+            "summarize, bootstrap": lambda d: summarize(d, k=2, by=BY, n_boot=200, method="bootstrap"),
+            "curve": lambda d: curve(d, by=BY, n_boot=200),
+            "counts": lambda d: counts(d, by=BY),
+        }
+        for name, run in runs.items():
+            expected = run(as_str)
+            assert expected["model"].isna().iloc[-1] if name != "curve" else expected["model"].isna().any()
+            for frame in (as_object, as_category, reversed_categories):
+                got = run(frame)
+                got = got.astype({col: expected[col].dtype for col in [*BY, "task"] if col in got})
+                if frame is reversed_categories:  # rows in category order: reversed within each key
+                    order = {"counts": [*BY, "task"], "curve": [*BY, "metric", "k"]}.get(name, list(BY))
+                    got = got.sort_values(order, na_position="last", kind="stable").reset_index(drop=True)
+                # tasks in another order: sums over tasks may differ in the last bit
+                exact = frame is not reversed_categories
+                pd.testing.assert_frame_equal(got, expected, check_exact=exact, rtol=1e-12, obj=name)
 
 
 # ---- flips: every task's exact test at once ------------------------------------------------------
