@@ -30,6 +30,7 @@ SMOLLM2 = {
         {"format_error": 337, "max_turns": 190, "wrong_state": 151, "no_lookup": 42},
         22,
     ),
+    "smollm2-bank": (360, 0, {"max_turns": 168, "wrong_state": 120, "no_lookup": 61, "format_error": 11}, 12),
 }
 
 
@@ -211,6 +212,35 @@ def test_suite_grid_and_what_notebook_03_reads_from_it():
     assert called == {"default": 0, "fewshot": 60, "strict": 0}
     # ... and copies the worked example's values, which no other prompt's trial uses
     example = {json.dumps("O1990"), json.dumps("O1991"), json.dumps(45.0)}
+    reuses = calls.map(
+        lambda cs: any(json.dumps(v) in example for c in cs for v in (c.get("args") or {}).values())
+    )
+    by_prompt = reuses.groupby(records["prompt_name"]).sum()
+    assert by_prompt["fewshot"] > 0 and by_prompt["default"] == by_prompt["strict"] == 0
+
+
+def test_bank_grid_holds_whole_comparisons_and_what_notebook_03_reads_from_it():
+    records = read_parquet_folder(DATA / "smollm2-bank")
+    records["setting"] = records["json_mode"] + ", T=" + records["temperature"].map("{:g}".format)
+    # every run is whole (12 trials of each of the ten bank tasks) and every setting holds all three
+    # prompts: the generation runs settings outermost, so what is committed are whole comparisons
+    sizes = records.groupby(["setting", "prompt_name", "task"]).size()
+    assert set(sizes) == {12} and records["task"].nunique() == 10
+    assert (records.groupby("setting")["prompt_name"].nunique() == 3).all()
+    assert set(records["suite"]) == {"bank"}
+    # notebook 03, section 7: with the suite's schema at T=0, how many trials call any tool, per prompt
+    calls = records["transcript"].map(
+        lambda t: [
+            e["action"]
+            for e in json.loads(t)
+            if e.get("kind") == "reply" and "tool" in (e.get("action") or {})
+        ]
+    )
+    greedy = records[records["setting"] == "schema, T=0"]
+    called = calls[greedy.index].map(bool).groupby(greedy["prompt_name"]).sum().to_dict()
+    assert called == {"default": 36, "fewshot": 120, "strict": 12}
+    # the bank worked example's account ids (A990, A991, A995) appear in no task: only fewshot trials use them
+    example = {json.dumps(v) for v in ("A990", "A991", "A995")}
     reuses = calls.map(
         lambda cs: any(json.dumps(v) in example for c in cs for v in (c.get("args") or {}).values())
     )
