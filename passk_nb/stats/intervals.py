@@ -92,6 +92,27 @@ def _spread(
     return sizes, means, np.fmax(s2, group_means(gid, floor, sizes))
 
 
+def cell_spread(
+    cell_group: np.ndarray, weight: np.ndarray, values: np.ndarray, floor: np.ndarray, n_groups: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_spread` of tasks given as cells: ``weight[i, j]`` tasks of group ``cell_group[i]``
+    have the value ``values[i, j]`` and fixed-task variance ``floor[i, j]`` in column j (weight 0
+    leaves a cell out of a column: a task with fewer trials than k has no value at k). Returns T,
+    the mean and the floored s², each (n_groups, columns); the cost is per distinct cell, not per
+    task.
+
+    >>> cell_spread(np.array([0, 0]), np.array([[3.0], [1.0]]), np.array([[1.0], [0.0]]),
+    ...             np.zeros((2, 1)), 1)
+    (array([[4.]]), array([[0.75]]), array([[0.25]]))
+    """
+    sizes = group_sums(cell_group, weight, n_groups)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = group_sums(cell_group, values * weight, n_groups) / sizes
+        s2 = group_sums(cell_group, weight * (values - means[cell_group]) ** 2, n_groups) / (sizes - 1)
+        floor_mean = group_sums(cell_group, floor * weight, n_groups) / sizes
+    return sizes, means, np.fmax(s2, floor_mean)
+
+
 def student_t(
     gid: np.ndarray, values: np.ndarray, floor: np.ndarray, n_groups: int, *, ci: float
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -101,9 +122,16 @@ def student_t(
     NaN for groups with fewer than two tasks.
     """
     sizes, means, s2 = _spread(gid, values, floor, n_groups)
+    return t_interval(sizes[:, None], means, s2, ci=ci)
+
+
+def t_interval(
+    sizes: np.ndarray, means: np.ndarray, s2: np.ndarray, *, ci: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`student_t` from the spread (T, mean, floored s²; T broadcastable to the means)."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        half = sps.t.ppf(0.5 + ci / 2, sizes - 1)[:, None] * np.sqrt(s2 / sizes[:, None])
-    half[sizes < 2] = np.nan
+        half = sps.t.ppf(0.5 + ci / 2, sizes - 1) * np.sqrt(s2 / sizes)
+    half = np.where(sizes < 2, np.nan, half)
     return means - half, means + half
 
 
@@ -122,17 +150,24 @@ def korn_graubard(
     with fewer than two tasks.
     """
     sizes, means, s2 = _spread(gid, values, floor, n_groups)
+    return kg_interval(sizes[:, None], means, s2, ci=ci)
+
+
+def kg_interval(
+    sizes: np.ndarray, means: np.ndarray, s2: np.ndarray, *, ci: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`korn_graubard` from the spread (T, mean, floored s²; T broadcastable to the means)."""
     tail = (1 - ci) / 2
-    t, z = sps.t.ppf(1 - tail, np.maximum(sizes - 1, 1))[:, None], sps.norm.ppf(1 - tail)
+    t, z = sps.t.ppf(1 - tail, np.maximum(sizes - 1, 1)), sps.norm.ppf(1 - tail)
     bernoulli = np.clip(means, 1e-12, 1 - 1e-12) * (1 - np.clip(means, 1e-12, 1 - 1e-12))
     with np.errstate(invalid="ignore", divide="ignore"):
         phi = np.clip(s2 / bernoulli, 1e-12, 1.0)
-        phi = ((sizes[:, None] - 1) * phi + 1) / sizes[:, None]
-        t_eff = sizes[:, None] / phi * (z / t) ** 2
+        phi = ((sizes - 1) * phi + 1) / sizes
+        t_eff = sizes / phi * (z / t) ** 2
         x = np.clip(means, 0.0, 1.0) * t_eff
         lo = np.where(x > 0, sps.beta.ppf(tail, x, t_eff - x + 1), 0.0)
         hi = np.where(x < t_eff, sps.beta.ppf(1 - tail, x + 1, t_eff - x), 1.0)
-    small = sizes < 2
+    small = np.broadcast_to(sizes < 2, lo.shape)
     lo[small], hi[small] = np.nan, np.nan
     return lo, hi
 

@@ -58,10 +58,12 @@ from passk_nb.stats.estimators import pass_at_k, pass_hat_k
 from passk_nb.stats.exact import unique_rows
 from passk_nb.stats.intervals import (
     cell_bootstrap,
+    cell_spread,
     check_method,
     clopper_pearson,
     fixed_task_variance,
-    population_interval,
+    kg_interval,
+    t_interval,
 )
 from passk_nb.stats.params import CI, INFRA, MIN_TASKS, N_BOOT, SEED, default_by, share_docs
 
@@ -330,7 +332,7 @@ def _summary(
     # cell (a few dozen per group, whatever the number of tasks) and summed per group weighted by
     # the cell's number of tasks. values[:, j, :], variances[:, j, :]: pass@k, pass^k at k = ks[j],
     # 0 where not covered (n < k).
-    (cell_group, cn, cc), inverse, weight = _cells(gid, n, c, n_groups)
+    (cell_group, cn, cc), _, weight = _cells(gid, n, c, n_groups)
     # each distinct (n, c) evaluated once, whatever the group
     pairs, cell_pair = unique_rows(np.column_stack([cn, cc]))
     pn, pc = pairs.T
@@ -387,27 +389,26 @@ def _summary(
         ci_method = np.where(n_covered > 0, method, "none").astype(object)
         ci_method[declined] = DECLINED
     elif n_boot:
-        covered, values, variances = cell_covered[inverse], values[inverse], variances[inverse]  # per task
-        # ks whose covered tasks are the same share one interval call
-        same = _same_columns(covered)
-        for pattern in np.unique(same):
-            js = np.flatnonzero(same == pattern)
-            rows = covered[:, js[0]]
-            lo_, hi_, declined = population_interval(
-                gid[rows],
-                values[rows][:, js].reshape(-1, js.size * m),
-                variances[rows][:, js].reshape(-1, js.size * m),
+        # the spread of the covered tasks' values, from the weighted cells: every k in one call
+        interval = kg_interval if method == "korn-graubard" else t_interval
+        lo, hi = interval(
+            *cell_spread(
+                cell_group,
+                np.repeat(cell_covered * weight, m, axis=1),
+                values.reshape(flat),
+                variances.reshape(flat),
                 n_groups,
-                method=method,
-                ci=ci,
-                n_boot=n_boot,
-                seed=seed,
-                min_tasks=min_tasks,
-            )
-            lo[:, js], hi[:, js] = lo_.reshape(n_groups, js.size, m), hi_.reshape(n_groups, js.size, m)
-            methods = np.where(n_covered[:, js[0]] > 0, method, "none").astype(object)
-            methods[declined] = DECLINED
-            ci_method[:, js] = methods[:, None]
+            ),
+            ci=ci,
+        )
+        declined = (n_covered >= 1) & (n_covered < min_tasks)  # (groups, ks)
+        lo, hi = (
+            np.clip(lo, 0.0, 1.0).reshape(n_groups, n_ks, m),
+            np.clip(hi, 0.0, 1.0).reshape(n_groups, n_ks, m),
+        )
+        lo[declined], hi[declined] = np.nan, np.nan
+        ci_method = np.where(n_covered > 0, method, "none").astype(object)
+        ci_method[declined] = DECLINED
     sums = {
         name: np.bincount(cell_group, weight[:, 0] * column, minlength=n_groups).astype(np.int64)
         for name, column in (("n_tasks", 1), ("trials", cn), ("successes", cc))
@@ -462,20 +463,6 @@ def _cells(
         at, inverse, weight = np.unique(key, return_inverse=True, return_counts=True)
     group, rest = np.divmod(at, base * base)
     return (group, *np.divmod(rest, base)), inverse.ravel(), weight.astype(float)[:, None]
-
-
-def _same_columns(covered: np.ndarray) -> np.ndarray:
-    """For each column of ``covered``, the index of the first column equal to it (columns compared
-    as packed bytes: ``np.unique(covered.T, axis=0)`` took seconds on 100,000 tasks).
-
-    >>> _same_columns(np.array([[True, False, True], [True, True, True]])).tolist()
-    [0, 1, 0]
-    """
-    first: dict[bytes, int] = {}
-    packed = np.packbits(covered, axis=0).T
-    return np.array(
-        [first.setdefault(column.tobytes(), j) for j, column in enumerate(packed)], dtype=np.int64
-    )
 
 
 def warn_declined(out: pd.DataFrame, by: tuple[str, ...], min_tasks: int, *, stacklevel: int = 3) -> None:

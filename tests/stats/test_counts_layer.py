@@ -321,3 +321,68 @@ def test_flips_p_values_equal_the_scipy_loop(seed: int) -> None:
     np.testing.assert_allclose(got["p_value"], expected["p_value"], rtol=1e-12, atol=0)
     np.testing.assert_allclose(got["min_p"], expected["min_p"], rtol=1e-12, atol=0)
     np.testing.assert_array_equal(got["tested"], expected["tested"])
+
+
+def per_task_summary(table: pd.DataFrame, k: int, method: str, ci: float = 0.95) -> pd.DataFrame:
+    """The population interval of each model at k the straightforward way: one array of per-task
+    values over the covered tasks (n ≥ k) into the per-task korn_graubard / student_t (what
+    summarize did before its spread came from weighted (group, n, c) cells)."""
+    from passk_nb.stats.estimators import pass_at_k, pass_hat_k
+    from passk_nb.stats.intervals import fixed_task_variance, korn_graubard, student_t
+
+    covered = table[table["n"] >= k]
+    models = sorted(table["model"].unique())
+    gid = covered["model"].map({m: i for i, m in enumerate(models)}).to_numpy()
+    n, c = covered["n"].to_numpy(), covered["c"].to_numpy()
+    values = np.column_stack([pass_at_k(n, c, k), pass_hat_k(n, c, k)])
+    floor = np.column_stack([fixed_task_variance(n, n - c, k), fixed_task_variance(n, c, k)])
+    interval = korn_graubard if method == "korn-graubard" else student_t
+    lo, hi = interval(gid, values, floor, len(models), ci=ci)
+    sizes = np.bincount(gid, minlength=len(models))
+    declined = (sizes >= 1) & (sizes < 5)
+    lo[declined], hi[declined] = np.nan, np.nan
+    lo, hi = np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
+    return pd.DataFrame(
+        {
+            "model": models,
+            "n_tasks_covered": sizes,
+            **{f"{metric}_lo": lo[:, i] for i, metric in enumerate(METRICS)},
+            **{f"{metric}_hi": hi[:, i] for i, metric in enumerate(METRICS)},
+        }
+    )
+
+
+@pytest.mark.parametrize("method", ["korn-graubard", "t"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_cell_intervals_equal_the_per_task_intervals_at_every_k(method: str, seed: int) -> None:
+    """summarize and curve take the spread of per-task values from weighted (group, n, c) cells; the
+    intervals equal those of per-task arrays to 1e-12 at every k, on tables with mixed coverage
+    (tasks with n < k), groups declined at some k and groups with no covered task."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for g, tasks in enumerate([40, 25, 9, 6, 3]):
+        n = rng.integers(0, 13, tasks)
+        n[: tasks // 3] = 12  # every group covered up to k = 12 by some tasks
+        p = rng.beta(1.5, 1.0, tasks)
+        rows.append(
+            pd.DataFrame(
+                {"model": f"m{g}", "task": [f"t{t}" for t in range(tasks)], "n": n, "c": rng.binomial(n, p)}
+            )
+        )
+    table = pd.concat(rows, ignore_index=True)
+    ks = list(range(1, 13))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = curve(table, ks=ks, by="model", method=method)
+        for k in ks:
+            expected = per_task_summary(table, k, method)
+            out = summarize(table, k=k, by="model", method=method)
+            assert out["n_tasks_covered"].tolist() == expected["n_tasks_covered"].tolist()
+            for metric in METRICS:
+                rows_k = got[(got["k"] == k) & (got["metric"] == metric)]
+                for end in ("lo", "hi"):
+                    want = expected[f"{metric}_{end}"].to_numpy()
+                    np.testing.assert_allclose(out[f"{metric}_{end}"].to_numpy(), want, rtol=0, atol=1e-12)
+                    np.testing.assert_allclose(rows_k[end].to_numpy(), want, rtol=0, atol=1e-12)
+    lo = got.loc[got["metric"] == "pass^k", "lo"]
+    assert lo.notna().sum() > 20 and lo.isna().sum() > 5  # intervals given and declined both tested
