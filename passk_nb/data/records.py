@@ -80,11 +80,16 @@ _SPEC: dict[str, tuple[pa.DataType, str, str]] = {
     "latency_s": (pa.float64(), "float64", "wall time of the trial in seconds"),
     "started_at": (pa.timestamp("us", tz="UTC"), "datetime64[us, UTC]", "trial start time"),
     "final_answer": (pa.string(), "str", "the agent's final answer, if it gave one"),
-    "state_diff": (pa.string(), "str", "JSON list of changed fields"),
+    "state_diff": (
+        pa.string(),
+        "str",
+        "JSON list of changed fields (null: final state not recorded, e.g. an imported run)",
+    ),
     "false_claims": (
         pa.string(),
         "str",
-        "JSON list of actions the final answer claims and the final state does not show",
+        "JSON list of actions the final answer claims and the final state does not show "
+        "(null: not checked, e.g. an imported run)",
     ),
     "transcript": (pa.string(), "str", "JSON list of turns"),
     "error": (pa.string(), "str", "what went wrong (format, infra), if anything"),

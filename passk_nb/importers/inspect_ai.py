@@ -20,7 +20,7 @@ import json
 import math
 import os
 import warnings
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,8 @@ import pandas as pd
 
 from passk_nb.data.ids import content_id
 from passk_nb.data.records import frame_from_records
-from passk_nb.data.transcript import cap_text, transcript_entry
+from passk_nb.data.transcript import cap_text
+from passk_nb.importers.messages import calls_tools, chat_transcript, settings_label
 
 #: Score values counted as success / failure without a ``value_map`` (inspect_ai's
 #: CORRECT / INCORRECT constants, booleans, and the numbers 1 / 0).
@@ -64,6 +65,17 @@ def from_inspect(
     - A sample that errored without a score is an ``infra_error`` row (left out of n
       by default); ``input_tokens`` / ``output_tokens`` are the evaluated model's usage;
       ``latency_s`` the sample's total time; prompt fields stay empty.
+    - ``transcript``: the sample's messages as this package's entries
+      (:func:`passk_nb.importers.messages.chat_transcript`, as for τ-bench): each tool call a
+      ``reply`` with its ``action``, so :func:`passk_nb.divergence` reads the trial's tool
+      calls; the last assistant message, when it calls no tool, is the ``answer``.
+      ``final_answer`` is the sample's output (what inspect's scorers judged, a ``submit()``
+      tool's answer included), else that last text.
+    - ``protocol``: ``native`` when any sample of the log calls a tool or any model call
+      was given tools (inspect calls tools through the model API), else ``text``;
+      ``json_mode`` ``off``; ``config`` names the protocol and a temperature the log sets.
+    - ``state_diff`` and ``false_claims`` are null: the log keeps no final state of ours,
+      and no claim was checked ("[]" would say "no change" and "checked, none found").
     - ``run_id``: a hash of the log's eval id and run id, so two logs are never pooled.
 
     Checked: every sample × epoch has a score from the scorer (else it names the first
@@ -167,7 +179,8 @@ def _log_records(
     name = _choose_scorer(log, scorer, where)
     run_id = content_id(["inspect_ai", log.eval.eval_id, log.eval.run_id])
     eval_model = log.eval.model
-    temperature = getattr(log.eval.model_generate_config, "temperature", None)
+    temperature = _temperature(log)
+    native = False  # does any sample call tools, or was any model call given tools?
     seen: set[tuple[str, int]] = set()
     missing: list[tuple[str, int]] = []
     unknown: list[Any] = []
@@ -193,6 +206,10 @@ def _log_records(
                 unknown.append(value)
                 continue
             passed, outcome = verdict, "pass" if verdict else "wrong_output"
+        messages = [_chat(m) for m in sample.messages or []]
+        native = native or calls_tools(messages) or _offered_tools(sample)
+        conversation = chat_transcript(messages)
+        completion = sample.output.completion if sample.output else ""
         records.append(
             {
                 "run_id": run_id,
@@ -206,10 +223,13 @@ def _log_records(
                 "outcome": outcome,
                 "state_ok": passed,
                 **_usage(sample, eval_model),
-                **_messages(sample.messages or []),
+                **conversation,
+                # what inspect's scorers judged (a submit() tool's answer too); else the last text
+                "final_answer": cap_text(completion) if completion else conversation["final_answer"],
+                "state_diff": None,  # an inspect log keeps no final state of ours
+                "false_claims": None,  # not checked: that needs a suite's claim vocabulary and state
                 "latency_s": _float(getattr(sample, "total_time", None)),
                 "started_at": _timestamp(getattr(sample, "started_at", None)),
-                "final_answer": cap_text(sample.output.completion) if sample.output else None,
                 "error": cap_text(sample.error.message) if sample.error is not None else None,
                 "provider_meta": json.dumps(
                     {"scorer": name, "score": value, "sample_id": sample.id, "log": log.location},
@@ -217,7 +237,11 @@ def _log_records(
                 ),
             }
         )
-    records.sort(key=lambda record: (record["task"], record["trial"]))
+    settings = {"protocol": "native" if native else "text"}
+    settings.update(settings_label(_float(temperature), settings["protocol"]))
+    records = sorted(
+        ({**record, **settings} for record in records), key=lambda record: (record["task"], record["trial"])
+    )
     if missing:
         raise ValueError(
             f"{len(missing)} sample epochs in {where} have no {name!r} score (e.g. sample "
@@ -251,6 +275,16 @@ def _choose_scorer(log: Any, scorer: str | None, where: str) -> str:
             else f"{where} has no scores: score it first (`inspect score LOG`)"
         )
     return names[0]
+
+
+def _temperature(log: Any) -> float | None:
+    """The temperature the log's model calls used: the eval's generate config (``eval(...,
+    temperature=...)``, stored in the plan) overrides the model's own (``get_model(config=...)``)."""
+    for config in (getattr(log.plan, "config", None), log.eval.model_generate_config):
+        value = getattr(config, "temperature", None)
+        if value is not None:
+            return float(value)
+    return None
 
 
 def _float(value: Any) -> float:
@@ -299,34 +333,32 @@ def _usage(sample: Any, eval_model: str) -> dict[str, int | None]:
     }
 
 
-def _messages(messages: Iterable[Any]) -> dict[str, Any]:
-    """Turn counts and a transcript in this package's format from inspect chat messages."""
-    entries = []
-    n_turns = n_tool_calls = n_tool_errors = 0
-    for message in messages:
-        role = message.role
-        text = message.text or ""
-        if role == "assistant":
-            calls = message.tool_calls or []
-            n_turns += 1
-            n_tool_calls += len(calls)
-            shown = [f"→ {call.function}({json.dumps(call.arguments, default=str)})" for call in calls]
-            entries.append(transcript_entry("reply", "assistant", "\n".join([text, *shown]).strip()))
-        elif role == "tool":
-            failed = message.error is not None
-            n_tool_errors += failed
-            text = text or (message.error.message if failed else "")
-            entries.append(
-                transcript_entry("tool_result", "tool", text, tool=message.function or "", error=failed)
-            )
-        else:
-            entries.append(transcript_entry("task" if role == "user" else role, role, text))
-    return {
-        "n_turns": n_turns,
-        "n_tool_calls": n_tool_calls,
-        "n_tool_errors": n_tool_errors,
-        "transcript": json.dumps(entries, ensure_ascii=False),
-    }
+def _chat(message: Any) -> dict[str, Any]:
+    """One inspect ``ChatMessage`` as the plain message :func:`chat_transcript` reads.
+
+    The text is inspect's own ``message.text`` (the text parts of a content list, joined);
+    a tool call keeps its ``function``, ``arguments`` and ``parse_error``; a tool message its
+    ``tool_call_id``, ``function`` and whether it failed (``error``, whose message stands in
+    for an empty result).
+    """
+    plain: dict[str, Any] = {"role": message.role, "content": message.text or ""}
+    if message.role == "assistant":
+        plain["tool_calls"] = [
+            {"id": c.id, "function": c.function, "arguments": c.arguments, "parse_error": c.parse_error}
+            for c in message.tool_calls or []
+        ]
+    elif message.role == "tool":
+        failed = message.error is not None
+        plain.update(tool_call_id=message.tool_call_id, function=message.function or "", error=failed)
+        plain["content"] = plain["content"] or (message.error.message if failed else "")
+    return plain
+
+
+def _offered_tools(sample: Any) -> bool:
+    """Whether any model call of the sample was given tools (its ``model`` events say so)."""
+    return any(
+        getattr(e, "event", None) == "model" and getattr(e, "tools", None) for e in sample.events or []
+    )
 
 
 def _demo_log() -> Any:  # pragma: no cover - used by the docstring example only

@@ -24,12 +24,17 @@ n: a missing trial is simply not there (a warning says which tasks lack trials).
 failures).
 
 **Transcripts.** Each trial's messages become this package's transcript entries, as our own
-native tool-calling runs write them: each tool call a ``reply`` entry with its ``action``
+native tool-calling runs write them (:func:`passk_nb.importers.messages.chat_transcript`, which
+:func:`passk_nb.from_inspect` shares): each tool call a ``reply`` entry with its ``action``
 (``{"tool", "args"}``), so :func:`passk_nb.divergence` and the transcript browser read
-imported trials like our own; the agent's *last* text message is its answer (a ``reply``
-with ``{"answer": ...}``, and ``final_answer``); its earlier messages to the customer are
-``message`` entries, not actions. A τ-bench tool result starting ``"Error: "`` (how its
-environment reports a tool that raised) counts in ``n_tool_errors``.
+imported trials like our own; the agent's last message, when it calls no tool, is its answer
+(a ``reply`` with ``{"answer": ...}``, and ``final_answer``); its other messages to the
+customer are ``message`` entries, not actions. A τ-bench tool result starting ``"Error: "``
+(how its environment reports a tool that raised) counts in ``n_tool_errors``.
+
+**Not recorded.** ``state_diff`` and ``false_claims`` are null: the files keep the reward, not
+the final database, so neither what changed nor which claims of the answer it backs is known
+("[]" would say "nothing changed" and "checked: no false claim").
 
 **Settings.** ``protocol`` is ``native`` (τ-bench's tool-calling agents and τ²-bench call
 tools through the API), or ``text`` for τ-bench's act/react agents (their "Action:" texts are
@@ -54,7 +59,7 @@ import pandas as pd
 
 from passk_nb.data.ids import content_id, prompt_hash
 from passk_nb.data.records import frame_from_records
-from passk_nb.data.transcript import transcript_entry
+from passk_nb.importers.messages import calls_tools, chat_transcript, preview, settings_label
 
 #: |reward − 1| at most this counts as success (τ-bench's rule).
 REWARD_TOLERANCE = 1e-6
@@ -135,7 +140,9 @@ def from_tau_bench(
         )
     _reject_duplicates(records, source)
     records += _missing_trials(records, source, fill=missing == "fail")
-    records = [{**record, **_config(record)} for record in records]
+    records = [
+        {**record, **settings_label(record.get("temperature"), record["protocol"])} for record in records
+    ]
     hashes = {record["prompt_hash"] for record in records} - {""}
     # a crashed trial has no transcript: give it the file's prompt so it is not split off
     fill = hashes.pop() if len(hashes) == 1 else ""
@@ -171,25 +178,11 @@ def _tau_settings(source: Any, data: Sequence[Any]) -> dict[str, Any]:
     if match:
         native = match["strategy"] not in TAU_TEXT_STRATEGIES
     else:
-        native = any(
-            isinstance(m, Mapping) and m.get("role") == "assistant" and m.get("tool_calls")
-            for result in data
-            if isinstance(result, Mapping)
-            for m in result.get("traj") or []
-        )
+        native = any(calls_tools(result.get("traj") or []) for result in data if isinstance(result, Mapping))
     return {
         "protocol": "native" if native else "text",
         "temperature": float(match["temperature"]) if match else None,
     }
-
-
-def _config(record: Mapping[str, Any]) -> dict[str, Any]:
-    """``json_mode`` (τ-bench and τ²-bench ask for no JSON mode) and the ``config`` label, which
-    names the settings that differ from a default run of our own harness, as its labels do."""
-    temperature = record.get("temperature")
-    parts = [f"temperature={temperature}"] if temperature is not None else []
-    parts += [f"protocol={record['protocol']}"] if record.get("protocol", "json") != "json" else []
-    return {"json_mode": "off", "config": ", ".join(parts) or "default"}
 
 
 def _where(source: Any) -> str:
@@ -249,6 +242,7 @@ def _missing_trials(records: list[dict[str, Any]], source: Any, *, fill: bool) -
                     "state_ok": False,
                     "outcome": "wrong_state",
                     "state_diff": None,
+                    "false_claims": None,
                     "error": "missing from the result file (τ-bench counts it as a failure)",
                 }
             )
@@ -278,10 +272,10 @@ def _load(source: Any) -> Any:
 
 def _tau_record(result: Mapping[str, Any], *, model: str, suite: str | None) -> dict[str, Any]:
     if not isinstance(result, Mapping):
-        raise ValueError(f"τ-bench result entries must be objects; got {_preview(result)}")
+        raise ValueError(f"τ-bench result entries must be objects; got {preview(result)}")
     missing = [key for key in ("task_id", "reward", "trial") if key not in result]
     if missing:
-        raise ValueError(f"τ-bench result lacks {missing}: {_preview(result)}")
+        raise ValueError(f"τ-bench result lacks {missing}: {preview(result)}")
     info = result.get("info") or {}
     traj = result.get("traj") or []
     crashed = "error" in info
@@ -356,120 +350,18 @@ def _tau2_details(sim: Mapping[str, Any], temperature: Any) -> dict[str, Any]:
     }
 
 
-def _transcript(messages: Sequence[Any]) -> dict[str, Any]:
-    """τ-bench / τ²-bench messages as transcript entries (:mod:`passk_nb.data.transcript`), with
-    the counts and the final answer read from them.
-
-    The entries are those our own native-protocol runs write. The customer's (the user
-    simulator's) messages are ``task`` entries. Each tool call of an assistant message is
-    one ``reply`` entry with its ``action`` (``{"tool", "args"}``) and, as its content, the
-    message's text and the call as received. Tool results are ``tool_result`` entries. The
-    agent's *last* text message (one without tool calls) is its answer: a ``reply`` with
-    ``{"answer": text}``, and the record's ``final_answer``. Its earlier text messages are
-    ``message`` entries: said to the customer mid-conversation, not actions. A call whose
-    arguments are not a JSON object is a ``reply`` with a ``format_error``.
-    """
-    entries: list[dict[str, Any]] = []
-    texts = [
-        i
-        for i, m in enumerate(messages)
-        if isinstance(m, Mapping) and m.get("role") == "assistant" and not m.get("tool_calls")
-    ]
-    last_text = texts[-1] if texts else None
-    names: dict[str, str] = {}  # call id -> tool name, for τ²-bench's tool results (they lack it)
-    counts = {"n_format_errors": 0, "n_tool_errors": 0}
-    final_answer: str | None = None
-    for i, message in enumerate(messages):
-        if not isinstance(message, Mapping):
-            continue
-        role = str(message.get("role"))
-        text = _text(message.get("content"))
-        calls = [c for c in message.get("tool_calls") or [] if isinstance(c, Mapping)]
-        if role == "assistant" and calls:
-            for n, call in enumerate(calls):
-                entries.append(_reply_entry(call, text if n == 0 else "", n if len(calls) > 1 else None))
-                names[str(call.get("id"))] = entries[-1]["tool_name"]
-                del entries[-1]["tool_name"]
-                counts["n_format_errors"] += "format_error" in entries[-1]
-        elif role == "assistant" and i == last_text:
-            final_answer = text
-            entries.append(transcript_entry("reply", "assistant", text, action={"answer": text}))
-        elif role == "assistant":
-            entries.append(transcript_entry("message", "assistant", text))
-        elif role == "tool":
-            failed = _tool_failed(message, text)
-            counts["n_tool_errors"] += failed
-            call_id = str(message.get("tool_call_id") or message.get("id"))
-            name = str(message.get("name") or names.get(call_id, ""))
-            entries.append(transcript_entry("tool_result", "tool", text, tool=name[:80], error=failed))
-        else:  # the customer (τ²'s user may call tools of its own) or the system prompt
-            shown = [json.dumps({"name": _call(c)[0], "arguments": _call(c)[1]}, default=str) for c in calls]
-            kind = "task" if role == "user" else role
-            entries.append(transcript_entry(kind, role, "\n".join([text, *shown]).strip()))
-    return {
-        **counts,
-        "final_answer": final_answer,
-        "transcript": json.dumps(entries, ensure_ascii=False, default=str),
-    }
-
-
-def _reply_entry(call: Mapping[str, Any], text: str, index: int | None) -> dict[str, Any]:
-    """One tool call as a ``reply`` entry (with a ``tool_name`` key the caller removes)."""
-    name, raw, args = _call(call)
-    received = json.dumps({"id": call.get("id"), "name": name, "arguments": raw}, default=str)
-    content = (text + "\n" if text else "") + received
-    where = {"tool_call_id": call.get("id"), **({"call_index": index} if index is not None else {})}
-    if args is None:
-        problem = f"the arguments of {name} are not a JSON object: {_preview(raw)}"
-        return {
-            **transcript_entry("reply", "assistant", content, format_error=problem, **where),
-            "tool_name": name,
-        }
-    action = {"tool": name, "args": args}
-    return {**transcript_entry("reply", "assistant", content, action=action, **where), "tool_name": name}
-
-
-def _text(content: Any) -> str:
-    return content if isinstance(content, str) else json.dumps(content, default=str) if content else ""
-
-
-def _call(call: Mapping[str, Any]) -> tuple[str, Any, dict[str, Any] | None]:
-    """(tool name, arguments as received, arguments as an object or None) of one tool call.
-
-    τ-bench stores OpenAI's shape (``{"function": {"name", "arguments": JSON text}}``),
-    τ²-bench its own (``{"name", "arguments": {...}}``).
-    """
-    inner = call.get("function")
-    fields: Mapping[str, Any] = inner if isinstance(inner, Mapping) else call
-    name, raw = str(fields.get("name")), fields.get("arguments")
-    try:
-        args = json.loads(raw) if isinstance(raw, str) else {} if raw is None else raw
-    except ValueError:
-        args = None
-    return name, raw, args if isinstance(args, dict) else None
-
-
-def _tool_failed(message: Mapping[str, Any], text: str) -> bool:
-    """τ²-bench flags a failed call (``error``); τ-bench's result of one starts with ``"Error: "``."""
-    if "error" in message:
-        return message.get("error") is True
-    return text.startswith(TAU_TOOL_ERROR)
-
-
 def _common(result: Mapping[str, Any], messages: list[Mapping[str, Any]], passed: bool) -> dict[str, Any]:
     """Fields τ-bench and τ²-bench results share: ids, reward, the transcript and its counts."""
     system = next((m.get("content") for m in messages[:1] if m.get("role") == "system"), None)
-    assistant = [m for m in messages if m.get("role") == "assistant"]
     return {
         "task": str(result["task_id"]),
         "trial": _trial(result),
         "passed": passed,
         "state_ok": passed,
         "prompt_hash": prompt_hash(system) if isinstance(system, str) else "",
-        "n_turns": len(assistant),
-        "n_tool_calls": sum(len(m.get("tool_calls") or []) for m in assistant),
-        **_transcript(messages),
+        **chat_transcript(messages, tool_error_prefix=TAU_TOOL_ERROR),
         "state_diff": None,  # the files hold the reward, not the final database
+        "false_claims": None,  # not checked: that needs the suite's claim vocabulary and the final state
         "provider_meta": json.dumps({"reward": result["reward"]}),
     }
 
@@ -502,8 +394,3 @@ def _trial(result: Mapping[str, Any]) -> int:
             "Fix or drop that entry"
         )
     return int(trial)
-
-
-def _preview(value: Any) -> str:
-    text = json.dumps(value, default=str)
-    return text if len(text) <= 80 else text[:77] + "..."

@@ -116,21 +116,95 @@ GENERATE = textwrap.dedent(
     assert first.status == second.status == "success", (first.error, second.error)
     print(first.location)
     print(second.location)
+
+    # --- task 'desk' (its own folder): several tool calls per reply, a call the model garbled,
+    # a tool error, markup in every text, the answer as a list of content parts
+    from inspect_ai.model import ChatMessageAssistant, ContentText
+    from inspect_ai.tool import ToolCall
+
+    @tool
+    def find():
+        async def execute(key: str) -> str:
+            '''Find a record.
+
+            Args:
+                key: The record's key.
+            '''
+            if key not in ("k1", "k2"):
+                raise ToolError(f"no record {{key}}")
+            return f"record <{{key}}>"
+        return execute
+
+    @tool
+    def cancel():
+        async def execute(key: str) -> str:
+            '''Cancel a record.
+
+            Args:
+                key: The record's key.
+            '''
+            return f"cancelled {{key}}"
+        return execute
+
+    starts = collections.Counter()
+
+    def desk(input, tools, tool_choice, config):
+        # turn 1 picks k1 or k2 (alternating over conversations); later turns read the pick back
+        turn = sum(m.role == "assistant" for m in input)
+        if turn == 0:
+            key = "k1" if starts["n"] % 2 == 0 else "k2"
+            starts["n"] += 1
+            calls = [ToolCall(id="t1", function="find", arguments={{"key": key}}),
+                     ToolCall(id="t2", function="find", arguments={{"key": "<script>alert(1)</script>"}})]
+            message = ChatMessageAssistant(content="Looking <b>both</b> up.", tool_calls=calls)
+        else:
+            first = [m for m in input if m.role == "assistant"][0]
+            key = first.tool_calls[0].arguments["key"]
+            if turn == 1:
+                calls = [ToolCall(id="t3", function="cancel", arguments={{}},
+                                  parse_error="Expecting value: line 1 column 9")]
+                message = ChatMessageAssistant(content="", tool_calls=calls)
+            elif turn == 2:
+                calls = [ToolCall(id="t4", function="cancel", arguments={{"key": key}})]
+                message = ChatMessageAssistant(content="", tool_calls=calls)
+            else:
+                answer = ContentText(text=f"Cancelled <i>{{key}}</i> & done.")
+                message = ChatMessageAssistant(content=[answer])
+        out = ModelOutput.from_message(message, stop_reason="tool_calls" if message.tool_calls else "stop")
+        out.usage = ModelUsage(input_tokens=10, output_tokens=2, total_tokens=12)
+        return out
+
+    @scorer(metrics=[accuracy()])
+    def cancelled_k1():
+        async def score(state: TaskState, target: Target) -> Score:
+            keys = [c.arguments.get("key") for m in state.messages if m.role == "assistant"
+                    for c in m.tool_calls or [] if c.function == "cancel"]
+            return Score(value=CORRECT if "k1" in keys else INCORRECT)
+        return score
+
+    desk_task = Task(name="desk", dataset=[Sample(id="d", input="Cancel my <u>record</u>", target="k1")],
+                     solver=[use_tools(find(), cancel()), generate()], scorer=cancelled_k1(), epochs=4)
+    [third] = eval(desk_task, model=get_model("mockllm/model", custom_outputs=desk), temperature=0.5,
+                   log_dir=sys.argv[2], log_format="eval", display="none")
+    assert third.status == "success", third.error
+    print(third.location)
     """
 )
 
 
 @pytest.fixture(scope="module")
-def logs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """(the .eval log of task 'tiny', the .json log of task 'other'), written by inspect_ai."""
+def generated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """(the .eval log of task 'tiny', the .json log of task 'other', the .eval log of task 'desk',
+    in a folder of its own), written by inspect_ai."""
     require(HAVE_INSPECT, "inspect_ai (pip install -e '.[inspect]')")
     log_dir = tmp_path_factory.mktemp("inspect_logs")
+    desk_dir = tmp_path_factory.mktemp("inspect_desk_logs")
     script = log_dir.parent / "generate_inspect_logs.py"
     script.write_text(GENERATE.format(replies=REPLIES, patterns=PATTERNS), encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith("INSPECT_")}
     env.update({"INSPECT_LOG_DIR": str(log_dir), "NO_COLOR": "1"})  # no INSPECT_TELEMETRY hook
     done = subprocess.run(
-        [sys.executable, str(script), str(log_dir)],
+        [sys.executable, str(script), str(log_dir), str(desk_dir)],
         env=env,
         cwd=log_dir,
         capture_output=True,
@@ -138,9 +212,21 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    first, second = (Path(line.removeprefix("file://")) for line in done.stdout.split())
-    assert first.suffix == ".eval" and second.suffix == ".json"
-    return first, second
+    first, second, third = (Path(line.removeprefix("file://")) for line in done.stdout.split())
+    assert first.suffix == ".eval" and second.suffix == ".json" and third.suffix == ".eval"
+    return first, second, third
+
+
+@pytest.fixture(scope="module")
+def logs(generated: tuple[Path, Path, Path]) -> tuple[Path, Path]:
+    """(the .eval log of task 'tiny', the .json log of task 'other'), in one folder."""
+    return generated[0], generated[1]
+
+
+@pytest.fixture(scope="module")
+def desk(generated: tuple[Path, Path, Path]) -> Path:
+    """The .eval log of task 'desk': a tool-calling conversation over four epochs."""
+    return generated[2]
 
 
 def read(path: Path) -> Any:
@@ -213,7 +299,10 @@ def test_json_logs_folders_and_several_tasks(logs: tuple[Path, Path]) -> None:
     assert alone["n_tool_errors"].tolist() == [0, 0, 1, 1]  # sample b asks for a missing key
     entries = json.loads(alone.loc[2, "transcript"])
     assert [e["kind"] for e in entries] == ["task", "reply", "tool_result", "reply"]
-    assert 'lookup({"key": "missing"})' in entries[1]["content"] and entries[2]["error"] is True
+    assert (
+        entries[1]["action"] == {"tool": "lookup", "args": {"key": "missing"}} and entries[2]["error"] is True
+    )
+    assert entries[2]["tool"] == "lookup" and entries[3]["action"] == {"answer": "y"}
     assert "no such key" in entries[2]["content"]
     both = from_inspect(logs[0].parent, scorer="match")  # the folder: both logs
     assert both["run_id"].nunique() == 2  # two logs are never pooled
@@ -330,3 +419,136 @@ def test_partial_credit_several_part_scores_and_logs_without_samples(logs: tuple
     for sample in no_usage.samples:
         sample.model_usage = {}
     assert from_inspect(no_usage)["input_tokens"].isna().all()
+
+
+# --- the conversation: actions, the answer, honest fields, the transcript browser -------------------
+
+
+def log_actions(sample: Any) -> list[str]:
+    """The action labels of one sample, read from the inspect log itself (not through the importer):
+    each tool call ``tool(arg=JSON, ...)`` (``<format error>`` when inspect could not parse it),
+    then ``answer`` when the last assistant message calls no tool."""
+    labels = []
+    agent = [m for m in sample.messages if m.role == "assistant"]
+    for message in agent:
+        for call in message.tool_calls or []:
+            shown = ", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(call.arguments.items()))
+            labels.append("<format error>" if call.parse_error else f"{call.function}({shown})")
+    return labels + (["answer"] if agent and not agent[-1].tool_calls else [])
+
+
+@pytest.mark.slow
+def test_action_sequences_are_the_tool_calls_in_the_log(logs: tuple[Path, Path], desk: Path) -> None:
+    from passk_nb.stats.divergence import action_sequence
+
+    checked = 0
+    for path, scorer in [(logs[0], "match"), (logs[1], None), (desk, None)]:
+        df = from_inspect(path, scorer=scorer).set_index(["task", "trial"])
+        for sample in read(path).samples:
+            row = df.loc[(str(sample.id), sample.epoch - 1)]
+            assert action_sequence(row["transcript"]) == log_actions(sample)
+            calls = [c for m in sample.messages if m.role == "assistant" for c in m.tool_calls or []]
+            assert row["n_tool_calls"] == len(calls)
+            assert row["n_format_errors"] == sum(bool(c.parse_error) for c in calls)
+            checked += 1
+    assert checked == 16 + 4 + 4
+    # the desk's conversation, spelled out: two finds, the garbled call, the cancel, the answer
+    df = from_inspect(desk)
+    keys = [json.loads(t)[1]["action"]["args"]["key"] for t in df["transcript"]]
+    assert sorted(keys) == ["k1", "k1", "k2", "k2"]  # alternating over the four conversations
+    for key, transcript in zip(keys, df["transcript"], strict=True):
+        assert action_sequence(transcript) == [
+            f'find(key="{key}")',
+            'find(key="<script>alert(1)</script>")',
+            "<format error>",
+            f'cancel(key="{key}")',
+            "answer",
+        ]
+    assert df["passed"].tolist() == [key == "k1" for key in keys]
+
+
+@pytest.mark.slow
+def test_the_last_assistant_text_is_the_answer(logs: tuple[Path, Path], desk: Path) -> None:
+    df = from_inspect(desk)
+    log = read(desk)
+    for sample in log.samples:
+        row = df[df["trial"] == sample.epoch - 1].iloc[0]
+        last = [m for m in sample.messages if m.role == "assistant"][-1]
+        assert isinstance(last.content, list)  # a list of content parts: its text is the answer
+        assert row["final_answer"] == last.text == sample.output.completion
+        assert row["final_answer"] in ("Cancelled <i>k1</i> & done.", "Cancelled <i>k2</i> & done.")
+        replies = [e for e in json.loads(row["transcript"]) if e["kind"] == "reply"]
+        assert replies[-1]["action"] == {"answer": last.text}
+        assert sum("answer" in (e.get("action") or {}) for e in replies) == 1
+    tiny = from_inspect(logs[0], scorer="match")
+    for transcript, answer in zip(tiny["transcript"], tiny["final_answer"], strict=True):
+        assert [e.get("action") for e in json.loads(transcript)] == [None, {"answer": answer}]
+
+
+@pytest.mark.slow
+def test_record_fields_say_what_the_log_holds(logs: tuple[Path, Path], desk: Path) -> None:
+    df = from_inspect(desk)
+    # inspect calls tools through the model API; the run set temperature 0.5
+    assert set(df["protocol"]) == {"native"} and set(df["json_mode"]) == {"off"}
+    assert set(df["temperature"]) == {0.5} and set(df["config"]) == {"temperature=0.5, protocol=native"}
+    # no final state and no claim check: null, not "[]" (no change / checked, none found)
+    assert df["state_diff"].isna().all() and df["false_claims"].isna().all()
+    # two finds + the garbled cancel + the cancel; the script's key and the garbled call fail
+    assert (df["n_turns"] == 4).all() and (df["n_tool_calls"] == 4).all()
+    assert (df["n_format_errors"] == 1).all() and (df["n_tool_errors"] == 2).all()
+    results = [e for e in json.loads(df.loc[0, "transcript"]) if e["kind"] == "tool_result"]
+    assert [(e["tool"], e["error"]) for e in results] == [
+        ("find", False),
+        ("find", True),
+        ("cancel", True),
+        ("cancel", False),
+    ]
+    assert "no record <script>" in results[1]["content"]
+    other = from_inspect(logs[1])  # the tool-using task: native, at inspect's default temperature
+    assert set(other["protocol"]) == {"native"} and set(other["config"]) == {"protocol=native"}
+    tiny = from_inspect(logs[0], scorer="match")  # no tools at all: the model answered in text
+    assert set(tiny["protocol"]) == {"text"} and set(tiny["config"]) == {"protocol=text"}
+    assert tiny["temperature"].isna().all()
+    assert tiny["state_diff"].isna().all() and tiny["false_claims"].isna().all()
+
+
+@pytest.mark.slow
+def test_tools_offered_but_not_called_is_still_native(logs: tuple[Path, Path]) -> None:
+    log = read(logs[1])
+    assert any(e.event == "model" and e.tools for s in log.samples for e in s.events)
+    quiet = log.model_copy(deep=True)  # the same run, had the model never called a tool
+    for sample in quiet.samples:
+        sample.messages = [m for m in sample.messages if m.role == "user"] + [sample.messages[-1]]
+        assert not sample.messages[-1].tool_calls
+    assert set(from_inspect(quiet)["protocol"]) == {"native"}  # the model calls were given tools
+    for sample in quiet.samples:
+        sample.events = []
+    assert set(from_inspect(quiet)["protocol"]) == {"text"}  # nothing says tools were there
+
+
+@pytest.mark.slow
+def test_divergence_finds_where_failing_epochs_leave_the_passing_ones(desk: Path) -> None:
+    from passk_nb.stats.divergence import divergence
+
+    found = divergence(from_inspect(desk))
+    assert len(found) == 1
+    row = found.iloc[0]
+    assert (row["step"], row["action"], row["n_diverging"]) == (0, 'find(key="k2")', 2)
+    assert row["reference"] == 'find(key="k1") ×2'
+
+
+@pytest.mark.slow
+def test_the_transcript_browser_shows_the_conversation_escaped(desk: Path) -> None:
+    from passk_nb.view.transcript_html import transcript_html
+
+    df = from_inspect(desk)
+    page = transcript_html(df.iloc[0])
+    assert "<b>find</b>" in page and "<b>cancel</b>" in page  # the calls, as actions
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "<script>" not in page
+    assert "Cancel my &lt;u&gt;record&lt;/u&gt;" in page and "<u>" not in page  # the customer's message
+    assert "Looking &lt;b&gt;both&lt;/b&gt; up." in page  # the reply's own text, in the raw reply
+    assert "Cancelled &lt;i&gt;k" in page and "<i>k" not in page and "&amp; done." in page
+    assert "<b>format error</b>: the arguments of cancel could not be parsed" in page
+    assert "<b>tool error</b>" in page and "no record &lt;script&gt;" in page
+    assert "<b>final state</b>: <i>not recorded</i>" in page  # not "no change"
+    assert "claimed but not done" not in page

@@ -17,6 +17,7 @@ from passk_nb.data.records import COLUMNS
 from passk_nb.data.transcript import parse_transcript
 from passk_nb.importers.tau_bench import from_tau_bench
 from passk_nb.stats.divergence import action_sequence
+from passk_nb.stats.flags import claimed_unperformed_action
 from passk_nb.stats.summary import curve, summarize
 
 FIXTURE = Path(__file__).parent / "fixtures" / "tau_bench_small.json"
@@ -197,7 +198,7 @@ def test_missing_trials_warn_and_fail_reproduces_tau_bench() -> None:
     assert len(filled) == 8
     row = filled.set_index(["task", "trial"]).loc[("1", 3)]
     assert not row["passed"] and "missing from the result file" in row["error"]
-    assert pd.isna(row["state_diff"])  # nobody knows its final state
+    assert pd.isna(row["state_diff"]) and pd.isna(row["false_claims"])  # nobody knows its final state
     # τ-bench: mean over tasks of C(c, k) / C(4, k) with the missing trial failed: (1 + 1/4) / 2 at k=3
     assert summarize(filled, k=3, by=(), n_boot=0)["pass^k"].iloc[0] == pytest.approx((1 + 1 / 4) / 2)
 
@@ -317,6 +318,23 @@ def test_the_transcript_browser_shows_an_imported_conversation_escaped() -> None
     assert "<b>answer</b>: <span style='white-space:pre-wrap'>Your reservation is cancelled.</span>" in page
     assert "<b>final state</b>: <i>not recorded</i>" in page  # τ-bench's file has no final database
     assert df["state_diff"].isna().all()
+    assert df["false_claims"].isna().all()  # not checked: "[]" would say "checked, none found"
+    assert "claimed but not done" not in page
+
+
+def test_no_claim_is_checked_for_any_imported_trial() -> None:
+    for df in (from_tau_bench(FIXTURE), from_tau_bench(tau2_results()), from_tau_bench(BUNDLED)):
+        assert df["false_claims"].isna().all() and df["state_diff"].isna().all()
+        assert not claimed_unperformed_action(df).any()  # not flagged: nothing was checked
+
+
+def test_a_trajectory_that_ends_on_a_tool_call_has_no_answer() -> None:
+    again = {"role": "assistant", "content": None, "tool_calls": conversation()[4]["tool_calls"]}
+    traj = [*conversation()[:6], again]  # the step limit hit mid-work
+    row = from_tau_bench([{"task_id": 3, "trial": 0, "reward": 0.0, "info": {}, "traj": traj}]).iloc[0]
+    assert pd.isna(row["final_answer"])
+    assert [e["kind"] for e in parse_transcript(row["transcript"])][2] == "message"  # the question
+    assert action_sequence(row["transcript"]) == ['get_user_details(user_id="u1")'] * 2
 
 
 def test_fixture_conversation_reads_as_the_call_and_the_answer() -> None:
