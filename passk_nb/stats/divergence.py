@@ -16,9 +16,10 @@ step, so a failing trial that took exactly the actions of a passing one diverges
 step after its last action, as ``<same actions>`` (it failed on what it said, e.g. a false
 claim). ``infra_error`` trials are left out.
 
-Imported runs read the same way: :func:`passk_nb.from_tau_bench` writes each native tool
-call of τ-bench / τ²-bench as a ``reply`` entry and the agent's last text message as its
-answer; its earlier messages to the customer are not actions (``message`` entries).
+Imported runs read the same way: :func:`passk_nb.from_tau_bench` and
+:func:`passk_nb.from_inspect` write each native tool call as a ``reply`` entry and the
+agent's last message, when it calls no tool, as its answer; earlier messages to the
+customer are not actions (``message`` entries).
 """
 
 from __future__ import annotations
