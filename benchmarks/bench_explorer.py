@@ -36,26 +36,15 @@ from passk_nb.view.plots import figure_png, plot_curve  # noqa: E402
 from passk_nb.view.tables import summary_table  # noqa: E402
 from passk_nb.view.widgets import Explorer, _table_html, explore  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
+from tests.helpers.records import synthetic_trials  # noqa: E402
+
 MODELS, PROMPTS, TRIALS, N_BOOT, TARGET_MS = 5, 2, 10, 200, 100.0
 
 
 def trial_frame(tasks: int) -> pd.DataFrame:
     """models × prompts × tasks × trials rows, success probability per (arm, task) from Beta(2, 1)."""
-    rng = np.random.default_rng(0)
-    arms = MODELS * PROMPTS
-    p = rng.beta(2, 1, (arms, tasks))
-    passed = (rng.random((arms, tasks, TRIALS)) < p[:, :, None]).ravel()
-    return pd.DataFrame(
-        {
-            "run_id": np.repeat([f"run-{a}" for a in range(arms)], tasks * TRIALS),
-            "model": np.repeat([f"model-{m}" for m in range(MODELS)], PROMPTS * tasks * TRIALS),
-            "prompt_hash": np.tile(np.repeat([f"{q:012x}" for q in range(PROMPTS)], tasks * TRIALS), MODELS),
-            "task": np.tile(np.repeat([f"task-{t:04d}" for t in range(tasks)], TRIALS), arms),
-            "trial": np.tile(np.arange(TRIALS), arms * tasks),
-            "passed": passed,
-            "outcome": np.where(passed, "pass", "wrong_state"),
-        }
-    )
+    return synthetic_trials(MODELS, PROMPTS, tasks, TRIALS)
 
 
 def previous_k_change(ex: Explorer, k: int) -> tuple[str, bytes]:

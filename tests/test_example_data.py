@@ -190,6 +190,20 @@ def fisher_p(a: int, b: int, n: int) -> float:
     return sum(p for p in pmf if p <= observed * (1 + 1e-9))
 
 
+def tool_calls(transcript: str) -> list[dict]:
+    """The tool calls of one stored trial, in order: [{"tool": ..., "args": {...}}, ...]."""
+    return [
+        e["action"]
+        for e in json.loads(transcript)
+        if e.get("kind") == "reply" and "tool" in (e.get("action") or {})
+    ]
+
+
+def uses_any(calls: list[dict], values: set[str]) -> bool:
+    """Does any call pass an argument value (compared as JSON) from ``values``?"""
+    return any(json.dumps(v) in values for c in calls for v in (c.get("args") or {}).values())
+
+
 def test_suite_grid_and_what_notebook_03_reads_from_it():
     records = read_parquet_folder(DATA / "smollm2-suite")
     records["setting"] = records["json_mode"] + ", T=" + records["temperature"].map("{:g}".format)
@@ -200,21 +214,13 @@ def test_suite_grid_and_what_notebook_03_reads_from_it():
     smallest = min(a - b for a in range(13) for b in range(a + 1) if fisher_p(a, b, 12) <= 0.05)
     assert smallest == 5 and "move by 5 of 12" in (DATA.parent / "README.md").read_text()
     # the few-shot prompt makes the model act: every greedy schema trial calls a tool, none under default
-    calls = records["transcript"].map(
-        lambda t: [
-            e["action"]
-            for e in json.loads(t)
-            if e.get("kind") == "reply" and "tool" in (e.get("action") or {})
-        ]
-    )
+    calls = records["transcript"].map(tool_calls)
     greedy = records[records["setting"] == "schema, T=0"]
     called = calls[greedy.index].map(bool).groupby(greedy["prompt_name"]).sum().to_dict()
     assert called == {"default": 0, "fewshot": 60, "strict": 0}
     # ... and copies the worked example's values, which no other prompt's trial uses
     example = {json.dumps("O1990"), json.dumps("O1991"), json.dumps(45.0)}
-    reuses = calls.map(
-        lambda cs: any(json.dumps(v) in example for c in cs for v in (c.get("args") or {}).values())
-    )
+    reuses = calls.map(lambda cs: uses_any(cs, example))
     by_prompt = reuses.groupby(records["prompt_name"]).sum()
     assert by_prompt["fewshot"] > 0 and by_prompt["default"] == by_prompt["strict"] == 0
 
@@ -229,20 +235,12 @@ def test_bank_grid_holds_whole_comparisons_and_what_notebook_03_reads_from_it():
     assert (records.groupby("setting")["prompt_name"].nunique() == 3).all()
     assert set(records["suite"]) == {"bank"}
     # notebook 03, section 7: with the suite's schema at T=0, how many trials call any tool, per prompt
-    calls = records["transcript"].map(
-        lambda t: [
-            e["action"]
-            for e in json.loads(t)
-            if e.get("kind") == "reply" and "tool" in (e.get("action") or {})
-        ]
-    )
+    calls = records["transcript"].map(tool_calls)
     greedy = records[records["setting"] == "schema, T=0"]
     called = calls[greedy.index].map(bool).groupby(greedy["prompt_name"]).sum().to_dict()
     assert called == {"default": 36, "fewshot": 120, "strict": 12}
     # the bank worked example's account ids (A990, A991, A995) appear in no task: only fewshot trials use them
     example = {json.dumps(v) for v in ("A990", "A991", "A995")}
-    reuses = calls.map(
-        lambda cs: any(json.dumps(v) in example for c in cs for v in (c.get("args") or {}).values())
-    )
+    reuses = calls.map(lambda cs: uses_any(cs, example))
     by_prompt = reuses.groupby(records["prompt_name"]).sum()
     assert by_prompt["fewshot"] > 0 and by_prompt["default"] == by_prompt["strict"] == 0

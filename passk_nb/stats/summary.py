@@ -367,44 +367,37 @@ def _summary(
         for j, k in enumerate(ks):
             lo[:, j], hi[:, j] = clopper_pearson(n, c, k, ci)
         ci_method[:] = "clopper-pearson"
-    elif n_boot and method == "bootstrap":
-        # one draw of all the group's tasks for every k; each k's mean over the covered tasks drawn
-        lo_, hi_ = cell_bootstrap(
-            cell_group,
-            cell_pair,
-            weight[:, 0],
-            pair_values.reshape(-1, n_ks * m),
-            n_groups,
-            ci=ci,
-            n_boot=n_boot,
-            seed=seed,
-            covered=np.repeat(pair_covered, m, axis=1),
-        )
+    elif n_boot:
+        if method == "bootstrap":
+            # one draw of all the group's tasks for every k; each k's mean over the covered tasks drawn
+            lo_, hi_ = cell_bootstrap(
+                cell_group,
+                cell_pair,
+                weight[:, 0],
+                pair_values.reshape(-1, n_ks * m),
+                n_groups,
+                ci=ci,
+                n_boot=n_boot,
+                seed=seed,
+                covered=np.repeat(pair_covered, m, axis=1),
+            )
+        else:
+            # the spread of the covered tasks' values, from the weighted cells: every k in one call
+            interval = kg_interval if method == "korn-graubard" else t_interval
+            lo_, hi_ = interval(
+                *cell_spread(
+                    cell_group,
+                    np.repeat(cell_covered * weight, m, axis=1),
+                    values.reshape(flat),
+                    variances.reshape(flat),
+                    n_groups,
+                ),
+                ci=ci,
+            )
         declined = (n_covered >= 1) & (n_covered < min_tasks)  # (groups, ks)
         lo, hi = (
             np.clip(lo_, 0.0, 1.0).reshape(n_groups, n_ks, m),
             np.clip(hi_, 0.0, 1.0).reshape(n_groups, n_ks, m),
-        )
-        lo[declined], hi[declined] = np.nan, np.nan
-        ci_method = np.where(n_covered > 0, method, "none").astype(object)
-        ci_method[declined] = DECLINED
-    elif n_boot:
-        # the spread of the covered tasks' values, from the weighted cells: every k in one call
-        interval = kg_interval if method == "korn-graubard" else t_interval
-        lo, hi = interval(
-            *cell_spread(
-                cell_group,
-                np.repeat(cell_covered * weight, m, axis=1),
-                values.reshape(flat),
-                variances.reshape(flat),
-                n_groups,
-            ),
-            ci=ci,
-        )
-        declined = (n_covered >= 1) & (n_covered < min_tasks)  # (groups, ks)
-        lo, hi = (
-            np.clip(lo, 0.0, 1.0).reshape(n_groups, n_ks, m),
-            np.clip(hi, 0.0, 1.0).reshape(n_groups, n_ks, m),
         )
         lo[declined], hi[declined] = np.nan, np.nan
         ci_method = np.where(n_covered > 0, method, "none").astype(object)

@@ -39,3 +39,25 @@ def records_from_marks(
         for (model, prompt, task), marks in spec.items()
         for i, mark in enumerate(marks)
     )
+
+
+def synthetic_trials(models: int, prompts: int, tasks: int, trials: int, seed: int = 0) -> pd.DataFrame:
+    """models × prompts × tasks × trials rows (one run per model and prompt), sorted as runs write
+    them; each (arm, task) passes with its own probability drawn from Beta(2, 1)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    arms = models * prompts
+    p = rng.beta(2, 1, (arms, tasks))
+    passed = (rng.random((arms, tasks, trials)) < p[:, :, None]).ravel()
+    return pd.DataFrame(
+        {
+            "run_id": np.repeat([f"run-{a}" for a in range(arms)], tasks * trials),
+            "model": np.repeat([f"model-{m}" for m in range(models)], prompts * tasks * trials),
+            "prompt_hash": np.tile(np.repeat([f"{q:012x}" for q in range(prompts)], tasks * trials), models),
+            "task": np.tile(np.repeat([f"task-{t:04d}" for t in range(tasks)], trials), arms),
+            "trial": np.tile(np.arange(trials), arms * tasks),
+            "passed": passed,
+            "outcome": np.where(passed, "pass", "wrong_state"),
+        }
+    )

@@ -31,6 +31,7 @@ from passk_nb.view.widgets import (  # noqa: E402
     summary_table,
     transcript_html,
 )
+from tests.helpers.records import synthetic_trials  # noqa: E402
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 SCRIPT = "<script>alert('x')</script>"
@@ -336,22 +337,7 @@ def test_explore_reports_a_k_above_the_selection_instead_of_raising(runs):
 
 def big_frame(rows_per_arm: int = 10_000) -> pd.DataFrame:
     """100,000 trials: 5 models × 2 prompts × 1,000 tasks × 10 trials."""
-    rng = np.random.default_rng(0)
-    models, prompts, tasks, trials = 5, 2, rows_per_arm // 10, 10
-    arms = models * prompts
-    p = rng.beta(2, 1, (arms, tasks))
-    passed = (rng.random((arms, tasks, trials)) < p[:, :, None]).ravel()
-    return pd.DataFrame(
-        {
-            "run_id": np.repeat([f"run-{a}" for a in range(arms)], tasks * trials),
-            "model": np.repeat([f"model-{m}" for m in range(models)], prompts * tasks * trials),
-            "prompt_hash": np.tile(np.repeat([f"{q:012x}" for q in range(prompts)], tasks * trials), models),
-            "task": np.tile(np.repeat([f"task-{t:04d}" for t in range(tasks)], trials), arms),
-            "trial": np.tile(np.arange(trials), arms * tasks),
-            "passed": passed,
-            "outcome": np.where(passed, "pass", "wrong_state"),
-        }
-    )
+    return synthetic_trials(5, 2, rows_per_arm // 10, 10)
 
 
 def test_explore_counts_once_and_a_k_change_recomputes_from_the_counts(monkeypatch, record_property):
