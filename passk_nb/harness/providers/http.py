@@ -38,7 +38,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 import httpx
@@ -57,8 +57,6 @@ from passk_nb.harness.spec import schema_id
 
 log = logging.getLogger("passk_nb.harness.providers")
 
-
-T = TypeVar("T")
 
 #: Largest reply body read from the wire (32 MiB; ``max_body_bytes=``): a reply is a few KB.
 DEFAULT_MAX_BODY_BYTES = 32 * 2**20
@@ -287,7 +285,7 @@ class HTTPProvider(RemoteProvider):
     """A :class:`RemoteProvider` that speaks JSON over HTTP through one shared connection pool.
 
     Subclasses set ``path``, build the request body (:meth:`request_body`) and
-    read the reply (:meth:`read_reply`); :meth:`post_json` does the request,
+    read the reply (:meth:`read_reply`); :meth:`post_reply` does the request,
     the classification of failures and the retries.
 
     Options on top of :class:`RemoteProvider`'s: ``max_body_bytes`` (default
@@ -314,9 +312,7 @@ class HTTPProvider(RemoteProvider):
         raise NotImplementedError
 
     def chat(self, messages: list[Message]) -> Reply:
-        reply, attempts = self.post_json(self.path, self.request_body(messages), self.read_reply)
-        reply.attempts = attempts
-        return reply
+        return self.post_reply(self.path, self.request_body(messages), self.read_reply)
 
     def __init__(
         self,
@@ -461,15 +457,16 @@ class HTTPProvider(RemoteProvider):
             )
         return data
 
-    def post_json(
-        self, path: str, body: dict[str, Any], read: Callable[[dict[str, Any]], T]
-    ) -> tuple[T, int]:
-        """POST ``body`` to ``base_url + path`` with retries: ``(read(reply as a dict), attempts)``.
+    def post_reply(self, path: str, body: dict[str, Any], read: Callable[[dict[str, Any]], Reply]) -> Reply:
+        """POST ``body`` to ``base_url + path`` with retries: ``read(reply as a dict)``, with the
+        number of attempts made in its ``attempts``.
 
         A :class:`ProviderError` from ``read`` (a missing field) is not retried
         and carries the number of attempts made.
         """
-        return self.retrier.call(lambda: read(self._post_once(path, body)))
+        reply, attempts = self.retrier.call(lambda: read(self._post_once(path, body)))
+        reply.attempts = attempts
+        return reply
 
 
 def get_field(data: Any, path: str, kind: type, *, where: str) -> Any:

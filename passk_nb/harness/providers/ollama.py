@@ -136,9 +136,7 @@ class OllamaProvider(HTTPProvider):
             "messages": ollama_messages(messages),
             "tools": openai_tools(tools),
         }
-        reply, attempts = self.post_json(self.path, body, self.read_native_reply)
-        reply.attempts = attempts
-        return reply
+        return self.post_reply(self.path, body, self.read_native_reply)
 
     @staticmethod
     def read_native_reply(data: dict[str, Any]) -> Reply:

@@ -178,9 +178,7 @@ class OpenAIProvider(HTTPProvider):
             # chat formats ignore the tools without it
             "tool_choice": "auto",
         }
-        reply, attempts = self.post_json(self.path, body, self.read_native_reply)
-        reply.attempts = attempts
-        return reply
+        return self.post_reply(self.path, body, self.read_native_reply)
 
     @staticmethod
     def read_native_reply(data: dict[str, Any]) -> Reply:
