@@ -94,12 +94,17 @@ def test_every_task_passes_natively_through_each_wire_format(wire, tmp_path):
     assert refund["parameters"]["additionalProperties"] is False
 
 
+def one_task(wire: str, tmp_path, **options) -> tuple[pd.DataFrame, list, list[str]]:
+    """One trial of TASK through a fake ``wire`` server: the records, the chat request bodies and
+    the tool-call ids the server issued."""
+    with FakeServer(wire) as server:
+        df = run(wire, server, tmp_path, tasks=[TASK], **options)
+        return df, [r.body for r in server.chat_requests()], list(server.issued_ids)
+
+
 @pytest.mark.network_local
 def test_openai_wire_fields_and_ids_echoed(tmp_path):
-    with FakeServer("openai") as server:
-        df = run("openai", server, tmp_path, tasks=[TASK])
-        bodies = [r.body for r in server.chat_requests()]
-        issued = list(server.issued_ids)
+    df, bodies, issued = one_task("openai", tmp_path)
 
     assert df["outcome"].tolist() == ["pass"] and len(bodies) == 3 and len(issued) == 2
     first, second, third = bodies
@@ -130,10 +135,7 @@ def test_openai_wire_fields_and_ids_echoed(tmp_path):
 
 @pytest.mark.network_local
 def test_anthropic_wire_fields_and_ids_echoed(tmp_path):
-    with FakeServer("anthropic") as server:
-        df = run("anthropic", server, tmp_path, tasks=[TASK])
-        bodies = [r.body for r in server.chat_requests()]
-        issued = list(server.issued_ids)
+    df, bodies, issued = one_task("anthropic", tmp_path)
 
     assert df["outcome"].tolist() == ["pass"] and len(bodies) == 3 and issued[0].startswith("toolu_")
     first, second, _ = bodies
@@ -156,9 +158,7 @@ def test_anthropic_wire_fields_and_ids_echoed(tmp_path):
 
 @pytest.mark.network_local
 def test_ollama_wire_fields(tmp_path):
-    with FakeServer("ollama") as server:
-        df = run("ollama", server, tmp_path, tasks=[TASK], backend_seed=3)
-        bodies = [r.body for r in server.chat_requests()]
+    df, bodies, _ = one_task("ollama", tmp_path, backend_seed=3)
 
     assert df["outcome"].tolist() == ["pass"] and len(bodies) == 3
     second = bodies[1]

@@ -19,7 +19,7 @@ from passk_nb.harness.providers import make_provider
 from passk_nb.harness.providers.base import Reply
 from passk_nb.harness.providers.http import DEFAULT_POOL_SIZE, pool_limits, want_http2
 from passk_nb.harness.shards import parse_shard, select_shard, shard_of
-from tests.helpers.fake_servers import FakeServer
+from tests.helpers.fake_servers import FakeServer, run_against
 
 TASKS = passk_nb.get_suite("orders").task_ids
 FAST = {"backoff_base": 0.01, "backoff_max": 0.05, "timeout": 20.0}
@@ -40,14 +40,13 @@ def test_a_run_shares_one_pool_sized_to_its_concurrency(wire, concurrency, tmp_p
     # Above httpx's default of 20 kept-alive connections an unsized pool would drop connections
     # and open new ones all run long; 80 is split into 3 stripes of ≤ 32, still 80 in all.
     with FakeServer(wire, keep_alive=True, latency=0.02) as server:
-        df = passk_nb.run(
+        df = run_against(
             wire,
-            "m",
-            base_url=server.url,
+            server,
+            tmp_path,
             trials=16,
             concurrency=concurrency,
             out=tmp_path,
-            progress=False,
             **FAST,
         )
         requests = len(server.chat_requests())
@@ -76,15 +75,14 @@ def test_a_striped_pool_always_has_a_connection_for_size_requests_in_flight():
 @pytest.mark.network_local
 def test_max_connections_caps_the_pool_below_the_concurrency(tmp_path):
     with FakeServer("openai", keep_alive=True, latency=0.02) as server:
-        df = passk_nb.run(
+        df = run_against(
             "openai",
-            "m",
-            base_url=server.url,
+            server,
+            tmp_path,
             trials=4,
             concurrency=16,
             max_connections=3,
             out=tmp_path,
-            progress=False,
             **FAST,
         )
         opened, most = server.connections_opened, server.max_connections_open
@@ -220,15 +218,14 @@ def test_the_limiter_is_shared_by_threads():
 @pytest.mark.network_local
 def test_run_with_a_rate_limit_paces_the_requests_the_server_sees(tmp_path):
     with FakeServer("openai", keep_alive=True) as server:
-        df = passk_nb.run(
+        df = run_against(
             "openai",
-            "m",
-            base_url=server.url,
+            server,
+            tmp_path,
             trials=8,
             concurrency=16,
-            rate_limit="2400rpm",  # 40 per second, 40 at once
+            rate_limit="2400rpm",  # 40 per second, 40 at once,
             out=tmp_path,
-            progress=False,
             **FAST,
         )
         times = [r.t for r in server.chat_requests()]

@@ -226,16 +226,7 @@ class FakeServer:
                     }
                     for c in calls
                 ]
-            return {
-                "id": "chatcmpl-fake",
-                "object": "chat.completion",
-                "created": 0,
-                "model": model,
-                "choices": [
-                    {"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}
-                ],
-                "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16},
-            }
+            return chat_completion(model, message, "tool_calls" if calls else "stop", 11, 5)
         if self.wire == "ollama":
             ollama_message: dict[str, Any] = {"role": "assistant", "content": text}
             if calls:
@@ -500,16 +491,7 @@ class FakeServer:
                 "eval_count": n_out,
             }
         if self.wire == "openai":
-            return {
-                "id": "chatcmpl-fake",
-                "object": "chat.completion",
-                "created": 0,
-                "model": model,
-                "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-                ],
-                "usage": {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out},
-            }
+            return chat_completion(model, {"role": "assistant", "content": text}, "stop", n_in, n_out)
         return {
             "id": "msg_fake",
             "type": "message",
@@ -660,6 +642,18 @@ def write_fake_claude(folder: Path, log: Path, suite: str = "orders") -> Path:
     )
     path.chmod(0o755)
     return path
+
+
+def chat_completion(model: Any, message: dict[str, Any], finish_reason: str, n_in: int, n_out: int) -> dict:
+    """An OpenAI chat-completions response holding one choice."""
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+        "usage": {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out},
+    }
 
 
 def clean_backend_env(monkeypatch: Any) -> None:
