@@ -48,11 +48,14 @@ def trial_frame(seed: int = 0) -> pd.DataFrame:
             "model": np.repeat([f"model-{m}" for m in range(MODELS)], PROMPTS * TASKS * TRIALS),
             "prompt_hash": np.tile(np.repeat([f"{p:012x}" for p in range(PROMPTS)], TASKS * TRIALS), MODELS),
             "task": np.tile(np.repeat([f"task-{t:04d}" for t in range(TASKS)], TRIALS), MODELS * PROMPTS),
+            # one run per model and prompt, as passk_nb.load() returns them: the counts check that no
+            # (run_id, task, trial) is repeated
+            "run_id": np.repeat([f"{r:012x}" for r in range(MODELS * PROMPTS)], TASKS * TRIALS),
             "trial": np.tile(np.arange(TRIALS), MODELS * PROMPTS * TASKS),
             "passed": passed & ~infra,
             "outcome": np.where(infra, "infra_error", np.where(passed, "pass", failure)),
         }
-    ).astype({"model": "str", "prompt_hash": "str", "task": "str", "outcome": "str"})
+    ).astype({"model": "str", "prompt_hash": "str", "run_id": "str", "task": "str", "outcome": "str"})
 
 
 def groupby_counts(df: pd.DataFrame, by: tuple[str, ...] = BY) -> pd.DataFrame:
@@ -151,7 +154,7 @@ def main() -> None:
 
     frames = {"str": trial_frame()}
     frames["categorical"] = frames["str"].astype(
-        {c: "category" for c in ("model", "prompt_hash", "task", "outcome")}
+        {c: "category" for c in ("model", "prompt_hash", "run_id", "task", "outcome")}
     )
     shape = f"{TASKS} tasks × {MODELS} models × {PROMPTS} prompts × {TRIALS} trials"
     print(f"{len(frames['str']):,} trial rows: {shape}")

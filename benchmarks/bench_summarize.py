@@ -51,11 +51,14 @@ def trial_frame(seed: int = 0, tasks: int = TASKS) -> pd.DataFrame:
             "model": np.repeat([f"model-{m}" for m in range(MODELS)], PROMPTS * tasks * TRIALS),
             "prompt_hash": np.tile(np.repeat([f"{p:012x}" for p in range(PROMPTS)], tasks * TRIALS), MODELS),
             "task": np.tile(np.repeat([f"task-{t:04d}" for t in range(tasks)], TRIALS), MODELS * PROMPTS),
+            # one run per model and prompt, as passk_nb.load() returns them: the counts check that no
+            # (run_id, task, trial) is repeated
+            "run_id": np.repeat([f"{r:012x}" for r in range(MODELS * PROMPTS)], tasks * TRIALS),
             "trial": np.tile(np.arange(TRIALS), MODELS * PROMPTS * tasks),
             "passed": passed.ravel() & ~infra,
             "outcome": outcome,
         }
-    ).astype({"model": "str", "prompt_hash": "str", "task": "str", "outcome": "str"})
+    ).astype({"model": "str", "prompt_hash": "str", "run_id": "str", "task": "str", "outcome": "str"})
 
 
 def baseline(df: pd.DataFrame, groups: int | None) -> pd.DataFrame:
@@ -99,7 +102,7 @@ def baseline(df: pd.DataFrame, groups: int | None) -> pd.DataFrame:
 def categorical(df: pd.DataFrame) -> pd.DataFrame:
     """The frame with categorical key columns (what ``df.astype("category")`` or a parquet dictionary
     column read as categorical gives): one integer code per row, no strings to factorise."""
-    return df.astype({col: "category" for col in ("model", "prompt_hash", "task", "outcome")})
+    return df.astype({col: "category" for col in ("model", "prompt_hash", "run_id", "task", "outcome")})
 
 
 def point_estimates(df: pd.DataFrame, args: argparse.Namespace) -> list[str]:

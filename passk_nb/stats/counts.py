@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -175,12 +176,34 @@ def counts(
 def estimate_counts(
     df: pd.DataFrame | str | os.PathLike[str], by: tuple[str, ...], infra: str
 ) -> pd.DataFrame:
-    """:func:`counts` with at least ``n``, ``c`` and ``n_infra``: of trial records without the
-    ``n_<outcome>`` columns (the outcome column is then only compared with ``infra_error``, never
-    factorised), for analyses that need no outcome counts."""
+    """:func:`counts` with at least ``n``, ``c`` and ``n_infra``, for analyses that need no outcome
+    counts: of trial records, without the ``n_<outcome>`` columns (the outcome column is then only
+    compared with ``infra_error``, never factorised) and with categorical key columns (no strings
+    copied; :func:`group_ids` of the table compares integer codes). Give results the key columns'
+    own dtypes back with :func:`restore_dtypes`."""
     if isinstance(df, pd.DataFrame) and not is_counts_table(df):
-        return _count_trials(df, by, infra, outcomes=False)
+        return _count_trials(df, by, infra, outcomes=False, categorical_keys=True)
     return counts(df, by=by, infra=infra)
+
+
+def restore_dtypes(keys: pd.DataFrame, source: object) -> pd.DataFrame:
+    """``keys`` (a few rows of key columns, e.g. the groups of :func:`group_ids`) with the dtypes
+    those columns have in ``source``, the frame they were counted from.
+
+    >>> import pandas as pd
+    >>> source = pd.DataFrame({"model": ["m", "m"]})
+    >>> keys = pd.DataFrame({"model": pd.Categorical(["m"])})
+    >>> str(keys["model"].dtype), restore_dtypes(keys, source)["model"].dtype == source["model"].dtype
+    ('category', True)
+    """
+    if not isinstance(source, pd.DataFrame):
+        return keys
+    changed = {
+        col: source[col].dtype
+        for col in keys.columns
+        if col in source.columns and keys[col].dtype != source[col].dtype
+    }
+    return keys.astype(changed) if changed else keys
 
 
 def is_counts_table(df: object) -> bool:
@@ -197,23 +220,29 @@ def is_counts_table(df: object) -> bool:
 
 
 def _count_trials(
-    df: pd.DataFrame, by: tuple[str, ...], infra: str, *, outcomes: bool = True
+    df: pd.DataFrame,
+    by: tuple[str, ...],
+    infra: str,
+    *,
+    outcomes: bool = True,
+    categorical_keys: bool = False,
 ) -> pd.DataFrame:
     """:func:`counts` of trial records: one vectorised pass over the columns' category codes.
 
     Rows are taken in runs of equal keys (records come sorted, so a run is usually one task's
     trials): the keys are factorised once per run, not once per row. ``outcomes=False`` leaves
     out the ``n_<outcome>`` columns (what :func:`~passk_nb.stats.summary.summarize` needs: n, c,
-    n_infra), so the outcome column is only compared with ``infra_error``, never factorised."""
+    n_infra), so the outcome column is only compared with ``infra_error``, never factorised;
+    ``categorical_keys``: key columns built from their codes (categorical), not copied."""
     keys = list(dict.fromkeys([*by, "task"]))
     _check_trials(df, keys, infra)
-    starts, run_gid, rows = _runs(df, keys)
+    starts, run_gid, rows, key_codes = _runs(df, keys)
     n_groups = rows.size
     lengths = np.diff(np.r_[starts, len(df)])
     is_infra = _equals(df["outcome"], INFRA_OUTCOME)
     usable_pass = df["passed"].to_numpy(dtype=bool) & ~is_infra
     if all(col in df.columns for col in TRIAL_KEY):  # repeated trials would be counted twice
-        _refuse_repeats(df, keys, np.repeat(run_gid, lengths), n_groups, by)
+        _refuse_repeats(df, keys, starts, run_gid, by)
 
     def per_group(mask: np.ndarray) -> np.ndarray:
         per_run = (
@@ -223,7 +252,11 @@ def _count_trials(
 
     total = np.bincount(run_gid, weights=lengths, minlength=n_groups).astype(np.int64)
     n_infra = per_group(is_infra) if infra == "exclude" else np.zeros(n_groups, dtype=np.int64)
-    columns = {key: df[key].array.take(rows) for key in keys}
+    columns: dict[str, object] = (
+        {key: _categorical(*key_codes[key]) for key in keys}
+        if categorical_keys
+        else {key: df[key].array.take(rows) for key in keys}
+    )
     columns["n"] = total - n_infra
     columns["c"] = per_group(usable_pass)
     columns["n_infra"] = n_infra
@@ -239,18 +272,88 @@ def _count_trials(
     return pd.DataFrame(columns)
 
 
+def _categorical(codes: np.ndarray, values: pd.Index) -> pd.Categorical:
+    """A categorical column from codes in ``values`` (``len(values)``: missing)."""
+    return pd.Categorical.from_codes(np.where(codes == len(values), -1, codes), categories=values)
+
+
 def _refuse_repeats(
-    df: pd.DataFrame, keys: list[str], gid: np.ndarray, n_groups: int, by: tuple[str, ...]
+    df: pd.DataFrame, keys: list[str], starts: np.ndarray, run_gid: np.ndarray, by: tuple[str, ...]
 ) -> None:
-    """:func:`refuse_repeated_trials` when some (group, run_id, task, trial) occurs twice: the
-    group numbers ``gid`` of the rows combined with the codes of the trial key columns not in
-    ``keys``, counted without sorting."""
-    code, size = gid.astype(np.int64, copy=True), n_groups
+    """:func:`refuse_repeated_trials` when some (group, run_id, task, trial) occurs twice, counted
+    without sorting the rows. ``starts``, ``run_gid``: the runs of equal ``keys`` and their group
+    numbers (:func:`_runs`). A trial key column that comes in runs too (a run_id in sorted
+    records) splits those runs further and is coded once per run; the others (the trial number)
+    are coded per row."""
+    n = len(df)
+    per_row, split = [], []
     for col in (c for c in TRIAL_KEY if c not in keys):
-        codes, values = _codes(df[col], sort=False)
-        size = _combine(code, size, codes, len(values) + 1)
-    if pd.unique(code).size < len(df):
+        change = _changes(df[col])
+        if change is not None and np.count_nonzero(change) <= n // 4:
+            split.append(np.flatnonzero(change) + 1)
+        else:
+            per_row.append(col)
+    if split:
+        mark = np.zeros(n, dtype=bool)
+        for at in (starts, *split):
+            mark[at] = True
+        runs = np.flatnonzero(mark)
+    else:
+        runs = starts
+    code = run_gid[np.searchsorted(starts, runs, side="right") - 1].astype(np.int64)
+    size = int(run_gid.max(initial=-1)) + 1
+    # each group one run of rows, not split further (the run_id constant along it): each (group,
+    # run_id) is one run, as in sorted records; otherwise count the distinct (group, run_id)
+    one_run_each = runs.size == starts.size and size == runs.size
+    if not one_run_each:
+        for col in (c for c in TRIAL_KEY if c not in keys and c not in per_row):
+            codes, values = _codes(pd.Series(df[col].array.take(runs)), sort=False)
+            size = _combine(code, size, codes, len(values) + 1)
+        size = _renumber(code)
+        one_run_each = size == runs.size
+    if one_run_each and per_row == ["trial"] and df["trial"].dtype.kind in "iu":
+        # each (group, run_id) one run of rows, as sorted records are: the trials are distinct when
+        # they increase along each run
+        trial = df["trial"].to_numpy()
+        rises = trial[1:] > trial[:-1]
+        rises[runs[1:] - 1] = True
+        if rises.all():
+            return
+    code = np.repeat(code, np.diff(np.r_[runs, n]))
+    small = 8 * n + 1024  # a combined code this size is counted with bincount
+    for col in per_row:
+        codes, key_size = _row_codes(df[col])
+        if size * key_size > small:
+            size = _renumber(code)
+        size = _combine(code, size, codes, key_size)
+    if size <= small:
+        repeated = bool(np.bincount(code, minlength=size).max(initial=0) > 1)
+    else:
+        repeated = pd.unique(code).size < n
+    if repeated:
         refuse_repeated_trials(df, by)
+
+
+def _renumber(code: np.ndarray) -> int:
+    """Renumber the combined ``code`` in place to 0 .. (distinct codes − 1) (in order of first
+    appearance); returns how many there are."""
+    codes, uniques = pd.factorize(code)
+    code[:] = codes
+    return len(uniques)
+
+
+def _row_codes(column: pd.Series) -> tuple[np.ndarray, int]:
+    """Integer codes of a column's values (equal values, equal codes; missing values a code of
+    their own) and how many codes there can be; whole numbers in a narrow range (trial numbers)
+    are their own codes, without factorising."""
+    n = len(column)
+    if column.dtype.kind in "iu" and n:
+        values = column.to_numpy()
+        low, high = int(values.min()), int(values.max())
+        if high - low <= 4 * n:
+            return values - low, high - low + 1
+    codes, values = _codes(column, sort=False)
+    return codes, len(values) + 1
 
 
 #: Count columns summed when a counts table is regrouped (besides the ``n_<outcome>`` columns).
@@ -382,10 +485,20 @@ def _changes(column: pd.Series) -> np.ndarray | None:
     return None
 
 
-def _runs(df: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+class Runs(NamedTuple):
+    """The rows split into runs of equal key values (see :func:`_runs`)."""
+
+    starts: np.ndarray  # the first row of each run
+    run_gid: np.ndarray  # each run's group number
+    rows: np.ndarray  # one row of each group
+    codes: dict[str, tuple[np.ndarray, pd.Index]]  # per key: each group's code, and the values
+
+
+def _runs(df: pd.DataFrame, keys: list[str]) -> Runs:
     """Split the rows into runs of equal key values: the first row of each run, each run's group
-    number (groups numbered in sorted key order, missing values last; only groups that occur)
-    and one row of each group.
+    number (groups numbered in sorted key order, missing values last; only groups that occur),
+    one row of each group, and per key each group's code in the key's sorted values (missing:
+    ``len(values)``).
 
     Records come sorted (by run, task, trial), so the keys hold long runs of one value: each key is
     factorised at the first row of each of its own runs only (a model: a handful of rows), several
@@ -409,6 +522,7 @@ def _runs(df: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, np.ndarray, np
     if starts is None:
         starts = np.arange(n_rows)
     code, size = np.zeros(starts.size, dtype=np.int64), 1
+    run_codes: dict[str, tuple[np.ndarray, pd.Index]] = {}
     for key in keys:
         column = df[key]
         if starts.size == n_rows:
@@ -421,6 +535,7 @@ def _runs(df: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, np.ndarray, np
             codes, values = _codes(pd.Series(column.array.take(firsts)))
             if firsts.size < starts.size:
                 codes = codes[np.searchsorted(firsts, starts, side="right") - 1]
+        run_codes[key] = codes, values
         size = _combine(code, size, codes, len(values) + 1)
     if size <= 4 * starts.size + 1024:
         present = np.bincount(code, minlength=size) > 0
@@ -430,9 +545,14 @@ def _runs(df: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, np.ndarray, np
         _, run_gid = np.unique(code, return_inverse=True)
         run_gid = run_gid.ravel()
         n_groups = int(run_gid.max()) + 1 if run_gid.size else 0
-    rows = np.empty(n_groups, dtype=np.int64)
-    rows[run_gid] = starts  # any row of a group holds its key values
-    return starts, run_gid, rows
+    first_run = np.empty(n_groups, dtype=np.int64)
+    first_run[run_gid] = np.arange(starts.size)  # any run of a group holds its key values
+    return Runs(
+        starts,
+        run_gid,
+        starts[first_run],
+        {key: (codes[first_run], values) for key, (codes, values) in run_codes.items()},
+    )
 
 
 def _combine(code: np.ndarray, size: int, codes: np.ndarray, key_size: int) -> int:
@@ -451,7 +571,7 @@ def _combine(code: np.ndarray, size: int, codes: np.ndarray, key_size: int) -> i
 def _group_codes(df: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """Group number of every row (groups numbered in sorted key order, only groups that
     occur) and one row of each group."""
-    starts, run_gid, rows = _runs(df, keys)
+    starts, run_gid, rows, _ = _runs(df, keys)
     if starts.size == len(df):
         return run_gid, rows
     return np.repeat(run_gid, np.diff(np.r_[starts, len(df)])), rows

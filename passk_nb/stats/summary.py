@@ -53,6 +53,7 @@ from passk_nb.stats.counts import (
     estimate_counts,
     group_ids,
     group_sums,
+    restore_dtypes,
 )
 from passk_nb.stats.estimators import pass_at_k, pass_hat_k
 from passk_nb.stats.exact import unique_rows
@@ -167,7 +168,8 @@ def summarize(
         "method": method,
         "min_tasks": min_tasks,
     }
-    grouping = group_ids(table, by)
+    gid, groups = group_ids(table, by)
+    grouping = gid, restore_dtypes(groups, df)
     out = _summary(table, by, [k], grouping=grouping, **options)
     _warn_coverage(out, by, k)
     warn_declined(out, by, min_tasks)
@@ -276,7 +278,8 @@ def curve(
         "method": method,
         "min_tasks": min_tasks,
     }
-    wide = _summary(table, by, ks, **options)
+    gid, groups = group_ids(table, by)
+    wide = _summary(table, by, ks, grouping=(gid, restore_dtypes(groups, df)), **options)
     partial = wide["n_tasks_covered"] < wide["n_tasks"]
     if partial.any():
         ks_partial = sorted(set(wide.loc[partial, "k"]))

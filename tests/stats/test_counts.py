@@ -13,6 +13,7 @@ from passk_nb.data.records import OUTCOMES, table_from_records
 from passk_nb.data.store import load, write_part
 from passk_nb.stats.counts import COUNTED_OUTCOMES, counts
 from passk_nb.stats.parquet_counts import counts_from_parquet
+from passk_nb.stats.summary import summarize
 from tests.helpers.records import records_from_marks
 
 
@@ -349,3 +350,66 @@ def test_a_column_no_file_has_gets_loads_default_in_both_routes(tmp_path) -> Non
     for engine in ("duckdb", "pandas"):
         got = counts_from_parquet(tmp_path, by=("model", "prompt_name"), engine=engine)
         pd.testing.assert_frame_equal(got, expected, obj=engine)
+
+
+def sorted_records(runs: int = 3, tasks: int = 4, trials: int = 3) -> pd.DataFrame:
+    """Records laid out as load() returns them: by run, task, trial; two runs share a model."""
+    rows = [
+        {
+            "model": f"m{r % 2}",
+            "run_id": f"run{r}",
+            "task": f"t{t}",
+            "trial": i,
+            "passed": bool((r + t + i) % 2),
+        }
+        for r in range(runs)
+        for t in range(tasks)
+        for i in range(trials)
+    ]
+    df = pd.DataFrame(rows).astype({"model": "str", "run_id": "str", "task": "str"})
+    return df.assign(outcome=np.where(df["passed"], "pass", "wrong_state")).astype({"outcome": "str"})
+
+
+def _shuffled(df: pd.DataFrame) -> pd.DataFrame:
+    return df.sample(frac=1.0, random_state=1).reset_index(drop=True)
+
+
+def _resumed(df: pd.DataFrame) -> pd.DataFrame:
+    """run0 written in two blocks (a resumed run), other runs between them; trials stay distinct."""
+    first = (df["run_id"] == "run0") & (df["trial"] < 2)
+    return pd.concat(
+        [df[first], df[~first & (df["run_id"] != "run0")], df[~first & (df["run_id"] == "run0")]]
+    )
+
+
+@pytest.mark.parametrize(
+    "layout",
+    {
+        "sorted": lambda df: df,
+        "shuffled": _shuffled,
+        "trials in falling order": lambda df: df.iloc[::-1].reset_index(drop=True),
+        "a run resumed in two blocks": _resumed,
+        "a repeat next to its trial": lambda df: pd.concat([df.iloc[:5], df.iloc[4:]]),
+        "repeats at the end": lambda df: pd.concat([df, df.iloc[7:9]]),
+        "a run repeated as a block": lambda df: pd.concat([df, df[df["run_id"] == "run1"]]),
+        "repeats shuffled in": lambda df: _shuffled(pd.concat([df, df.iloc[[3]]])),
+        "repeated trial numbers, other tasks": lambda df: df.assign(task="t0"),
+    }.items(),
+    ids=lambda item: item[0] if isinstance(item, tuple) else "",
+)
+@pytest.mark.parametrize("by", [("model",), ("model", "run_id")])
+def test_repeated_trials_are_refused_exactly_when_some_trial_repeats(layout, by) -> None:
+    """The cheap paths of the check (runs of run_id, rising trial numbers) agree with a plain
+    duplicated() on every layout: sorted, shuffled, resumed, repeats near and far."""
+    _, make = layout
+    df = make(sorted_records())
+    repeats = df.duplicated(list(dict.fromkeys([*by, "run_id", "task", "trial"]))).any()
+    if repeats:
+        with pytest.raises(ValueError, match="more than once"):
+            counts(df, by=by)
+        with pytest.raises(ValueError, match="more than once"):
+            summarize(df, k=1, by=by, n_boot=0)
+    else:
+        table = counts(df, by=by)
+        assert table["n"].sum() == len(df)
+        assert summarize(df, k=1, by=by, n_boot=0)["trials"].sum() == len(df)
