@@ -41,7 +41,7 @@ from scipy import stats as sps
 from passk_nb.data.records import OUTCOMES
 from passk_nb.stats import paired as _paired
 from passk_nb.stats import summary as _summary
-from passk_nb.stats.counts import counts
+from passk_nb.stats.counts import COUNTED_OUTCOMES, counts, is_counts_table
 from passk_nb.stats.estimators import pass_hat_k
 from passk_nb.stats.params import CI, INFRA, MIN_TASKS, N_BOOT, SEED, default_by, share_docs
 from passk_nb.stats.summary import METRICS
@@ -506,7 +506,10 @@ def plot_outcomes(
     One segment per outcome present in ``data`` (:data:`passk_nb.data.records.OUTCOMES`
     order, fixed colours from :data:`OUTCOME_COLORS`; ``infra_error`` hatched, as it
     is not the agent's fault), as shares of the group's trials (``normalize=True``) or
-    counts. Segments wide enough show their count.
+    counts. Segments wide enough show their count. A counts table
+    (:func:`~passk_nb.stats.counts.counts`) works too: ``c`` passes, ``n_infra`` infra errors,
+    ``n_<outcome>`` each failure outcome, and failures no ``n_<outcome>`` column accounts for
+    (a table with only ``n`` and ``c``) as ``failed (outcome not counted)``.
 
     >>> from passk_nb.data.records import frame_from_records
     >>> df = frame_from_records(
@@ -520,14 +523,20 @@ def plot_outcomes(
     """
     minimal = by is None
     by = default_by(data, by)
-    missing = [col for col in (*by, "outcome") if col not in data.columns]
+    from_counts = is_counts_table(data)
+    needed = ("n", "c") if from_counts else ("outcome",)
+    missing = [col for col in (*by, *needed) if col not in data.columns]
     if missing:
         raise ValueError(f"the frame lacks columns {missing}")
     if data.empty:
         raise ValueError("the frame has no trial rows")
     shown_by = _label_columns(data, by, minimal=minimal)
     labels = group_labels(data, shown_by)
-    table = pd.crosstab(labels.to_numpy(), data["outcome"].to_numpy())
+    if from_counts:
+        table = _outcome_counts(data).groupby(labels.to_numpy(), sort=False).sum()
+        table = table.loc[:, table.sum() > 0]
+    else:
+        table = pd.crosstab(labels.to_numpy(), data["outcome"].to_numpy())
     groups = data[list(by)].drop_duplicates().sort_values(list(by))  # ordered by value, as in the stats
     table = table.reindex(pd.unique(group_labels(groups, shown_by, names=prompt_names(data))))
     present = [o for o in OUTCOMES if o in table.columns] + [o for o in table.columns if o not in OUTCOMES]
@@ -570,6 +579,28 @@ def plot_outcomes(
     _legend_outside(ax, title="outcome")
     _title(ax, title, f"How the trials ended, by {' · '.join(shown_by)}")
     return ax
+
+
+#: The segment of a counts table's failures that no ``n_<outcome>`` column accounts for.
+UNCOUNTED_FAILURE = "failed (outcome not counted)"
+
+
+def _outcome_counts(table: pd.DataFrame) -> pd.DataFrame:
+    """Trials per outcome of each row of a counts table: pass (c), infra_error (n_infra), each
+    ``n_<outcome>`` column, and the failures none of them accounts for."""
+    columns = {"pass": table["c"].to_numpy()}
+    if "n_infra" in table.columns:
+        columns["infra_error"] = table["n_infra"].to_numpy()
+    counted = [o for o in COUNTED_OUTCOMES if f"n_{o}" in table.columns]
+    columns.update({o: table[f"n_{o}"].to_numpy() for o in counted})
+    rest = table["n"].to_numpy() - table["c"].to_numpy() - sum((columns[o] for o in counted), start=0)
+    if np.any(rest < 0):
+        raise ValueError(
+            "the counts table's outcome columns add up to more than its failures (n - c); "
+            "build it with passk_nb.counts(df)"
+        )
+    columns[UNCOUNTED_FAILURE] = rest
+    return pd.DataFrame(columns, index=table.index).astype(np.int64)
 
 
 def figure_png(figure: Figure, dpi: int = 100) -> bytes:

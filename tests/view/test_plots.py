@@ -10,6 +10,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.colors import to_hex  # noqa: E402
 
+from passk_nb.stats.counts import counts  # noqa: E402
 from passk_nb.stats.paired import flips  # noqa: E402
 from passk_nb.stats.summary import curve  # noqa: E402
 from passk_nb.view.plots import (  # noqa: E402
@@ -261,6 +262,37 @@ def test_outcomes_counts_and_hatched_infra():
     infra = next(bars for bars in ax.containers if bars.get_label() == "infra_error")
     assert infra.patches[0].get_hatch() == "//"
     assert ax.get_xlabel() == "trials"
+
+
+def bar_widths(ax) -> dict[str, list[float]]:
+    return {bars.get_label(): [bar.get_width() for bar in bars.patches] for bars in ax.containers}
+
+
+def test_outcomes_of_a_counts_table_equal_those_of_its_trials():
+    df = records({("m", "p", "t"): "110i", ("m", "p", "u"): "x000", ("m", "q", "t"): "1111"})
+    for by in (None, "prompt_hash", ("prompt_hash", "task")):
+        trials, table = (
+            plot_outcomes(df, by=by, normalize=False),
+            plot_outcomes(counts(df), by=by, normalize=False),
+        )
+        assert bar_widths(table) == bar_widths(trials)
+        assert [t.get_text() for t in table.get_yticklabels()] == [
+            t.get_text() for t in trials.get_yticklabels()
+        ]
+    assert bar_widths(plot_outcomes(counts(df), by="prompt_hash", normalize=False)) == {
+        "pass": [2, 4],  # p (top), q
+        "wrong_state": [4, 0],
+        "format_error": [1, 0],
+        "infra_error": [1, 0],
+    }
+
+
+def test_outcomes_of_counts_from_elsewhere_show_the_failures_they_do_not_break_down():
+    table = pd.DataFrame({"model": ["m", "m"], "task": ["a", "b"], "n": [4, 4], "c": [3, 0]})
+    ax = plot_outcomes(table, by="model", normalize=False)
+    assert bar_widths(ax) == {"pass": [3], "failed (outcome not counted)": [5]}
+    with pytest.raises(ValueError, match="add up to more than its failures"):
+        plot_outcomes(table.assign(n_wrong_state=[2, 5]), by="model")
 
 
 # ---- shared -------------------------------------------------------------------------------------
