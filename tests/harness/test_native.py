@@ -446,6 +446,30 @@ def test_ollama_reader_and_arguments_sent_back_as_objects():
         OllamaProvider.read_native_reply({"message": {"role": "assistant"}})
 
 
+def test_anthropic_json_conversation_leaves_out_blank_turns():
+    """The API refuses empty and whitespace-only content: a blank reply of the JSON protocol is left
+    out and the harness's feedback joins the user turn before it, so roles still alternate."""
+    from passk_nb.harness.providers.anthropic import to_anthropic_messages
+
+    system, turns = to_anthropic_messages(
+        [
+            {"role": "system", "content": "S"},
+            {"role": "user", "content": "Hi"},
+            {"role": "assistant", "content": "\n  "},
+            {"role": "user", "content": "Format error: empty reply"},
+            {"role": "assistant", "content": '{"tool": "get_order"}'},
+            {"role": "user", "content": "Result: {}"},
+            {"role": "assistant", "content": ""},
+        ]
+    )
+    assert system == "S"
+    assert turns == [
+        {"role": "user", "content": "Hi\n\nFormat error: empty reply"},
+        {"role": "assistant", "content": '{"tool": "get_order"}'},
+        {"role": "user", "content": "Result: {}"},
+    ]
+
+
 def test_anthropic_native_conversation_merges_results_and_leaves_out_empty_turns():
     from passk_nb.harness.protocol import NativeCall
     from passk_nb.harness.providers.anthropic import to_anthropic_native

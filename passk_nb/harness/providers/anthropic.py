@@ -72,11 +72,20 @@ def sdk_takes_temperature() -> bool:
 
 
 def to_anthropic_messages(messages: list[Message]) -> tuple[str | None, list[dict[str, str]]]:
-    """Split off the system prompt and merge same-role neighbours: ``(system, messages)``."""
+    """Split off the system prompt and merge same-role neighbours: ``(system, messages)``. A turn
+    with no text (an empty or blank reply) is left out: the API refuses empty and whitespace-only
+    content, and the harness's feedback on it follows anyway.
+
+    >>> system, turns = to_anthropic_messages([
+    ...     {"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"},
+    ...     {"role": "assistant", "content": " "}, {"role": "user", "content": "Reply in JSON."}])
+    >>> system, [t["role"] for t in turns], turns[0]["content"].splitlines()
+    ('Be brief.', ['user'], ['Hi', '', 'Reply in JSON.'])
+    """
     system = "\n\n".join(m["content"] for m in messages if m["role"] == "system") or None
     turns: list[dict[str, str]] = []
     for m in messages:
-        if m["role"] == "system":
+        if m["role"] == "system" or not m["content"].strip():
             continue
         if turns and turns[-1]["role"] == m["role"]:
             turns[-1]["content"] += "\n\n" + m["content"]
