@@ -15,6 +15,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from passk_nb.data.records import COLUMNS as RECORD_COLUMNS
 from passk_nb.data.records import OUTCOMES
 from passk_nb.stats.params import INFRA, default_by, share_docs
 
@@ -171,6 +172,19 @@ def counts(
     if is_counts_table(df):
         return _regroup(df, by, infra)
     return _count_trials(df, by, infra)
+
+
+def counted_folder(
+    df: pd.DataFrame | str | os.PathLike[str], by: str | Sequence[str] | None, *also: str
+) -> pd.DataFrame:
+    """``df`` as it is, or, when it is the path of a folder of parquet records, its counts table
+    (:func:`counts`, without loading the records: DuckDB when installed), counted by ``by`` (None:
+    every identity column of the records) and the ``also`` columns (an analysis's ``on=``), with
+    infra errors kept apart in ``n_infra`` so that ``infra="fail"`` can still count them."""
+    if not isinstance(df, str | os.PathLike):
+        return df
+    keys = default_by(pd.DataFrame(columns=list(RECORD_COLUMNS)), by)
+    return counts(df, by=list(dict.fromkeys([*keys, *also])))
 
 
 def estimate_counts(

@@ -25,6 +25,7 @@ both a pass and a failure) the forecast is NaN with a warning saying why.
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,7 +36,7 @@ from scipy import optimize
 from scipy import stats as sps
 from scipy.special import betaln, gammaln, xlogy
 
-from passk_nb.stats.counts import check_k, check_options, counts, group_ids
+from passk_nb.stats.counts import check_k, check_options, counted_folder, counts, group_ids
 from passk_nb.stats.estimators import pass_hat_k
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
 
@@ -363,7 +364,7 @@ def unidentified(n: np.ndarray, c: np.ndarray) -> str | None:
 
 @share_docs
 def forecast(
-    df: pd.DataFrame,
+    df: pd.DataFrame | str | os.PathLike[str],
     *,
     ks: Sequence[int] = KS,
     by: str | Sequence[str] | None = None,
@@ -391,7 +392,7 @@ def forecast(
     With ``per_task=True``: one row per (group, task, K) with the task's posterior
     predictive pass^K given its c of n (``pass^k``) beside its unbiased ``observed`` value.
 
-    {df}
+    {df_or_folder}
     ks: the K values (default 1, 2, 4, …, 128); any K ≥ 1, also beyond n.
     {by}
     {ci}
@@ -413,6 +414,7 @@ def forecast(
     """
     ks_ = _check_ks(ks)
     check_options(ci=ci, n_boot=n_boot, seed=seed)
+    df = counted_folder(df, by)
     by_ = default_by(df, by)
     table = counts(df, by=by_, infra=infra)
     table = table[table["n"] > 0].reset_index(drop=True)

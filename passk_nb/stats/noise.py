@@ -16,6 +16,7 @@ least ⌈τ·k⌉ of k trials succeed, estimated without bias from c of n (hyper
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 import numpy as np
@@ -23,7 +24,7 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import stats as sps
 
-from passk_nb.stats.counts import check_k, counts, group_ids
+from passk_nb.stats.counts import check_k, counted_folder, counts, group_ids
 from passk_nb.stats.estimators import pass_hat_k
 from passk_nb.stats.params import INFRA, default_by, share_docs
 
@@ -88,7 +89,7 @@ def icc(n: np.ndarray, c: np.ndarray) -> float:
 
 @share_docs
 def noise_floor(
-    df: pd.DataFrame,
+    df: pd.DataFrame | str | os.PathLike[str],
     *,
     k: int = 1,
     trials: int | None = None,
@@ -105,7 +106,7 @@ def noise_floor(
     is within run-to-run noise at 95 %); ``note`` (why a value is NaN: it needs n ≥ 2k trials
     per task, and n ≥ ``trials``).
 
-    {df}
+    {df_or_folder}
     {k}
     trials: trials per task in each of the two runs compared (default k).
     {by}
@@ -123,6 +124,7 @@ def noise_floor(
     check_k(trials)
     if trials < k:
         raise ValueError(f"trials per run must be ≥ k; got trials={trials}, k={k}")
+    df = counted_folder(df, by)
     by_ = default_by(df, by)
     table = counts(df, by=by_, infra=infra)
     table = table[table["n"] > 0].reset_index(drop=True)

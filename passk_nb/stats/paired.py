@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Sequence
 from functools import lru_cache
@@ -13,6 +14,7 @@ from scipy import stats as sps
 from passk_nb.stats.counts import (
     check_k,
     check_options,
+    counted_folder,
     counts,
     group_ids,
     group_means,
@@ -41,7 +43,7 @@ FAMILIES: tuple[str, ...] = ("tarone", "all")
 
 @share_docs
 def compare(
-    df: pd.DataFrame,
+    df: pd.DataFrame | str | os.PathLike[str],
     *,
     on: str = "prompt_hash",
     a: object,
@@ -57,7 +59,7 @@ def compare(
 ) -> pd.DataFrame:
     """Paired comparison of arm ``b`` against arm ``a`` (values of column ``on``), over tasks.
 
-    {df}
+    {df_or_folder}
     on: the column whose values ``a`` and ``b`` name the two arms.
     {k}
     {paired_by}
@@ -88,6 +90,7 @@ def compare(
     0     m  pass@k        3  0.6667  1.0000  0.3333
     1     m  pass^k        3  0.3333  0.6667  0.3333
     """
+    df = counted_folder(df, by, on)
     arm_a, arm_b = _arms(df, on, a, b)
     by = _default_by(by, on, arm_a, arm_b)
     if "task" in by or on in by:
@@ -173,7 +176,7 @@ def compare(
 
 @share_docs
 def flips(
-    df: pd.DataFrame,
+    df: pd.DataFrame | str | os.PathLike[str],
     *,
     on: str = "prompt_hash",
     a: object,
@@ -186,7 +189,7 @@ def flips(
 ) -> pd.DataFrame:
     """Per task: did its success rate change between arm ``a`` and arm ``b`` of column ``on``?
 
-    {df}
+    {df_or_folder}
     on: the column whose values ``a`` and ``b`` name the two arms.
     {paired_by} Each group is its own multiple-testing family.
     {alpha}
@@ -224,6 +227,7 @@ def flips(
     >>> round(float(out.loc[0, "q_value"]), 4)
     0.0286
     """
+    df = counted_folder(df, by, on)
     arm_a, arm_b = _arms(df, on, a, b)
     by = _default_by(by, on, arm_a, arm_b)
     if on in by:

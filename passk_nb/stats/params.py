@@ -46,6 +46,13 @@ DOCS: dict[str, str] = {
         "one row per group and task with ``n`` usable trials and ``c`` successes (optionally "
         "``n_infra``), as :func:`passk_nb.counts` returns it."
     ),
+    "df_or_folder": (
+        "df: trial records, one row per trial (see :mod:`passk_nb.data.records`), a counts table "
+        "(one row per group and task with ``n`` usable trials and ``c`` successes, optionally "
+        "``n_infra``, as :func:`passk_nb.counts` returns it), or the path of a folder of parquet "
+        "records, counted without loading them (DuckDB with the ``duckdb`` extra installed, else "
+        "only the needed columns are read)."
+    ),
     "by": (
         "by: columns to group by. Default None: every identity column the frame has "
         f"({', '.join(IDENTITY_COLUMNS)}; ``run_id`` where ``config`` is missing), so "

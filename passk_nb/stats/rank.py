@@ -10,6 +10,7 @@ leaderboard top that is a statistical tie gets one tier and overlapping rank int
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Sequence
 
@@ -17,7 +18,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from passk_nb.stats.counts import check_k, check_options, counts, group_ids
+from passk_nb.stats.counts import check_k, check_options, counted_folder, counts, group_ids
 from passk_nb.stats.estimators import pass_hat_k
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
 
@@ -26,7 +27,7 @@ CORRECTIONS = ("holm", "bh")
 
 @share_docs
 def rank(
-    df: pd.DataFrame,
+    df: pd.DataFrame | str | os.PathLike[str],
     *,
     on: str = "model",
     k: int = 1,
@@ -49,7 +50,7 @@ def rank(
     "holm" or "bh"), ``n_tasks``. With ``pairs=True``: one row per pair of arms instead, with
     ``diff`` (a − b), ``p`` (paired t-test over tasks) and ``p_adjusted``, ``significant``.
 
-    {df}
+    {df_or_folder}
     on: the column whose values are the arms.
     {k}
     {by} (Besides ``on``, which is never a grouping column here.)
@@ -71,6 +72,7 @@ def rank(
     check_options(ci=ci, n_boot=n_boot, seed=seed)
     if correction not in CORRECTIONS:
         raise ValueError(f"correction must be one of {list(CORRECTIONS)}; got correction={correction!r}")
+    df = counted_folder(df, by, on)
     if on not in df.columns:
         raise ValueError(f"on={on!r} is not a column; the arms are the values of a column such as 'model'")
     by_ = tuple(col for col in default_by(df, by) if col != on)

@@ -40,6 +40,7 @@ failures.
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -50,6 +51,7 @@ import pandas as pd
 from passk_nb.stats.counts import (
     check_k,
     check_options,
+    counted_folder,
     estimate_counts,
     group_ids,
     group_sums,
@@ -78,7 +80,7 @@ DECLINED = "declined: too few tasks"
 
 @share_docs
 def summarize(
-    df: pd.DataFrame,
+    df: pd.DataFrame | str | os.PathLike[str],
     *,
     k: int,
     by: str | Sequence[str] | None = None,
@@ -91,7 +93,7 @@ def summarize(
 ) -> pd.DataFrame:
     """pass@k and pass^k with both intervals, one row per group of ``by``.
 
-    {df}
+    {df_or_folder}
     {k}
     {by}
     {ci}
@@ -145,7 +147,20 @@ def summarize(
     >>> summarize(table, k=2)[["model", "n_tasks", "pass^k", "pass^k_lo", "pass^k_hi"]].round(3)
       model  n_tasks  pass^k  pass^k_lo  pass^k_hi
     0     m        5   0.333      0.008      0.909
+
+    So does a folder of parquet records, counted without loading them (what ``passk run --out``
+    writes; DuckDB does the counting when installed):
+
+    >>> import tempfile
+    >>> from passk_nb.data.store import write_part
+    >>> folder = tempfile.mkdtemp()
+    >>> records = df.assign(run_id="r1", suite="demo", trial=df.groupby("task").cumcount())
+    >>> _ = write_part(records.to_dict("records"), folder, "r1")
+    >>> summarize(folder, k=2)[["model", "n_tasks", "pass^k", "pass^k_lo", "pass^k_hi"]].round(3)
+      model  n_tasks  pass^k  pass^k_lo  pass^k_hi
+    0     m        5   0.333      0.008      0.909
     """
+    df = counted_folder(df, by)
     by = default_by(df, by)
     check_options(ci=ci, n_boot=n_boot, seed=seed)
     check_method(method, METHODS, min_tasks)
@@ -212,7 +227,7 @@ def _with_infra_bound(
 
 @share_docs
 def curve(
-    df: pd.DataFrame,
+    df: pd.DataFrame | str | os.PathLike[str],
     ks: Iterable[int] | None = None,
     *,
     by: str | Sequence[str] | None = None,
@@ -225,7 +240,7 @@ def curve(
 ) -> pd.DataFrame:
     """pass@k and pass^k against k, as a tidy long frame.
 
-    {df}
+    {df_or_folder}
     {ks}
     {by}
     {ci}
@@ -262,6 +277,7 @@ def curve(
     >>> curve(table, ks=[1, 2], n_boot=0).equals(curve(df, ks=[1, 2], n_boot=0))
     True
     """
+    df = counted_folder(df, by)
     by = default_by(df, by)
     check_options(ci=ci, n_boot=n_boot, seed=seed)
     check_method(method, METHODS, min_tasks)

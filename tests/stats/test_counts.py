@@ -9,12 +9,13 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+import passk_nb
 from passk_nb.data.records import OUTCOMES, table_from_records
 from passk_nb.data.store import load, write_part
 from passk_nb.stats.counts import COUNTED_OUTCOMES, counts
 from passk_nb.stats.parquet_counts import counts_from_parquet
 from passk_nb.stats.summary import summarize
-from tests.helpers.records import records_from_marks
+from tests.helpers.records import records_from_marks, synthetic_trials
 
 
 def groupby_counts(df: pd.DataFrame, by: tuple[str, ...], infra: str) -> pd.DataFrame:
@@ -413,3 +414,46 @@ def test_repeated_trials_are_refused_exactly_when_some_trial_repeats(layout, by)
         table = counts(df, by=by)
         assert table["n"].sum() == len(df)
         assert summarize(df, k=1, by=by, n_boot=0)["trials"].sum() == len(df)
+
+
+ANALYSES = {
+    "summarize": lambda src, infra: summarize(src, k=2, n_boot=200, infra=infra),
+    "summarize by model": lambda src, infra: summarize(src, k=1, by="model", n_boot=200, infra=infra),
+    "summarize per task": lambda src, infra: summarize(src, k=1, by=("model", "task"), infra=infra),
+    "curve": lambda src, infra: passk_nb.curve(
+        src, ks=[1, 2, 3], n_boot=200, method="bootstrap", infra=infra
+    ),
+    "compare": lambda src, infra: passk_nb.compare(src, on="prompt_hash", a=P0, b=P1, k=1, infra=infra),
+    "flips": lambda src, infra: passk_nb.flips(src, on="prompt_hash", a=P0, b=P1, infra=infra),
+    "rank": lambda src, infra: passk_nb.rank(src, on="model", k=1, n_boot=200, infra=infra),
+    "noise_floor": lambda src, infra: passk_nb.noise_floor(src, k=1, infra=infra),
+    "forecast": lambda src, infra: passk_nb.forecast(src, ks=[1, 4], n_boot=50, infra=infra),
+}
+P0, P1 = f"{0:012x}", f"{1:012x}"
+
+
+@pytest.fixture(scope="module")
+def arms_folder(tmp_path_factory):
+    """Three models × two prompts × six tasks × four trials, one run each, with infra errors."""
+    folder = tmp_path_factory.mktemp("arms")
+    df = synthetic_trials(models=3, prompts=2, tasks=6, trials=4, seed=3).assign(suite="orders")
+    infra = np.random.default_rng(3).random(len(df)) < 0.1
+    df.loc[infra, ["passed", "outcome"]] = [False, "infra_error"]
+    for run_id, rows in df.groupby("run_id"):
+        write_part(rows.to_dict("records"), folder, str(run_id))
+    return folder
+
+
+@pytest.mark.filterwarnings("ignore")  # six tasks, four trials: low power, wide intervals
+@pytest.mark.parametrize("analysis", sorted(ANALYSES))
+@pytest.mark.parametrize("infra", ["exclude", "fail"])
+def test_every_analysis_reads_a_folder_path_as_it_reads_the_loaded_records(
+    arms_folder, analysis, infra
+) -> None:
+    """summarize("runs/", k=...) counts the parquet files without loading them (issue 15), and so
+    does every analysis built on the counts: the same table as from load(folder)."""
+    run = ANALYSES[analysis]
+    expected = run(load(arms_folder), infra)
+    assert len(expected)
+    for src in (str(arms_folder), arms_folder):
+        pd.testing.assert_frame_equal(run(src, infra), expected)
