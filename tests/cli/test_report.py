@@ -14,6 +14,7 @@ import pytest
 import passk_nb
 from passk_nb.cli.main import main
 from passk_nb.data.records import frame_from_records
+from tests.helpers.fake_servers import require
 
 HOSTILE = "<script>alert('pwned')</script><img src=https://evil.example/x.png onerror=alert(1)>"
 CHROMIUM = Path("/usr/bin/chromium")
@@ -235,8 +236,8 @@ def test_html_report_is_self_contained_and_escapes_hostile_text(html_report):
     assert page.count("<details><summary>") == min(25, failed) and failed > 0
 
 
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed")
 def test_html_report_renders_in_a_headless_browser(html_report, tmp_path):
+    require(CHROMIUM.exists(), "Debian's chromium (apt-get install chromium; .ci/run installs it)")
     shot = tmp_path / "shot.png"
     subprocess.run(
         [
@@ -244,6 +245,12 @@ def test_html_report_renders_in_a_headless_browser(html_report, tmp_path):
             "--headless",
             "--no-sandbox",
             "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'chromium-profile'}",
             "--window-size=1200,2400",
             f"--screenshot={shot}",
             html_report.as_uri(),
