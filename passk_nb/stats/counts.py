@@ -259,9 +259,12 @@ def _count_trials(
         _refuse_repeats(df, keys, starts, run_gid, by)
 
     def per_group(mask: np.ndarray) -> np.ndarray:
-        per_run = (
-            mask if starts.size == len(df) else np.add.reduceat(mask.view(np.uint8), starts, dtype=np.int64)
-        )
+        if starts.size == len(df):
+            return np.bincount(run_gid, weights=mask, minlength=n_groups).astype(np.int64)
+        if np.count_nonzero(mask) < len(df) // 16:  # rare (infra errors): find the runs of the few rows
+            at = np.searchsorted(starts, np.flatnonzero(mask), side="right") - 1
+            return np.bincount(run_gid[at], minlength=n_groups).astype(np.int64)
+        per_run = np.add.reduceat(mask.view(np.uint8), starts, dtype=np.int64)
         return np.bincount(run_gid, weights=per_run, minlength=n_groups).astype(np.int64)
 
     total = np.bincount(run_gid, weights=lengths, minlength=n_groups).astype(np.int64)
@@ -300,6 +303,8 @@ def _refuse_repeats(
     records) splits those runs further and is coded once per run; the others (the trial number)
     are coded per row."""
     n = len(df)
+    if _rising_in_single_runs(df, keys, starts, run_gid):
+        return
     per_row, split = [], []
     for col in (c for c in TRIAL_KEY if c not in keys):
         change = _changes(df[col])
@@ -316,23 +321,12 @@ def _refuse_repeats(
         runs = starts
     code = run_gid[np.searchsorted(starts, runs, side="right") - 1].astype(np.int64)
     size = int(run_gid.max(initial=-1)) + 1
-    # each group one run of rows, not split further (the run_id constant along it): each (group,
-    # run_id) is one run, as in sorted records; otherwise count the distinct (group, run_id)
-    one_run_each = runs.size == starts.size and size == runs.size
-    if not one_run_each:
-        for col in (c for c in TRIAL_KEY if c not in keys and c not in per_row):
-            codes, values = _codes(pd.Series(df[col].array.take(runs)), sort=False)
-            size = _combine(code, size, codes, len(values) + 1)
-        size = _renumber(code)
-        one_run_each = size == runs.size
-    if one_run_each and per_row == ["trial"] and df["trial"].dtype.kind in "iu":
-        # each (group, run_id) one run of rows, as sorted records are: the trials are distinct when
-        # they increase along each run
-        trial = df["trial"].to_numpy()
-        rises = trial[1:] > trial[:-1]
-        rises[runs[1:] - 1] = True
-        if rises.all():
-            return
+    for col in (c for c in TRIAL_KEY if c not in keys and c not in per_row):
+        codes, values = _codes(pd.Series(df[col].array.take(runs)), sort=False)
+        size = _combine(code, size, codes, len(values) + 1)
+    size = _renumber(code)
+    if size == runs.size and per_row == ["trial"] and _rising(df["trial"], runs):
+        return  # each (group, run_id) one run of rows, its trials rising: none repeats
     code = np.repeat(code, np.diff(np.r_[runs, n]))
     small = 8 * n + 1024  # a combined code this size is counted with bincount
     for col in per_row:
@@ -346,6 +340,28 @@ def _refuse_repeats(
         repeated = pd.unique(code).size < n
     if repeated:
         refuse_repeated_trials(df, by)
+
+
+def _rising_in_single_runs(
+    df: pd.DataFrame, keys: list[str], starts: np.ndarray, run_gid: np.ndarray
+) -> bool:
+    """Whether no trial can repeat because each group of ``keys`` is one run of rows (as in sorted
+    records) along which the trial numbers rise: two rows of one trial would be in one group, so
+    in one run, with one trial number. Whatever the run_ids; reads no other column."""
+    if "trial" in keys or "trial" not in df.columns or run_gid.size != int(run_gid.max(initial=-1)) + 1:
+        return False
+    return _rising(df["trial"], starts)
+
+
+def _rising(trial: pd.Series, runs: np.ndarray) -> bool:
+    """Whether the whole-number ``trial`` column rises strictly along each run (runs start at
+    ``runs``)."""
+    if trial.dtype.kind not in "iu":
+        return False
+    values = trial.to_numpy()
+    rises = values[1:] > values[:-1]
+    rises[runs[1:] - 1] = True
+    return bool(rises.all())
 
 
 def _renumber(code: np.ndarray) -> int:
