@@ -24,7 +24,7 @@ def summary_table(summary: pd.DataFrame, *, ci: float = CI) -> pd.DataFrame:
     ci: the level it was computed at (default 0.95); it also sets z of the fixed-task interval.
 
     One row per group: the group columns, ``tasks`` (covered/all), ``trials``
-    (successes/trials), then for each metric the value, its interval for *new tasks like these*
+    ("successes/trials pass"), then for each metric the value, its interval for *new tasks like these*
     (the summary's ``ci_method``: Korn–Graubard by default, the exact per-task interval for
     per-task rows; "too few tasks" where it was declined) and its interval for *these tasks,
     re-rolled* (value ± z·se_fixed, clipped to [0, 1]).
@@ -43,7 +43,7 @@ def summary_table(summary: pd.DataFrame, *, ci: float = CI) -> pd.DataFrame:
     out = summary[group_cols].copy()
     out["k"] = summary["k"]
     out["tasks"] = [f"{c}/{n}" for c, n in zip(summary["n_tasks_covered"], summary["n_tasks"], strict=True)]
-    out["trials"] = [f"{c}/{n}" for c, n in zip(summary["successes"], summary["trials"], strict=True)]
+    out["trials"] = [f"{c}/{n} pass" for c, n in zip(summary["successes"], summary["trials"], strict=True)]
     declined = summary["ci_method"] == DECLINED if "ci_method" in summary else pd.Series(False, summary.index)
     for metric, se_col in (("pass@k", "pass@k_se_fixed"), ("pass^k", "pass^k_se_fixed")):
         value = summary[metric]

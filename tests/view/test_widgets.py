@@ -314,7 +314,7 @@ def test_summary_table_shows_both_intervals():
         for i in range(4)
     )
     table = summary_table(summarize(df, k=2, by="model", n_boot=200))
-    assert table.loc[0, "trials"] == "13/20" and table.loc[0, "tasks"] == "5/5"
+    assert table.loc[0, "trials"] == "13/20 pass" and table.loc[0, "tasks"] == "5/5"
     assert table.loc[0, "pass^k 95% CI, new tasks"].startswith("[")
     assert table.loc[0, "pass^k 95% CI, these tasks"].startswith("[")
     wide = summary_table(summarize(df, k=3, by="model", n_boot=200))
