@@ -351,7 +351,7 @@ def _summary(
     # cell (a few dozen per group, whatever the number of tasks) and summed per group weighted by
     # the cell's number of tasks. values[:, j, :], variances[:, j, :]: pass@k, pass^k at k = ks[j],
     # 0 where not covered (n < k).
-    (cell_group, cn, cc), _, weight = _cells(gid, n, c, n_groups)
+    (cell_group, cn, cc), weight = _cells(gid, n, c, n_groups)
     # each distinct (n, c) evaluated once, whatever the group
     pairs, cell_pair = unique_rows(np.column_stack([cn, cc]))
     pn, pc = pairs.T
@@ -455,13 +455,13 @@ def _summary(
 
 def _cells(
     gid: np.ndarray, n: np.ndarray, c: np.ndarray, n_groups: int
-) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray, np.ndarray]:
-    """The distinct (group, n, c) rows, sorted: (group, n, c) of each, the cell of every task and
-    the number of tasks in each cell (a float column)."""
+) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
+    """The distinct (group, n, c) rows, sorted: (group, n, c) of each, and the number of tasks in
+    each cell (a float column)."""
     base = int(n.max(initial=0)) + 1
     if n_groups * float(base) ** 2 >= 2.0**62:
         cells, inverse = unique_rows(np.column_stack([gid, n, c]).astype(np.int64))
-        return tuple(cells.T), inverse, np.bincount(inverse).astype(float)[:, None]
+        return tuple(cells.T), np.bincount(inverse).astype(float)[:, None]
     key = gid.astype(np.int64) * base
     key += n
     key *= base
@@ -470,11 +470,11 @@ def _cells(
     if size <= 4 * key.size + 1024:  # small range: counted, no sort
         present = np.bincount(key, minlength=size)
         at = np.flatnonzero(present)
-        weight, inverse = present[at], (np.cumsum(present > 0) - 1)[key]
+        weight = present[at]
     else:
-        at, inverse, weight = np.unique(key, return_inverse=True, return_counts=True)
+        at, weight = np.unique(key, return_counts=True)
     group, rest = np.divmod(at, base * base)
-    return (group, *np.divmod(rest, base)), inverse.ravel(), weight.astype(float)[:, None]
+    return (group, *np.divmod(rest, base)), weight.astype(float)[:, None]
 
 
 def warn_declined(out: pd.DataFrame, by: tuple[str, ...], min_tasks: int, *, stacklevel: int = 3) -> None:
