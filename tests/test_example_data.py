@@ -30,7 +30,12 @@ SMOLLM2 = {
         {"format_error": 337, "max_turns": 190, "wrong_state": 151, "no_lookup": 42},
         22,
     ),
-    "smollm2-bank": (360, 0, {"max_turns": 168, "wrong_state": 120, "no_lookup": 61, "format_error": 11}, 12),
+    "smollm2-bank": (
+        720,
+        0,
+        {"max_turns": 400, "wrong_state": 196, "no_lookup": 107, "format_error": 15, "unrequested_change": 2},
+        23,
+    ),
 }
 
 
@@ -234,11 +239,19 @@ def test_bank_grid_holds_whole_comparisons_and_what_notebook_03_reads_from_it():
     assert set(sizes) == {12} and records["task"].nunique() == 10
     assert (records.groupby("setting")["prompt_name"].nunique() == 3).all()
     assert set(records["suite"]) == {"bank"}
-    # notebook 03, section 7: with the suite's schema at T=0, how many trials call any tool, per prompt
+    # notebook 03, section 7: with the suite's schema, how many trials call any tool, per prompt
     calls = records["transcript"].map(tool_calls)
-    greedy = records[records["setting"] == "schema, T=0"]
-    called = calls[greedy.index].map(bool).groupby(greedy["prompt_name"]).sum().to_dict()
-    assert called == {"default": 36, "fewshot": 120, "strict": 12}
+    called = calls.map(bool).groupby([records["setting"], records["prompt_name"]]).sum().to_dict()
+    assert {prompt: n for (setting, prompt), n in called.items() if setting == "schema, T=0"} == {
+        "default": 36,
+        "fewshot": 120,
+        "strict": 12,
+    }
+    assert {prompt: n for (setting, prompt), n in called.items() if setting == "schema, T=0.7"} == {
+        "default": 71,
+        "fewshot": 113,
+        "strict": 56,
+    }
     # the bank worked example's account ids (A990, A991, A995) appear in no task: only fewshot trials use them
     example = {json.dumps(v) for v in ("A990", "A991", "A995")}
     reuses = calls.map(lambda cs: uses_any(cs, example))
