@@ -27,6 +27,7 @@ from passk_nb.harness.providers.claude_code import (
 )
 from passk_nb.harness.suites import get_suite
 from tests.helpers.fake_servers import FakeServer, RecordingProxy, require, write_fake_claude
+from tests.helpers.npm import CACHE_ROOT, npm_install
 
 SUITE = get_suite("orders")
 CONTRACT = SUITE.prompts["default"]
@@ -177,7 +178,7 @@ def test_settings_the_cli_cannot_honour_are_refused(fake_claude):
 
 # --- the real CLI, end to end against a local Anthropic-format server --------------------------------
 
-CACHE = Path(os.environ.get("PASSK_CACHE_DIR", Path.home() / ".cache" / "passk-nb")) / "claude-code"
+CACHE = CACHE_ROOT / "claude-code"
 #: Fixed lines the CLI puts before any system prompt (observed with 2.1.332); nothing else may appear.
 CLI_PREAMBLE = re.compile(
     r"x-anthropic-billing-header: [^\n]*|You are a Claude agent, built on Anthropic's Claude Agent SDK\."
@@ -193,21 +194,7 @@ def real_claude() -> Path:
         version = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=60).stdout
         if version.startswith(CLI_VERSION):
             return exe
-    CACHE.mkdir(parents=True, exist_ok=True)
-    subprocess.run(
-        [
-            "npm",
-            "install",
-            "--prefix",
-            str(CACHE),
-            "--no-audit",
-            "--no-fund",
-            "--loglevel=error",
-            f"@anthropic-ai/claude-code@{CLI_VERSION}",
-        ],
-        check=True,
-        timeout=600,
-    )
+    npm_install(CACHE, "@anthropic-ai/claude-code", CLI_VERSION)
     return exe
 
 

@@ -22,12 +22,13 @@ import httpx
 import pytest
 
 from tests.helpers.fake_servers import require
+from tests.helpers.npm import CACHE_ROOT, npm_install
 
 ROOT = Path(__file__).resolve().parents[2]
 TAU = ROOT / "data" / "tau-bench" / "tau-bench-gpt-4o-airline.json"
 CHROMIUM = Path("/usr/bin/chromium")
 PLAYWRIGHT_VERSION = "1.65.1"
-CACHE = Path(os.environ.get("PASSK_CACHE_DIR", Path.home() / ".cache" / "passk-nb")) / "playwright-core"
+CACHE = CACHE_ROOT / "playwright-core"
 TOKEN = "passk-explorer-test"
 
 NOTEBOOK_CELL = f"""\
@@ -80,25 +81,11 @@ const { chromium } = require(process.env.PLAYWRIGHT);
 
 def playwright_core() -> Path:
     """playwright-core's package folder, installed with npm into the cache on first use."""
-    require(shutil.which("npm") is not None and shutil.which("node") is not None, "npm and node")
+    require(shutil.which("node") is not None, "node")
     package = CACHE / "node_modules" / "playwright-core"
     manifest = package / "package.json"
     if not (manifest.exists() and json.loads(manifest.read_text())["version"] == PLAYWRIGHT_VERSION):
-        CACHE.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [
-                "npm",
-                "install",
-                "--prefix",
-                str(CACHE),
-                "--no-audit",
-                "--no-fund",
-                "--loglevel=error",
-                f"playwright-core@{PLAYWRIGHT_VERSION}",
-            ],
-            check=True,
-            timeout=600,
-        )
+        npm_install(CACHE, "playwright-core", PLAYWRIGHT_VERSION)
     return package
 
 
