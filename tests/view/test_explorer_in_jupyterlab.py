@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from passk_nb.harness.providers.local import free_port
 from tests.helpers.fake_servers import require
 from tests.helpers.npm import CACHE_ROOT, npm_install
 
@@ -87,12 +87,6 @@ def playwright_core() -> Path:
     if not (manifest.exists() and json.loads(manifest.read_text())["version"] == PLAYWRIGHT_VERSION):
         npm_install(CACHE, "playwright-core", PLAYWRIGHT_VERSION)
     return package
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture
