@@ -183,8 +183,17 @@ def counted_folder(
     infra errors kept apart in ``n_infra`` so that ``infra="fail"`` can still count them."""
     if not isinstance(df, str | os.PathLike):
         return df
-    keys = default_by(pd.DataFrame(columns=list(RECORD_COLUMNS)), by)
-    return counts(df, by=list(dict.fromkeys([*keys, *also])))
+    return counts(df, by=list(dict.fromkeys([*records_by(by), *also])))
+
+
+def records_by(by: str | Sequence[str] | None) -> tuple[str, ...]:
+    """``by`` for records stored in the record schema (a parquet folder, before reading it): None
+    is every identity column the schema has.
+
+    >>> records_by(None)[:3], records_by("model")
+    (('suite', 'provider', 'model'), ('model',))
+    """
+    return default_by(pd.DataFrame(columns=list(RECORD_COLUMNS)), by)
 
 
 def estimate_counts(

@@ -19,8 +19,15 @@ import pandas as pd
 
 from passk_nb.data.records import COLUMNS, DEFAULTS, DTYPES, KEY
 from passk_nb.data.store import load, part_files
-from passk_nb.stats.counts import COUNTED_OUTCOMES, INFRA_MODES, INFRA_OUTCOME, _group_codes, counts
-from passk_nb.stats.params import INFRA, default_by, share_docs
+from passk_nb.stats.counts import (
+    COUNTED_OUTCOMES,
+    INFRA_MODES,
+    INFRA_OUTCOME,
+    _group_codes,
+    counts,
+    records_by,
+)
+from passk_nb.stats.params import INFRA, share_docs
 
 __all__ = ["counts_from_parquet", "ENGINES"]
 
@@ -66,7 +73,7 @@ def counts_from_parquet(
         raise ValueError(f"engine must be one of {list(ENGINES)}; got engine={engine!r}")
     if infra not in INFRA_MODES:
         raise ValueError(f"infra must be one of {list(INFRA_MODES)}; got infra={infra!r}")
-    by = default_by(pd.DataFrame(columns=list(COLUMNS)), by)
+    by = records_by(by)
     keys = list(dict.fromkeys([*by, "task"]))
     unknown = [col for col in keys if col not in COLUMNS]
     if unknown:
