@@ -22,7 +22,12 @@ Target (issue 15): ≤ 1.25× ideal at 256 in flight. On a small machine the bar
 itself cannot reach the ideal (Python's HTTP stack costs CPU per request on both ends), so
 the ratio to the bare client is what the harness adds.
 
-    python benchmarks/bench_runner.py [--trials 2000] [--concurrency 32 128 256] [--latency 0.05]
+    python benchmarks/bench_runner.py [--trials 2000] [--concurrency 32 128 256] [--latency 0.05] [--floor]
+
+``--floor`` measures instead what this machine allows at all: the same bare client (and an
+``httpx.AsyncClient`` sending the same requests) against a minimal asyncio server that only waits
+``--latency`` and writes one fixed reply (a few microseconds of CPU per request), so that neither
+the fake server's CPU nor the harness is in the figure.
 
 Also ``--callable``: the earlier benchmark, a Python function agent sleeping 20 ms per turn,
 500 trials at concurrency 32 (no HTTP).
@@ -31,6 +36,7 @@ Also ``--callable``: the earlier benchmark, a Python function agent sleeping 20 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import subprocess
@@ -58,12 +64,47 @@ with FakeServer("openai", keep_alive=True, latency={latency!r}) as server:
     sys.stdin.read()  # until the benchmark closes our stdin
 """
 
+#: The floor's server: asyncio, HTTP/1.1 keep-alive, one fixed chat completion ``latency`` after each
+#: request (read up to the end of its body), no parsing beyond the headers' Content-Length.
+_MINIMAL_SERVER = """
+import asyncio, json, socket, sys
+BODY = json.dumps({{"choices": [{{"index": 0, "finish_reason": "stop",
+    "message": {{"role": "assistant", "content": '{{"answer": "done"}}'}}}}],
+    "usage": {{"prompt_tokens": 1, "completion_tokens": 1}}}}).encode()
+HEAD = b"HTTP/1.1 200 OK\\r\\nContent-Type: application/json\\r\\nContent-Length: %d\\r\\n\\r\\n"
+REPLY = HEAD % len(BODY) + BODY
+
+class Reply(asyncio.Protocol):
+    def connection_made(self, transport):
+        self.transport, self.buffer = transport, b""
+        transport.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def data_received(self, data):
+        self.buffer += data
+        while (end := self.buffer.find(b"\\r\\n\\r\\n")) >= 0:
+            head = self.buffer[:end].lower()
+            at = head.find(b"content-length:")
+            length = int(head[at + 15:].split(b"\\r\\n", 1)[0]) if at >= 0 else 0
+            if len(self.buffer) < end + 4 + length:
+                return
+            self.buffer = self.buffer[end + 4 + length:]
+            asyncio.get_running_loop().call_later({latency!r}, self.transport.write, REPLY)
+
+async def main():
+    server = await asyncio.get_running_loop().create_server(Reply, "127.0.0.1", 0, backlog=1024)
+    print(f"http://127.0.0.1:{{server.sockets[0].getsockname()[1]}}", flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+
+asyncio.run(main())
+"""
+
 
 class Server:
-    """The fake OpenAI-compatible server in its own process (so its CPU is not the harness's)."""
+    """The fake OpenAI-compatible server in its own process (so its CPU is not the harness's);
+    ``minimal``: the floor's asyncio server instead."""
 
-    def __init__(self, latency: float):
-        code = _SERVER.format(root=str(ROOT), latency=latency)
+    def __init__(self, latency: float, minimal: bool = False):
+        code = (_MINIMAL_SERVER if minimal else _SERVER).format(root=str(ROOT), latency=latency)
         self.proc = subprocess.Popen(
             [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
         )
@@ -103,18 +144,23 @@ def timed_run(url: str, trials_per_task: int, concurrency: int) -> tuple[float, 
     return wall, cpu, int(df["n_turns"].sum())
 
 
-def bare_client(url: str, trials_per_task: int, concurrency: int) -> tuple[float, float, int]:
-    """The same conversations through a plain thread pool and the shared pool: ``(wall, CPU, turns)``."""
+def conversations(trials_per_task: int) -> list[list[list[dict[str, str]]]]:
+    """The requests of the run's trials, each trial's turns in order (the messages sent at each)."""
     prompt = SUITE.prompts["default"]
-    conversations = []
+    trials = []
     for task in SUITE.tasks:
         messages = [{"role": "system", "content": prompt}, {"role": "user", "content": task.prompt}]
         turns = []
         for step in SCRIPTS[task.prompt]:
             turns.append(list(messages))
             messages = [*messages, {"role": "assistant", "content": step}, {"role": "user", "content": "ok"}]
-        conversations.append(turns)
-    jobs = conversations * trials_per_task
+        trials.append(turns)
+    return trials * trials_per_task
+
+
+def bare_client(url: str, trials_per_task: int, concurrency: int) -> tuple[float, float, int]:
+    """The same conversations through a plain thread pool and the shared pool: ``(wall, CPU, turns)``."""
+    jobs = conversations(trials_per_task)
     connections = ConnectionPool(
         lambda n: httpx.Client(base_url=url, limits=pool_limits(n), timeout=60), concurrency
     )
@@ -133,6 +179,66 @@ def bare_client(url: str, trials_per_task: int, concurrency: int) -> tuple[float
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu0
     connections.close()
     return wall, cpu, n
+
+
+def async_client(url: str, trials_per_task: int, concurrency: int) -> tuple[float, float, int]:
+    """The same conversations through one ``httpx.AsyncClient`` and asyncio tasks, ``concurrency``
+    trials at a time: ``(wall, CPU, turns)``."""
+    jobs = conversations(trials_per_task)
+
+    async def main() -> int:
+        async with httpx.AsyncClient(base_url=url, limits=pool_limits(concurrency), timeout=60) as client:
+            slots = asyncio.Semaphore(concurrency)
+
+            async def trial(turns: list[list[dict[str, str]]]) -> int:
+                async with slots:
+                    for messages in turns:
+                        reply = await client.post(
+                            "/v1/chat/completions", json={"model": "bench", "messages": messages}
+                        )
+                        reply.raise_for_status()
+                        reply.json()["choices"][0]["message"]["content"]
+                return len(turns)
+
+            return sum(await asyncio.gather(*(trial(turns) for turns in jobs)))
+
+    start, cpu0 = time.perf_counter(), time.process_time()
+    n = asyncio.run(main())
+    return time.perf_counter() - start, time.process_time() - cpu0, n
+
+
+def floor_benchmark(args: argparse.Namespace) -> None:
+    """The bare clients against the minimal server: what this machine and httpx allow at all."""
+    trials_per_task = max(1, args.trials // len(SUITE.tasks))
+    server = Server(args.latency, minimal=True)
+    try:
+        bare_client(server.url, 2, 8)  # warm-up
+        print(
+            f"\nfloor: the bare clients against a minimal asyncio server (a fixed reply "
+            f"{args.latency * 1000:.0f} ms after each request), {trials_per_task * len(SUITE.tasks)} trials"
+        )
+        header = (
+            f"{'in flight':>9} | {'client':<27} | {'wall':>7} | {'x ideal':>7} | {'CPU/turn':>9} | "
+            "server CPU/turn"
+        )
+        print(header)
+        print("-" * len(header))
+        for concurrency in args.concurrency:
+            for name, client in (
+                ("threads + httpx.Client", bare_client),
+                ("asyncio + httpx.AsyncClient", async_client),
+            ):
+                server_cpu0 = server.cpu()
+                wall, cpu, turns = client(server.url, trials_per_task, concurrency)
+                server_cpu = server.cpu() - server_cpu0
+                ideal = turns * args.latency / concurrency
+                print(
+                    f"{concurrency:>9} | {name:<27} | {wall:>6.2f}s | {wall / ideal:>6.2f}x | "
+                    f"{1000 * cpu / turns:>6.3f} ms | {1000 * server_cpu / turns:.3f} ms",
+                    flush=True,
+                )
+    finally:
+        server.close()
 
 
 def http_benchmark(args: argparse.Namespace) -> bool:
@@ -220,7 +326,15 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[32, 128, 256])
     parser.add_argument("--latency", type=float, default=0.05, help="server seconds per request (0.05)")
     parser.add_argument("--callable", action="store_true", help="also the in-process function-agent run")
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="only the bare clients against a minimal asyncio server (no target)",
+    )
     args = parser.parse_args()
+    if args.floor:
+        floor_benchmark(args)
+        return 0
     ok = http_benchmark(args)
     if args.callable:
         ok = callable_benchmark() and ok
