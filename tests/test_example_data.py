@@ -31,10 +31,17 @@ SMOLLM2 = {
         22,
     ),
     "smollm2-bank": (
-        720,
-        0,
-        {"max_turns": 400, "wrong_state": 196, "no_lookup": 107, "format_error": 15, "unrequested_change": 2},
-        23,
+        1440,
+        1,
+        {
+            "format_error": 623,
+            "max_turns": 504,
+            "wrong_state": 202,
+            "no_lookup": 108,
+            "unrequested_change": 2,
+            "pass": 1,
+        },
+        24,
     ),
 }
 
@@ -252,6 +259,28 @@ def test_bank_grid_holds_whole_comparisons_and_what_notebook_03_reads_from_it():
         "fewshot": 113,
         "strict": 56,
     }
+    # the whole grid: both JSON modes at both temperatures. Without the schema (plain JSON mode) at
+    # T=0 only the worked example gets the model to call a tool, and greedy decoding makes that a
+    # property of the task: on five of the ten tasks all 12 trials call one, on the other five none
+    assert set(records["setting"]) == {"json, T=0", "json, T=0.7", "schema, T=0", "schema, T=0.7"}
+    assert {prompt: n for (setting, prompt), n in called.items() if setting == "json, T=0"} == {
+        "default": 0,
+        "fewshot": 60,
+        "strict": 0,
+    }
+    greedy = (records["setting"] == "json, T=0") & (records["prompt_name"] == "fewshot")
+    per_task = calls[greedy].map(bool).groupby(records.loc[greedy, "task"]).sum()
+    assert sorted(per_task) == [0] * 5 + [12] * 5
+    assert {prompt: n for (setting, prompt), n in called.items() if setting == "json, T=0.7"} == {
+        "default": 16,
+        "fewshot": 65,
+        "strict": 11,
+    }
+    # the grid's one pass: a refusal task, the account looked up and the transfer declined
+    passed = records[records["passed"]]
+    assert passed[["setting", "prompt_name", "task"]].values.tolist() == [
+        ["json, T=0.7", "fewshot", "over-cap-to-another-refusal"]
+    ]
     # the bank worked example's account ids (A990, A991, A995) appear in no task: only fewshot trials use them
     example = {json.dumps(v) for v in ("A990", "A991", "A995")}
     reuses = calls.map(lambda cs: uses_any(cs, example))
