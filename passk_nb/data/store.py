@@ -86,14 +86,30 @@ def part_files(folder: str | os.PathLike[str]) -> list[Path]:
     return sorted(p for p in root.rglob("*.parquet") if p.is_file() and not _is_hidden(p, root))
 
 
+#: Every part written to a run folder appends one byte to this file, after the part is in place:
+#: a reader that saw its size unchanged knows no part was added meanwhile (:class:`StoredTrials`).
+WRITTEN_LOG = "_written.log"
+
+
+def part_name() -> str:
+    """A new part file's name: ``part-<UTC time>-<random>.parquet`` (sorts by time of writing)."""
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%f")
+    return f"part-{stamp}-{uuid.uuid4().hex[:8]}.parquet"
+
+
 def write_part(
-    records: Iterable[Mapping[str, Any]] | pa.Table, folder: str | os.PathLike[str], run_id: str
+    records: Iterable[Mapping[str, Any]] | pa.Table,
+    folder: str | os.PathLike[str],
+    run_id: str,
+    name: str | None = None,
 ) -> Path:
-    """Write records atomically as a new part file of ``run_id``; return its path."""
+    """Write records atomically as a new part file of ``run_id``; return its path.
+
+    ``name`` (default: a new :func:`part_name`) is the file's name in ``<folder>/<run_id>/``.
+    """
     table = records if isinstance(records, pa.Table) else table_from_records(records)
     run_dir = Path(folder) / run_id
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%f")
-    name = f"part-{stamp}-{uuid.uuid4().hex[:8]}.parquet"
+    name = name or part_name()
     final, tmp = run_dir / name, run_dir / f".{name}.tmp"
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -102,6 +118,8 @@ def write_part(
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, final)
+        with open(run_dir / WRITTEN_LOG, "ab") as log:
+            log.write(b".")
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise StoreError(
@@ -300,31 +318,50 @@ def existing_trials(folder: str | os.PathLike[str], run_id: str) -> set[tuple[st
 class StoredTrials:
     """The trials of ``run_id`` already stored with a real outcome, kept up to date cheaply.
 
-    :meth:`has` lists the run's parts (one directory, no recursion) and reads
-    the key columns of the files it has not seen yet (a merged part included),
-    so asking again costs one directory listing, plus one small read after
-    another process wrote a part.
+    :meth:`has` looks at the size of the run's ``_written.log`` (one byte per part any process
+    wrote, appended once the part is in place): only when it grew since the last look does it
+    list the run's parts (one directory, no recursion) and read the key columns of the files it
+    has not seen (a merged part included). Asking again costs one ``stat``, and no lock: the
+    trials' threads ask once each. Parts written through :meth:`write_part` are never read back.
     """
 
     def __init__(self, folder: str | os.PathLike[str], run_id: str):
         self.run_dir = Path(folder) / run_id
-        self._files: dict[Path, set[tuple[str, int]]] = {}
+        self._files: dict[Path, frozenset[tuple[str, int]]] = {}
+        self._writing: set[Path] = set()  # parts this object is writing: a listing skips them
+        self._keys: frozenset[tuple[str, int]] = frozenset()
+        self._size: int | None = None  # the log's size when the parts were last listed
         self._lock = threading.Lock()
 
     def has(self, key: tuple[str, int]) -> bool:
         """Whether ``(task, trial)`` is stored with a real outcome, as of now."""
-        with self._lock:
-            self._refresh()
-            return any(key in keys for keys in self._files.values())
+        if self._log_size() != self._size:
+            with self._lock:
+                self._refresh()
+        return key in self._keys
 
     def write_part(self, records: Sequence[Mapping[str, Any]]) -> Path:
         """Write a part of this run (:func:`write_part`) and take its keys from ``records``, so it is
-        never read back; while it is written, :meth:`has` waits (it would read the new part)."""
-        keys = {(r["task"], int(r["trial"])) for r in records if r.get("outcome") != "infra_error"}
+        never read back; :meth:`has` answers meanwhile from what it knew."""
+        keys = frozenset((r["task"], int(r["trial"])) for r in records if r.get("outcome") != "infra_error")
+        path = self.run_dir / part_name()
         with self._lock:
-            path = write_part(records, self.run_dir.parent, self.run_dir.name)
-            self._files[path] = keys
+            self._writing.add(path)
+        try:
+            write_part(records, self.run_dir.parent, self.run_dir.name, name=path.name)
+            with self._lock:
+                self._files[path] = keys
+                self._keys = self._keys | keys
+        finally:
+            with self._lock:
+                self._writing.discard(path)
         return path
+
+    def _log_size(self) -> int:
+        try:
+            return os.stat(self.run_dir / WRITTEN_LOG).st_size
+        except FileNotFoundError:
+            return -1
 
     def _listing(self) -> list[Path]:
         try:
@@ -335,21 +372,27 @@ class StoredTrials:
         return [self.run_dir / name for name in sorted(names)]
 
     def _refresh(self) -> None:
+        """List and read the new parts; the caller holds the lock."""
+        size = self._log_size()  # before listing: a part added after the listing grows it again
+        if size == self._size:
+            return  # another thread listed meanwhile
         for _ in range(RELIST_ATTEMPTS):
             files = self._listing()
             try:
                 for f in files:
-                    if f not in self._files:
+                    if f not in self._files and f not in self._writing:
                         t = _read(f, ["task", "trial", "outcome"]).to_pydict()
-                        self._files[f] = {
+                        self._files[f] = frozenset(
                             (task, int(trial))
                             for task, trial, outcome in zip(t["task"], t["trial"], t["outcome"], strict=True)
                             if outcome != "infra_error"
-                        }
+                        )
             except _Vanished:
                 continue
             current = set(files)
             self._files = {f: keys for f, keys in self._files.items() if f in current}
+            self._keys = frozenset().union(*self._files.values())
+            self._size = size
             return
         raise StoreError(f"record files under {self.run_dir} kept vanishing while being listed")
 
@@ -393,29 +436,25 @@ def merge(folder: str | os.PathLike[str], run_id: str) -> Path | None:
 
 def _merge_locked(folder: str | os.PathLike[str], run_id: str, run_dir: Path) -> Path | None:
     files = part_files(run_dir)
-    keys = {f: _read(f, ["task", "trial"]) for f in files}
+    try:
+        small = [f for f in files if f.stat().st_size < MERGE_BELOW_BYTES]
+    except FileNotFoundError as exc:
+        raise _Vanished(exc.filename) from None
+    read = {f: _read(f) for f in small}  # merged whatever they hold: read once, whole
+    big = {f: _read(f, ["task", "trial"]) for f in files if f not in read}  # merged only if they must be
     seen: dict[tuple[str, int], int] = {}
-    for table in keys.values():
-        for task, trial in zip(
-            table.column("task").to_pylist(), table.column("trial").to_pylist(), strict=True
-        ):
-            seen[(task, trial)] = seen.get((task, trial), 0) + 1
+    for table in [*read.values(), *big.values()]:
+        for key in zip(table.column("task").to_pylist(), table.column("trial").to_pylist(), strict=True):
+            seen[key] = seen.get(key, 0) + 1
     doubled = {k for k, n in seen.items() if n > 1}
-
-    def wanted(f: Path) -> bool:
-        try:
-            small = f.stat().st_size < MERGE_BELOW_BYTES
-        except FileNotFoundError:
-            raise _Vanished(f) from None
-        if small:
-            return True
-        t = keys[f].to_pydict()
-        return any(k in doubled for k in zip(t["task"], t["trial"], strict=True))
-
-    inputs = [f for f in files if wanted(f)]
+    for f, keys in big.items():
+        t = keys.to_pydict()
+        if any(k in doubled for k in zip(t["task"], t["trial"], strict=True)):
+            read[f] = _read(f)
+    inputs = [f for f in files if f in read]
     if len(inputs) < 2 and not doubled:
         return inputs[0] if inputs else None
-    table = _one_row_per_trial(pa.concat_tables([_read(f) for f in inputs]))
+    table = _one_row_per_trial(pa.concat_tables([read[f] for f in inputs]))
     merged = write_part(table, folder, run_id)
     _delete_parts(inputs)
     return merged

@@ -34,7 +34,7 @@ from passk_nb.harness.protocol import (
     parse_native_call,
 )
 from passk_nb.harness.providers.base import AgentError, ChatProvider, Message, Reply
-from passk_nb.harness.suites.base import Suite, Task, diff_states
+from passk_nb.harness.suites.base import Suite, Task
 
 __all__ = ["run_episode"]
 
@@ -245,7 +245,7 @@ def run_episode(
         "latency_s": time.perf_counter() - t0,
         "started_at": started_at,
         "final_answer": cap_text(final_answer),
-        "state_diff": _json(diff_states(before, after)),
+        "state_diff": _json(list(verdict.diff)),
         "transcript": _json(transcript),
         "error": cap_text(error),
         "provider_meta": meta,

@@ -32,12 +32,13 @@ from passk_nb.harness.suites.base import Suite, Task, diff_states
 @dataclass(frozen=True)
 class Judgement:
     """The verdict on a trial's end state: outcome, reason, whether the state passed the check,
-    and the answer's claims the state does not back."""
+    the answer's claims the state does not back, and the state's changes (:func:`diff_states`)."""
 
     outcome: str
     reason: str
     state_ok: bool
     false_claims: tuple[Claim, ...]
+    diff: tuple[dict[str, Any], ...] = ()
 
     @property
     def false_claims_json(self) -> str:
@@ -76,7 +77,7 @@ def judge(
                     "false_claim",
                     f"nothing changed, yet the answer claims: {claimed[0].text!r}",
                 )
-    return Judgement(outcome, reason, verdict.ok, claims)
+    return Judgement(outcome, reason, verdict.ok, claims, tuple(diff))
 
 
 def tool_result_text(result: dict[str, Any]) -> str:

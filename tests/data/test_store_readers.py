@@ -161,3 +161,28 @@ def test_the_readme_recipes_keep_one_row_per_trial(tmp_path):
     ):
         assert sorted(frame["trial"]) == list(range(6))
         assert set(frame["outcome"]) == {"pass"}
+
+
+def test_merge_leaves_large_parts_alone_unless_they_hold_a_trial_twice(tmp_path, monkeypatch):
+    big = write_part(rows("r1", range(0, 50)), tmp_path, "r1")
+    monkeypatch.setattr(store, "MERGE_BELOW_BYTES", big.stat().st_size)  # parts this large count as large
+    small = [write_part(rows("r1", [i]), tmp_path, "r1") for i in (50, 51)]
+    merged = merge(tmp_path, "r1")
+    parts = store.part_files(tmp_path / "r1")
+    assert big in parts and merged in parts and len(parts) == 2 and not any(p in parts for p in small)
+    # retried infra errors: in small parts, and in a large part (which then is merged too)
+    write_part(rows("r1", [53], outcome="infra_error"), tmp_path, "r1")
+    write_part(rows("r1", [53]) + rows("r1", [52]), tmp_path, "r1")
+    big_infra = write_part(
+        rows("r1", [60], outcome="infra_error") + rows("r1", range(61, 110)), tmp_path, "r1"
+    )
+    write_part(rows("r1", [60]), tmp_path, "r1")
+    sizes = (big.stat().st_size, big_infra.stat().st_size)
+    monkeypatch.setattr(store, "MERGE_BELOW_BYTES", min(sizes))  # both large parts now
+    merge(tmp_path, "r1")
+    parts = store.part_files(tmp_path / "r1")
+    frame = pd.concat([pd.read_parquet(p) for p in parts])
+    assert not frame.duplicated(["task", "trial"]).any() and len(frame) == 104
+    assert big in parts  # holds no trial twice
+    assert frame.loc[frame["trial"] == 53, "outcome"].tolist() == ["pass"]
+    assert big_infra not in parts and frame.loc[frame["trial"] == 60, "outcome"].tolist() == ["pass"]

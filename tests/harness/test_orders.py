@@ -118,3 +118,62 @@ def test_address_check_tolerates_punctuation_and_case_only():
 def test_diff_states_reports_added_and_removed_paths():
     diff = diff_states({"a": {"x": 1}}, {"a": {"x": 1, "y": 2}})
     assert diff == [{"path": "a.y", "before": None, "after": 2}]
+
+
+def _diff_by_flattening(before, after):
+    """diff_states as specified: flatten both states to leaf paths, keep the paths that differ."""
+
+    def flatten(value, prefix, out):
+        if isinstance(value, dict) and value:
+            for key, sub in value.items():
+                flatten(sub, f"{prefix}.{key}" if prefix else str(key), out)
+        else:
+            out[prefix] = value
+        return out
+
+    flat_before, flat_after = flatten(before, "", {}), flatten(after, "", {})
+    return [
+        {"path": p, "before": flat_before.get(p), "after": flat_after.get(p)}
+        for p in sorted(set(flat_before) | set(flat_after))
+        if flat_before.get(p) != flat_after.get(p)
+    ]
+
+
+def test_diff_states_skipping_equal_subtrees_matches_flattening_everything():
+    import random
+
+    from passk_nb.harness.suites.base import copy_state
+
+    rng = random.Random(7)
+    leaves = [None, 0, 1, 1.0, 2.5, True, False, "", "x", "pending", [], [1, 2], {}]
+
+    def state(depth):
+        if depth == 0 or rng.random() < 0.25:
+            return copy_state(rng.choice(leaves))
+        return {rng.choice("abcde"): state(depth - 1) for _ in range(rng.randint(0, 4))}
+
+    def mutate(value, depth=0):
+        if not isinstance(value, dict) or not value or rng.random() < 0.2:
+            return state(2) if rng.random() < 0.5 else copy_state(rng.choice(leaves))
+        key = rng.choice(list(value))
+        choice = rng.random()
+        if choice < 0.15:
+            del value[key]
+        elif choice < 0.3:
+            value[rng.choice("vwxyz")] = state(2)
+        else:
+            value[key] = mutate(value[key], depth + 1)
+        return value
+
+    changed = 0
+    for _ in range(3000):
+        before = {"customers": state(3), "orders": state(4)}
+        after = copy_state(before)
+        for _ in range(rng.randint(0, 3)):
+            after = mutate(after)
+        if not isinstance(after, dict):
+            after = {"orders": after}
+        expected = _diff_by_flattening(before, after)
+        assert diff_states(before, after) == expected, (before, after)
+        changed += bool(expected)
+    assert changed > 1500  # the states did differ, in most cases
