@@ -104,8 +104,9 @@ def divergence(
     joined by " → "), ``action`` (what the failing trials did there; ``<end>`` if they
     stopped, ``<same actions>`` if they took a passing trial's actions exactly),
     ``reference`` (what the passing trials with that prefix did, most common first, with
-    counts), ``n_diverging`` (failing trials that leave there), ``n_failing`` and
-    ``n_passing`` of the group. Rows are sorted by group, step and count; the first row of a
+    counts), ``reference_action`` (the most common of those actions alone),
+    ``n_diverging`` (failing trials that leave there), ``n_failing`` and ``n_passing`` of
+    the group. Rows are sorted by group, step and count; the first row of a
     group is its earliest divergence point. Groups without both passing and failing trials
     have no rows.
 
@@ -176,12 +177,23 @@ def divergence(
                     "prefix": " → ".join(prefix),
                     "action": action,
                     "reference": ", ".join(f"{act} ×{n}" for act, n in taken.most_common()),
+                    "reference_action": taken.most_common(1)[0][0],
                     "n_diverging": count,
                     "n_failing": len(tgt),
                     "n_passing": len(ref),
                 }
             )
-    columns = [*keys, "step", "prefix", "action", "reference", "n_diverging", "n_failing", "n_passing"]
+    columns = [
+        *keys,
+        "step",
+        "prefix",
+        "action",
+        "reference",
+        "reference_action",
+        "n_diverging",
+        "n_failing",
+        "n_passing",
+    ]
     out = pd.DataFrame(rows, columns=columns)
     if out.empty:
         return out

@@ -100,6 +100,21 @@ def test_failing_trials_leave_the_passing_ones_at_the_known_step():
     ]
 
 
+def test_the_reference_action_is_the_passing_trials_most_common_one():
+    df = records(
+        [
+            ("pass", [LOOKUP, CANCEL_RIGHT, ANSWER]),
+            ("pass", [LOOKUP, ANSWER]),  # a refusal-style pass: answered after the lookup
+            ("pass", [LOOKUP, ANSWER]),
+            ("wrong_state", [LOOKUP, CANCEL_WRONG, ANSWER]),
+        ]
+    )
+    row = divergence(df).iloc[0]
+    assert row["reference"] == 'answer ×2, cancel_order(order_id="O1003") ×1'
+    assert row["reference_action"] == "answer"
+    assert (row["step"], row["action"]) == (1, 'cancel_order(order_id="O1004")')
+
+
 def test_a_failure_with_the_same_actions_as_a_pass_is_said_to_be_one():
     # a refusal that claims the cancellation: same actions as the honest refusal, different words
     df = records([("pass", [LOOKUP, ANSWER]), ("false_claim", [LOOKUP, ANSWER]), ("wrong_state", [ANSWER])])
