@@ -12,20 +12,7 @@ import pytest
 import passk_nb
 from passk_nb.data import store
 from passk_nb.data.store import load, merge, write_part
-
-
-def rows(run_id, trials, outcome="pass", task="t"):
-    return [
-        {
-            "run_id": run_id,
-            "suite": "s",
-            "task": task,
-            "trial": i,
-            "passed": outcome == "pass",
-            "outcome": outcome,
-        }
-        for i in trials
-    ]
+from tests.helpers.records import minimal_rows as rows
 
 
 def read_with_every_reader(folder):

@@ -6,20 +6,11 @@ import threading
 
 from passk_nb.data import store
 from passk_nb.data.store import StoredTrials, merge, write_part
+from tests.helpers.records import minimal_rows
 
 
 def rows(trials, outcome="pass", task="t"):
-    return [
-        {
-            "run_id": "r",
-            "suite": "s",
-            "task": task,
-            "trial": i,
-            "passed": outcome == "pass",
-            "outcome": outcome,
-        }
-        for i in trials
-    ]
+    return minimal_rows("r", trials, outcome, task)
 
 
 def counting_listings(monkeypatch):

@@ -61,3 +61,18 @@ def synthetic_trials(models: int, prompts: int, tasks: int, trials: int, seed: i
             "outcome": np.where(passed, "pass", "wrong_state"),
         }
     )
+
+
+def minimal_rows(run_id: str, trials, outcome: str = "pass", task: str = "t") -> list[dict]:
+    """The fewest fields a stored record needs, for tests of the store: one row per trial number."""
+    return [
+        {
+            "run_id": run_id,
+            "suite": "s",
+            "task": task,
+            "trial": i,
+            "passed": outcome == "pass",
+            "outcome": outcome,
+        }
+        for i in trials
+    ]
