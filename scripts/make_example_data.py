@@ -38,7 +38,7 @@ reply for reply. The runs resume: re-running only fills in missing trials.
   Whole. The suite's schema at temperature 0 (2026-12-01; the default, strict
   and fewshot runs took 1,960, 1,762 and 1,241 s on 2 cores shared with test
   runs) and at 0.7 (2026-12-02: 1,616, 1,648 and 1,008 s, also shared); any
-  JSON at temperature 0 (2026-12-02: 1,089, 886 after a resume, and 735 s) and
+  JSON at temperature 0 (2026-12-02: 1,096, 886 after a resume, and 735 s) and
   at 0.7 (680, 735 and 953 s), about four hours in all.
 
 Wall time, measured on 2 shared cores (other work running alongside): about 20
