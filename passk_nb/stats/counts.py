@@ -494,8 +494,35 @@ def _equals(column: pd.Series, value: str) -> np.ndarray:
         return column.cat.codes.to_numpy() == at if at >= 0 else np.zeros(len(column), dtype=bool)
     array = _arrow(column)
     if array is not None:
-        return pc.fill_null(pc.equal(array, value), False).to_numpy(zero_copy_only=False)
+        return _bools(pc.equal(array, value), missing=False)
     return np.asarray(column.eq(value).to_numpy(dtype=bool, na_value=False))
+
+
+def _bools(values: pa.Array | pa.ChunkedArray, missing: bool) -> np.ndarray:
+    """A pyarrow boolean array as numpy booleans, a missing value as ``missing``. The bitmaps are
+    unpacked by numpy: pyarrow's own conversion takes ~1 ms per million values, 20× longer.
+
+    >>> _bools(pa.chunked_array([[True, None], [], [False]]), missing=True).tolist()
+    [True, True, False]
+    """
+    parts = []
+    for chunk in values.chunks if isinstance(values, pa.ChunkedArray) else [values]:
+        n, offset = len(chunk), chunk.offset
+        if n == 0:
+            continue
+        validity, data = chunk.buffers()
+        bits = np.unpackbits(np.frombuffer(data, dtype=np.uint8), count=offset + n, bitorder="little")[
+            offset:
+        ]
+        if chunk.null_count:
+            valid = np.unpackbits(
+                np.frombuffer(validity, dtype=np.uint8), count=offset + n, bitorder="little"
+            )
+            bits = np.where(valid[offset:].view(bool), bits, np.uint8(missing))
+        parts.append(bits.view(bool))
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
 
 
 def _arrow(column: pd.Series) -> pa.ChunkedArray | pa.Array | None:
@@ -516,8 +543,7 @@ def _changes(column: pd.Series) -> np.ndarray | None:
         return codes[1:] != codes[:-1]
     array = _arrow(column)
     if array is not None:
-        changed = pc.fill_null(pc.not_equal(array[1:], array[:-1]), True)
-        return np.asarray(changed.to_numpy(zero_copy_only=False))
+        return _bools(pc.not_equal(array[1:], array[:-1]), missing=True)
     if column.dtype.kind in "biuf":  # NaN != NaN: a change, harmless
         values = column.to_numpy()
         return values[1:] != values[:-1]

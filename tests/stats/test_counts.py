@@ -101,6 +101,40 @@ def test_row_order_and_index_do_not_matter(kind: str) -> None:
         pd.testing.assert_frame_equal(got[list(expected.columns)], expected)
 
 
+@pytest.mark.parametrize("missing", [True, False])
+def test_arrow_booleans_unpack_like_pyarrow_at_any_offset(missing: bool) -> None:
+    import pyarrow as pa
+
+    from passk_nb.stats.counts import _bools
+
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        values = [
+            None if rng.random() < 0.2 else bool(rng.random() < 0.5) for _ in range(rng.integers(0, 40))
+        ]
+        whole = pa.array(values, type=pa.bool_())
+        cuts = sorted(rng.integers(0, len(values) + 1, size=2))
+        chunked = pa.chunked_array(
+            [whole[: cuts[0]], whole[cuts[0] : cuts[1]], whole[cuts[1] :]], type=pa.bool_()
+        )
+        expected = [missing if v is None else v for v in values]
+        assert _bools(chunked, missing=missing).tolist() == expected
+        assert _bools(whole[cuts[0] :], missing=missing).tolist() == expected[cuts[0] :]
+
+
+def test_string_columns_in_several_arrow_chunks_with_missing_values_count_the_same() -> None:
+    """Concatenated frames hold arrow arrays of several chunks, each a slice at an offset: the
+    change and equality bitmaps are unpacked chunk by chunk."""
+    df = random_frame(3, rows=3_000).sort_values(["model", "prompt_hash", "task"], na_position="last")
+    df = df.astype({"model": "str", "prompt_hash": "str", "task": "str", "outcome": "str"})
+    df.loc[df.index[::97], "outcome"] = None  # missing outcomes: never infra errors
+    pieces = pd.concat([df.iloc[:1001], df.iloc[1001:1003], df.iloc[1003:]])
+    assert pieces["model"].array._pa_array.num_chunks == 3
+    for by in (("model", "prompt_hash"), ("model",)):
+        expected = groupby_counts(df, by, "exclude")
+        pd.testing.assert_frame_equal(counts(pieces, by=by)[list(expected.columns)], expected)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_outcome_columns_count_each_outcome(seed: int) -> None:
     df = random_frame(seed)
