@@ -325,12 +325,13 @@ def main() -> int:
     parser.add_argument("--trials", type=int, default=2000, help="trials per concurrency (default 2000)")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[32, 128, 256])
     parser.add_argument("--latency", type=float, default=0.05, help="server seconds per request (0.05)")
-    parser.add_argument(
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
         "--callable",
         action="store_true",
         help="only the in-process function-agent run (target ≤ 1.25x ideal, issue 2)",
     )
-    parser.add_argument(
+    mode.add_argument(
         "--floor",
         action="store_true",
         help="only the bare clients against a minimal asyncio server (no target)",
