@@ -329,7 +329,7 @@ class StoredTrials:
         self.run_dir = Path(folder) / run_id
         self._files: dict[Path, frozenset[tuple[str, int]]] = {}
         self._writing: set[Path] = set()  # parts this object is writing: a listing skips them
-        self._keys: frozenset[tuple[str, int]] = frozenset()
+        self._keys: set[tuple[str, int]] = set()  # the union of _files' keys, grown in place
         self._size: int | None = None  # the log's size when the parts were last listed
         self._lock = threading.Lock()
 
@@ -351,7 +351,7 @@ class StoredTrials:
             write_part(records, self.run_dir.parent, self.run_dir.name, name=path.name)
             with self._lock:
                 self._files[path] = keys
-                self._keys = self._keys | keys
+                self._keys |= keys
         finally:
             with self._lock:
                 self._writing.discard(path)
@@ -382,16 +382,18 @@ class StoredTrials:
                 for f in files:
                     if f not in self._files and f not in self._writing:
                         t = _read(f, ["task", "trial", "outcome"]).to_pydict()
-                        self._files[f] = frozenset(
+                        self._files[f] = keys = frozenset(
                             (task, int(trial))
                             for task, trial, outcome in zip(t["task"], t["trial"], t["outcome"], strict=True)
                             if outcome != "infra_error"
                         )
+                        self._keys |= keys
             except _Vanished:
                 continue
             current = set(files)
-            self._files = {f: keys for f, keys in self._files.items() if f in current}
-            self._keys = frozenset().union(*self._files.values())
+            if any(f not in current for f in self._files):  # merged or deleted: count what is left
+                self._files = {f: keys for f, keys in self._files.items() if f in current}
+                self._keys = set().union(*self._files.values())
             self._size = size
             return
         raise StoreError(f"record files under {self.run_dir} kept vanishing while being listed")
