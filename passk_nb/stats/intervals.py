@@ -70,6 +70,13 @@ def fixed_task_variance(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
     return estimator_variance(n, c, k, (c + 0.5) / (n + 1))
 
 
+def fixed_interval(value: np.ndarray, se: np.ndarray, ci: float) -> tuple[np.ndarray, np.ndarray]:
+    """The *these tasks, re-rolled* interval from a value and its fixed-task standard error:
+    value ± z·se, clipped to [0, 1]; the one place that turns ``se_fixed`` into bounds."""
+    z = float(sps.norm.ppf(0.5 + ci / 2))
+    return np.clip(value - z * se, 0.0, 1.0), np.clip(value + z * se, 0.0, 1.0)
+
+
 def unbiased_variance(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
     """The unbiased estimate U² − C(c, 2k)/C(n, 2k) of the estimator's variance (NaN where n < 2k).
 

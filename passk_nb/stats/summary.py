@@ -64,6 +64,7 @@ from passk_nb.stats.intervals import (
     cell_spread,
     check_method,
     clopper_pearson,
+    fixed_interval,
     fixed_task_variance,
     kg_interval,
     t_interval,
@@ -116,6 +117,9 @@ def summarize(
       (3 of 4 trials passed: pass^4 = 0, yet p^4 > 0 for sure).
     - ``pass^k_se_fixed``, ``pass@k_se_fixed``: standard errors for *these tasks, re-rolled*;
       positive whenever the covered tasks have n ≥ k.
+    - ``pass@k_fixed_lo``, ``pass@k_fixed_hi``, ``pass^k_fixed_lo``, ``pass^k_fixed_hi``: the ``ci``
+      interval for *these tasks, re-rolled* (:func:`~passk_nb.stats.intervals.fixed_interval`); tables,
+      plots and the gate read these bounds and compute none of their own.
     - ``pass@k_infra_fail``, ``pass^k_infra_fail``: the values had the excluded infrastructure
       errors counted as failures (NaN where none were excluded): the sensitivity of the headline
       to the assumption that infrastructure errors are unrelated to task difficulty.
@@ -251,7 +255,8 @@ def curve(
     {min_tasks}
 
     Columns: the ``by`` columns, ``k``, ``metric`` (``"pass@k"`` or ``"pass^k"``), ``value``,
-    ``lo``, ``hi`` (the :func:`summarize` interval for new tasks), ``se_fixed``,
+    ``lo``, ``hi`` (the :func:`summarize` interval for new tasks), ``se_fixed``, ``fixed_lo``,
+    ``fixed_hi`` (the interval for these tasks re-rolled),
     ``n_tasks``, ``n_tasks_covered``, ``partial`` (True where k exceeds some tasks' n, so
     those tasks are left out of the value) and ``ci_method``. Then the curve is over fewer tasks and can rise:
     pass^k falls with k only where ``partial`` is False. Add ``"task"`` to ``by`` for per-task
@@ -314,6 +319,8 @@ def curve(
             lo=wide[f"{metric}_lo"],
             hi=wide[f"{metric}_hi"],
             se_fixed=wide[f"{metric}_se_fixed"],
+            fixed_lo=wide[f"{metric}_fixed_lo"],
+            fixed_hi=wide[f"{metric}_fixed_hi"],
             n_tasks=wide["n_tasks"],
             n_tasks_covered=wide["n_tasks_covered"],
             partial=partial,
@@ -380,6 +387,7 @@ def _summary(
             np.sqrt(group_sums(cell_group, variances.reshape(flat) * weight, n_groups))
             / np.repeat(n_covered, m, axis=1)
         ).reshape(n_groups, n_ks, m)
+    fixed_lo, fixed_hi = fixed_interval(means, se, ci)
     lo, hi = np.full((n_groups, n_ks, m), np.nan), np.full((n_groups, n_ks, m), np.nan)
     ci_method = np.full((n_groups, n_ks), "none", dtype=object)
     if n_boot and "task" in by:
@@ -446,6 +454,10 @@ def _summary(
             "pass^k_hi": hi[:, j, 1],
             "pass^k_se_fixed": se[:, j, 1],
             "pass@k_se_fixed": se[:, j, 0],
+            "pass@k_fixed_lo": fixed_lo[:, j, 0],
+            "pass@k_fixed_hi": fixed_hi[:, j, 0],
+            "pass^k_fixed_lo": fixed_lo[:, j, 1],
+            "pass^k_fixed_hi": fixed_hi[:, j, 1],
             "n_infra_excluded": sums["n_infra_excluded"],
             "ci_method": ci_method[:, j],
         }

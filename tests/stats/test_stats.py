@@ -29,11 +29,25 @@ SUMMARY_COLUMNS = [
     "pass^k_hi",
     "pass^k_se_fixed",
     "pass@k_se_fixed",
+    "pass@k_fixed_lo",
+    "pass@k_fixed_hi",
+    "pass^k_fixed_lo",
+    "pass^k_fixed_hi",
     "n_infra_excluded",
     "ci_method",
     "pass@k_infra_fail",
     "pass^k_infra_fail",
 ]
+
+
+def test_fixed_task_bounds_are_the_shipped_columns():
+    table = pd.DataFrame({"model": "m", "task": list("abcde"), "n": 4, "c": [4, 3, 2, 1, 0]})
+    out = summarize(table, k=2).iloc[0]
+    for metric in ("pass@k", "pass^k"):
+        assert 0 <= out[f"{metric}_fixed_lo"] < out[metric] < out[f"{metric}_fixed_hi"] <= 1
+    line = curve(table, ks=[2], n_boot=0)
+    hat = line[line["metric"] == "pass^k"].iloc[0]
+    assert (hat["fixed_lo"], hat["fixed_hi"]) == (out["pass^k_fixed_lo"], out["pass^k_fixed_hi"])
 
 
 def synthetic(p: np.ndarray, n: int, rng: np.random.Generator) -> pd.DataFrame:
@@ -278,6 +292,8 @@ def test_curve_is_tidy_and_agrees_with_summarize() -> None:
         "lo",
         "hi",
         "se_fixed",
+        "fixed_lo",
+        "fixed_hi",
         "n_tasks",
         "n_tasks_covered",
         "partial",
