@@ -10,8 +10,8 @@ claim each trial first (:class:`TrialClaims`), and :func:`merge` leaves one row
 per trial. Two files can hold the same trial only while a resume retries an
 ``infra_error`` (until its merge) or after a merge was killed (until the next
 merge); :func:`load` keeps one row per ``(run_id, task, trial)`` in every case,
-and a file that vanishes while being read (merged by another process) makes it
-list the folder again, never skip.
+and reads a consistent set: a file that vanishes while being read, or a merge
+logged while the folder was listed, makes it list the folder again, never skip.
 
 >>> import tempfile
 >>> from passk_nb.data.records import frame_from_records
@@ -36,9 +36,9 @@ import threading
 import time
 import uuid
 import warnings
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 import pyarrow as pa
@@ -63,6 +63,7 @@ __all__ = [
     "existing_trials",
     "merge",
     "part_files",
+    "read_consistent",
     "write_spec",
     "read_specs",
     "TrialClaims",
@@ -70,6 +71,7 @@ __all__ = [
 ]
 
 SPEC_FILE = "_spec.json"
+T = TypeVar("T")
 
 
 class StoreError(OSError):
@@ -82,13 +84,31 @@ def _is_hidden(path: Path, root: Path) -> bool:
 
 def part_files(folder: str | os.PathLike[str]) -> list[Path]:
     """Every record file under ``folder`` (hidden and temporary files excluded), sorted."""
-    root = Path(folder)
-    return sorted(p for p in root.rglob("*.parquet") if p.is_file() and not _is_hidden(p, root))
+    return _scan(Path(folder))[0]
+
+
+def _scan(root: Path) -> tuple[list[Path], dict[Path, int]]:
+    """One walk of ``root``: its record files, sorted, and the size of each run's :data:`WRITTEN_LOG`.
+
+    Entries are typed from the directory listing itself (no ``stat`` per file), so a file merged
+    away while the folder is walked is still listed, and reading it then says it vanished."""
+    parts: list[Path] = []
+    logs: dict[Path, int] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not d.startswith((".", "_"))]
+        here = Path(dirpath)
+        parts.extend(here / f for f in filenames if f.endswith(".parquet") and not f.startswith((".", "_")))
+        if WRITTEN_LOG in filenames:
+            with contextlib.suppress(FileNotFoundError):
+                logs[here] = os.stat(here / WRITTEN_LOG).st_size
+    return sorted(parts), logs
 
 
 #: Every part written to a run folder appends one byte to this file, after the part is in place:
 #: a reader that saw its size unchanged knows no part was added meanwhile (:class:`StoredTrials`).
+#: A part written by :func:`merge` appends :data:`MERGED` instead: its inputs are deleted next.
 WRITTEN_LOG = "_written.log"
+WRITTEN, MERGED = b".", b"m"
 
 
 def part_name() -> str:
@@ -102,10 +122,13 @@ def write_part(
     folder: str | os.PathLike[str],
     run_id: str,
     name: str | None = None,
+    *,
+    merged: bool = False,
 ) -> Path:
     """Write records atomically as a new part file of ``run_id``; return its path.
 
-    ``name`` (default: a new :func:`part_name`) is the file's name in ``<folder>/<run_id>/``.
+    ``name`` (default: a new :func:`part_name`) is the file's name in ``<folder>/<run_id>/``;
+    ``merged``: the part replaces others (:func:`merge`), which readers must know (:func:`load`).
     """
     table = records if isinstance(records, pa.Table) else table_from_records(records)
     run_dir = Path(folder) / run_id
@@ -119,7 +142,7 @@ def write_part(
             os.fsync(fh.fileno())
         os.replace(tmp, final)
         with open(run_dir / WRITTEN_LOG, "ab") as log:
-            log.write(b".")
+            log.write(MERGED if merged else WRITTEN)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise StoreError(
@@ -220,22 +243,57 @@ def _read_all(files: list[Path], strict: bool, columns: list[str] | None = None)
 
 
 def _read_folder(root: Path, strict: bool, columns: list[str] | None = None) -> list[pa.Table]:
-    """Every record file under ``root``, read from one listing; re-listed when a file vanishes.
+    """Every record file under ``root``, as one consistent set (:func:`read_consistent`)."""
+    if root.is_file():
+        return _read_all([root], strict, columns)
+    return read_consistent(root, lambda files: _read_all(files, strict, columns))
 
-    A file that disappears between listing and reading was merged by another
-    process into a new file that is already in place: reading a fresh listing
-    sees its rows exactly once more (and :func:`load` keeps one per trial).
+
+def read_consistent(root: str | os.PathLike[str], read: Callable[[list[Path]], T]) -> T:
+    """``read(files)`` of the record files under ``root``, done again until nothing merged meanwhile.
+
+    A merge writes its part (logging :data:`MERGED`) before it deletes the inputs. So a read is
+    complete when no file it listed vanished, and no run logged a merge between the moment before
+    the listing and the moment after a second listing, nor lost a file a listing had (a folder
+    without a log: copied, or older). Parts added by running writers meanwhile do not make a read
+    stale: they are newer than it. A listing that missed both a merged part and its deleted inputs
+    would otherwise lose their rows without an error. ``read`` raises :class:`FileNotFoundError`
+    (or ``_Vanished``) for a listed file that is gone.
     """
+    root = Path(root)
+    logs = _scan(root)[1]  # the logs' sizes before the listing (each walk reads a log after its folder)
     for _ in range(RELIST_ATTEMPTS):
-        files = [root] if root.is_file() else part_files(root)
+        files, _ = _scan(root)
         try:
-            return _read_all(files, strict, columns)
-        except _Vanished:
-            time.sleep(0.01)
+            result = read(files)
+        except (_Vanished, FileNotFoundError):
+            complete = False
+        else:
+            complete = True
+        after, logs_after = _scan(root)
+        if complete and not _merged_since(logs, files) and set(files) <= set(after):
+            return result
+        logs = logs_after
+        time.sleep(0.01)
     raise StoreError(
-        f"record files under {root} kept vanishing while being read ({RELIST_ATTEMPTS} listings): "
+        f"record files under {root} kept being merged while being read ({RELIST_ATTEMPTS} listings): "
         "another process is merging them; try again"
     )
+
+
+def _merged_since(logs: Mapping[Path, int], files: Iterable[Path]) -> bool:
+    """Whether a run logged a merge past the size its log had before the listing (from the start,
+    for a run folder that had no log then)."""
+    for run_dir in {*logs, *(f.parent for f in files)}:
+        try:
+            with open(run_dir / WRITTEN_LOG, "rb") as fh:
+                fh.seek(logs.get(run_dir, 0))
+                if MERGED in fh.read():
+                    return True
+        except FileNotFoundError:
+            if run_dir in logs:
+                return True
+    return False
 
 
 def _one_row_per_trial(table: pa.Table) -> pa.Table:
@@ -457,7 +515,7 @@ def _merge_locked(folder: str | os.PathLike[str], run_id: str, run_dir: Path) ->
     if len(inputs) < 2 and not doubled:
         return inputs[0] if inputs else None
     table = _one_row_per_trial(pa.concat_tables([read[f] for f in inputs]))
-    merged = write_part(table, folder, run_id)
+    merged = write_part(table, folder, run_id, merged=True)
     _delete_parts(inputs)
     return merged
 

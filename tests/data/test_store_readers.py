@@ -29,27 +29,99 @@ def read_with_every_reader(folder):
     return {name: (len(f), int(f.duplicated().sum())) for name, f in frames.items()}
 
 
-def test_a_part_that_vanishes_between_listing_and_reading_means_relist(tmp_path, monkeypatch):
+class _Listing:
+    """os.scandir's context manager over a fixed list of entries."""
+
+    def __init__(self, entries):
+        self.entries = iter(entries)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return next(self.entries)
+
+    def close(self):
+        pass
+
+
+def merge_during_listing(monkeypatch, run_dir, folder, run_id, *, show_merged_part, nth=1):
+    """Make the ``nth`` listing of ``run_dir`` race a merge: the directory is read, then merged (a new
+    part written, its inputs deleted), and the listing returns what it read less the inputs that
+    are gone by then, with or without the merged part (a directory read is not a snapshot: an entry
+    removed or added while it is read may or may not appear)."""
+    import os
+
+    real = os.scandir
+    state = {"done": False, "calls": 0}
+
+    def scandir(path="."):
+        if state["done"] or os.path.abspath(path) != str(run_dir):
+            return real(path)
+        state["calls"] += 1
+        if state["calls"] < nth:
+            return real(path)
+        state["done"] = True
+        with real(path) as it:
+            before = list(it)
+        merge(folder, run_id)
+        kept = [e for e in before if not e.name.endswith(".parquet") or os.path.exists(e.path)]
+        if show_merged_part:
+            with real(path) as it:
+                known = {e.name for e in kept}
+                kept += [e for e in it if e.name not in known]
+        return _Listing(kept)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    return state
+
+
+@pytest.mark.parametrize("show_merged_part", [False, True])
+def test_a_merge_racing_the_listing_loses_no_rows(tmp_path, monkeypatch, show_merged_part):
+    # issue 29 item 6: load dropped the merged-away parts it had listed, and missed the merged part
+    # created after the listing: 0 or 3 of 9 rows, no error
+    monkeypatch.setattr(store, "MERGE_BELOW_BYTES", 10**9)
     for chunk in (range(0, 3), range(3, 6), range(6, 9)):
         write_part(rows("r", chunk), tmp_path, "r")
-    real = store.part_files
-    calls = {"n": 0}
-
-    def listing_with_a_merged_away_part(folder):
-        calls["n"] += 1
-        files = real(folder)
-        return [*files, tmp_path / "r" / "part-merged-away.parquet"] if calls["n"] == 1 else files
-
-    monkeypatch.setattr(store, "part_files", listing_with_a_merged_away_part)
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # lenient mode must not "skip" it either
-        assert len(load(tmp_path, strict=False)) == 9
-    calls["n"] = 0
+    state = merge_during_listing(
+        monkeypatch, tmp_path / "r", tmp_path, "r", show_merged_part=show_merged_part
+    )
     assert len(load(tmp_path)) == 9
-    calls["n"] = 0
-    assert store.existing_trials(tmp_path, "r") == {("t", i) for i in range(9)}
+    assert state["done"]
+
+
+@pytest.mark.parametrize("nth", [1, 2, 3])
+def test_a_merge_of_some_parts_racing_the_listing_loses_none_of_them(tmp_path, monkeypatch, nth):
+    # a large part the merge leaves alone is listed; the small ones it merges are gone from the
+    # listing and the merged part is not yet in it: only the run's log can say a merge happened
+    big = write_part(rows("r", range(0, 300)), tmp_path, "r")
+    monkeypatch.setattr(store, "MERGE_BELOW_BYTES", big.stat().st_size)
+    for chunk in (range(300, 303), range(303, 306)):
+        write_part(rows("r", chunk), tmp_path, "r")
+    state = merge_during_listing(monkeypatch, tmp_path / "r", tmp_path, "r", show_merged_part=False, nth=nth)
+    assert sorted(load(tmp_path)["trial"]) == list(range(306))
+    assert state["done"] and len(store.part_files(tmp_path)) == 2  # the merge happened
+
+
+def test_parts_written_during_a_load_do_not_make_it_retry(tmp_path, monkeypatch):
+    # a running writer adds parts all the time: a load is consistent without them
+    write_part(rows("r", range(3)), tmp_path, "r")
+    real = store._read_all
+    written = iter(range(3, 3 + 3 * (store.RELIST_ATTEMPTS + 5), 3))
+
+    def read_while_a_writer_writes(files, strict, columns=None):
+        start = next(written)
+        write_part(rows("r", range(start, start + 3)), tmp_path, "r")
+        return real(files, strict, columns)
+
+    monkeypatch.setattr(store, "_read_all", read_while_a_writer_writes)
+    assert len(load(tmp_path)) >= 3
 
 
 def test_load_during_merges_never_fails_nor_loses_rows(tmp_path):
