@@ -29,7 +29,7 @@ from tqdm.auto import tqdm
 
 from passk_nb.data.records import frame_from_records, storable_record
 from passk_nb.data.store import StoredTrials, TrialClaims, load, merge, write_part
-from passk_nb.harness.providers.base import cancel_scope
+from passk_nb.harness.providers.base import STOPS_RUN, cancel_scope
 
 log = logging.getLogger("passk_nb")
 
@@ -399,6 +399,7 @@ def execute_trials(
                         if writer is not None:
                             writer.flush_if_due()
                         continue
+                    stops_run = record.pop(STOPS_RUN, False)
                     record = storable_record(record)  # the boundary: texts escaped, numbers range-checked
                     if keep_records:
                         records.append(record)
@@ -407,6 +408,8 @@ def execute_trials(
                     if on_record is not None:
                         on_record(record)
                     bar.update(1)
+                    if stops_run:  # the agent raised KeyboardInterrupt: stop as Ctrl-C does
+                        raise KeyboardInterrupt(f"raised by the agent in task {record.get('task')!r}")
             finally:
                 if writer is not None:
                     writer.flush()

@@ -33,7 +33,7 @@ from passk_nb.harness.protocol import (
     parse_action,
     parse_native_call,
 )
-from passk_nb.harness.providers.base import AgentError, ChatProvider, Message, Reply
+from passk_nb.harness.providers.base import STOPS_RUN, AgentError, ChatProvider, Message, Reply
 from passk_nb.harness.suites.base import Suite, Task
 
 __all__ = ["run_episode"]
@@ -102,6 +102,7 @@ def run_episode(
     meta: dict[str, Any] = {}
     seen: list[str] = []  # successful tool results, for the refusal check
     outcome: str | None = None
+    stops_run = False  # the agent raised KeyboardInterrupt: the run stops after this trial
     final_answer: str | None = None
     error: str | None = None
     started_at = dt.datetime.now(dt.UTC)
@@ -138,6 +139,7 @@ def run_episode(
                 raw = provider.chat(list(messages))
         except AgentError as exc:  # the user's own agent code raised: the agent's failure
             counts["attempts"] += 1
+            stops_run = exc.stops_run
             outcome, error = "agent_error", f"{exc}\n{exc.details}".strip()
             transcript.append(transcript_entry("agent_error", "system", error))
             break
@@ -249,4 +251,5 @@ def run_episode(
         "transcript": _json(transcript),
         "error": cap_text(error),
         "provider_meta": meta,
+        **({STOPS_RUN: True} if stops_run else {}),
     }

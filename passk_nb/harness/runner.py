@@ -93,11 +93,14 @@ def _trial_record(
         bound = Paced(bound, limiter)
     started = dt.datetime.now(dt.UTC)
     try:
-        fields = run_episode(suite, suite.task(task_id), bound, **episode_options)
+        return _record(
+            base, task_id, trial, seed, run_episode(suite, suite.task(task_id), bound, **episode_options)
+        )
     except Exception as exc:  # a harness bug must not stop the run; it is kept, visibly, as infra
         log.exception("harness error in task %s trial %d", task_id, trial)
-        fields = _infra(started, f"harness error: {type(exc).__name__}: {exc}")
-    return _record(base, task_id, trial, seed, fields)
+        return _record(
+            base, task_id, trial, seed, _infra(started, f"harness error: {type(exc).__name__}: {exc}")
+        )
 
 
 def run(

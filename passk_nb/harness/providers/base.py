@@ -103,15 +103,22 @@ def cancellable_sleep(seconds: float) -> None:
 Message = dict[str, Any]
 
 
+#: The key of an episode's fields when the agent raised KeyboardInterrupt: the batch stores the
+#: trial, then stops the run as Ctrl-C does.
+STOPS_RUN = "_stops_run"
+
+
 class AgentError(Exception):
     """Code the user wrote (a function agent, a ``chat`` object) raised: the agent's failure.
 
-    ``details`` holds the innermost frames of the traceback, kept in the trial's record.
+    ``details`` holds the innermost frames of the traceback, kept in the trial's record;
+    ``stops_run``: the agent raised KeyboardInterrupt, so the run stops once this trial is stored.
     """
 
-    def __init__(self, message: str, details: str = ""):
+    def __init__(self, message: str, details: str = "", *, stops_run: bool = False):
         super().__init__(message)
         self.details = details
+        self.stops_run = stops_run
 
 
 class ProviderError(RuntimeError):

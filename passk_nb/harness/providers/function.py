@@ -16,6 +16,7 @@ each trial's seed. An exception raised by the agent is the agent's failure
 from __future__ import annotations
 
 import inspect
+import json
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -68,12 +69,35 @@ class CallableProvider(BaseProvider):
 
     def chat(self, messages: list[Message]) -> str | Reply:
         try:
-            if self.takes_seed:
-                return self.fn(messages, seed=self.seed)
-            return self.fn(messages)
-        except Exception as exc:
+            reply = self.fn(messages, seed=self.seed) if self.takes_seed else self.fn(messages)
+        except (Exception, SystemExit, KeyboardInterrupt) as exc:  # sys.exit() in agent code too
             frames = traceback.format_exception(exc, limit=-TRACEBACK_FRAMES)
-            raise AgentError(f"the agent raised {type(exc).__name__}: {exc}", "".join(frames)) from exc
+            raise AgentError(
+                f"the agent raised {type(exc).__name__}: {exc}",
+                "".join(frames),
+                stops_run=isinstance(exc, KeyboardInterrupt),
+            ) from exc
+        if isinstance(reply, Reply):
+            _check_reply(reply)
+        return reply
 
     def meta(self) -> dict[str, Any]:
         return {"fingerprint": self.fingerprint, **({"version": self.version} if self.version else {})}
+
+
+def _check_reply(reply: Reply) -> None:
+    """Refuse, as the agent's failure, a :class:`Reply` the record could not hold."""
+    for name in ("input_tokens", "output_tokens"):
+        value = getattr(reply, name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise AgentError(
+                f"the agent's Reply.{name} must be an int or None, got {type(value).__name__} {value!r:.40}"
+            )
+    if not isinstance(reply.meta, dict):
+        raise AgentError(f"the agent's Reply.meta must be a dict, got {type(reply.meta).__name__}")
+    try:
+        json.dumps(reply.meta, default=str)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise AgentError(
+            f"the agent's Reply.meta cannot be stored as JSON ({exc}): use str keys and no cycles"
+        ) from None
