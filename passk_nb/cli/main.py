@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from passk_nb._version import __version__
 from passk_nb.cli import cases, check_suite, gate, probe, regrade, report, run, runs, tasks
 from passk_nb.cli.common import PROG, ArgumentParser, CliError, cli_output, error_message
+from passk_nb.cli.terminal import escaped_streams
 
 #: The subcommands, in the order ``--help`` lists them; each module registers its own parser.
 COMMANDS = (run, runs, report, tasks, cases, check_suite, gate, regrade, probe)
@@ -50,6 +51,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     >>> main(["tasks", "--prompt", "nope"])
     2
     """
+    with escaped_streams():  # records' texts are printed as text, never as terminal control
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         args = build_parser().parse_args(argv)
         with cli_output(quiet=getattr(args, "quiet", False)) as handler:

@@ -1,0 +1,44 @@
+"""Nothing passk prints is terminal control (issue 29 item 13): records' texts are escaped."""
+
+from __future__ import annotations
+
+import pytest
+
+import passk_nb
+from passk_nb.cli.main import main
+from passk_nb.data.store import write_part
+
+TITLE, CLEAR, CSI = "\x1b]0;pwned\x07", "\x1b[2J", "\x9b31m"
+
+
+@pytest.fixture(scope="module")
+def hostile_folder(tmp_path_factory):
+    source, folder = tmp_path_factory.mktemp("source"), tmp_path_factory.mktemp("hostile")
+    df = passk_nb.run("scripted", trials=2, out=source, progress=False)
+    df["model"] = f"known{TITLE}good"
+    df["task"] = df["task"] + CLEAR
+    df["prompt_name"] = f"default{CSI}"
+    df.loc[df["trial"] == 1, ["passed", "outcome", "error"]] = (False, "wrong_state", f"bad{CLEAR}state\r")
+    for run_id, rows in df.groupby("run_id"):
+        write_part(rows.astype(object).where(rows.notna(), None).to_dict("records"), folder, str(run_id))
+    return folder
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["runs", "{folder}"],
+        ["report", "{folder}", "--k", "1"],
+        ["report", "{folder}", "--k", "1", "--by", "model,task"],
+        ["report", "{folder}", "--k", "1", "--format", "markdown"],
+        ["report", "{folder}", "--k", "1", "--format", "csv"],
+        ["gate", "{folder}", "--k", "1", "--min", "0.99"],
+        ["report", "{folder}", "--k", "1", "--where", f"model=nope{TITLE}"],
+    ],
+)
+def test_no_command_prints_a_control_character_from_the_records(hostile_folder, capsys, argv):
+    main([a.format(folder=hostile_folder) for a in argv])
+    out, err = capsys.readouterr()
+    for stream in (out, err):
+        assert not any(ch in stream for ch in "\x1b\x07\x9b\r"), repr(stream[:300])
+    assert "\\x1b" in out + err  # shown, escaped, not dropped
