@@ -157,6 +157,43 @@ _COUNTS: frozenset[str] = frozenset(
 )
 
 
+def outcome_problems(passed: pa.Array | pa.ChunkedArray, outcome: pa.Array | pa.ChunkedArray) -> str | None:
+    """What is wrong with these records' outcomes, or None: every ``outcome`` is one of
+    :data:`OUTCOMES` and ``passed`` is true exactly where it is ``"pass"``. Such records were
+    edited or written by something else than passk; counting them would report a number no
+    trial had, so every analysis refuses them (on reading and on counting).
+
+    >>> outcome_problems(pa.array([True, False]), pa.array(["pass", "wrong_state"])) is None
+    True
+    >>> outcome_problems(pa.array([True, True]), pa.array(["pass", "PASS!"]))
+    "1 row has an outcome that is not one of passk's (first: 'PASS!', row 1)"
+    >>> outcome_problems(pa.array([True]), pa.array(["wrong_state"]))
+    "1 row has passed=True with outcome 'wrong_state' (first: row 0)"
+    """
+    import pyarrow.compute as pc
+
+    known = pc.is_in(outcome, value_set=pa.array(OUTCOMES))
+    unknown = pc.invert(pc.fill_null(known, False))
+    if pc.any(unknown).as_py():
+        rows = pc.indices_nonzero(unknown)
+        first = int(rows[0].as_py())
+        n = len(rows)
+        return (
+            f"{n} row{'s' if n > 1 else ''} {'have' if n > 1 else 'has'} an outcome that is not one of "
+            f"passk's (first: {outcome[first].as_py()!r}, row {first})"
+        )
+    disagree = pc.fill_null(pc.not_equal(passed, pc.equal(outcome, "pass")), True)
+    if pc.any(disagree).as_py():
+        rows = pc.indices_nonzero(disagree)
+        first = int(rows[0].as_py())
+        n = len(rows)
+        return (
+            f"{n} row{'s' if n > 1 else ''} {'have' if n > 1 else 'has'} passed={passed[first].as_py()} "
+            f"with outcome {outcome[first].as_py()!r} (first: row {first})"
+        )
+    return None
+
+
 def escape_text(text: str) -> str:
     """``text`` made storable when it holds lone surrogates (invalid Unicode), losslessly.
 

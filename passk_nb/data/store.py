@@ -54,6 +54,7 @@ from passk_nb.data.records import (
     SCHEMA,
     empty_frame,
     frame_from_table,
+    outcome_problems,
     table_from_records,
 )
 
@@ -213,6 +214,10 @@ def _read(path: Path, columns: list[str] | None = None) -> pa.Table:
     holes = [n for n in names if (n in NOT_NULL or n in REQUIRED) and table.column(n).null_count]
     if holes:
         raise ValueError(f"missing values in columns {holes}, which every trial record fills")
+    if "passed" in names and "outcome" in names:
+        problem = outcome_problems(table.column("passed"), table.column("outcome"))
+        if problem:
+            raise ValueError(f"records that passk never writes: {problem}; OUTCOMES lists the outcomes")
     return table
 
 

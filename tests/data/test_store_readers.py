@@ -245,3 +245,22 @@ def test_merge_leaves_large_parts_alone_unless_they_hold_a_trial_twice(tmp_path,
     assert big in parts  # holds no trial twice
     assert frame.loc[frame["trial"] == 53, "outcome"].tolist() == ["pass"]
     assert big_infra not in parts and frame.loc[frame["trial"] == 60, "outcome"].tolist() == ["pass"]
+
+
+@pytest.mark.parametrize(
+    "passed, outcome, says",
+    [(True, "wrong_state", "passed=True with outcome 'wrong_state'"), (True, "PASS!", "'PASS!'")],
+)
+def test_records_whose_outcome_and_passed_disagree_are_refused_on_reading(tmp_path, passed, outcome, says):
+    # issue 29 item 12: passk gate exited 0 on such records
+    good = rows("r", range(3))
+    bad = {**good[0], "trial": 3, "passed": passed, "outcome": outcome}
+    write_part(good, tmp_path, "r")
+    part = write_part([bad], tmp_path, "r")
+    with pytest.raises(ValueError, match=f"{part.name}.*{says}"):
+        load(tmp_path)
+    with pytest.warns(RuntimeWarning, match=says):
+        assert len(load(tmp_path, strict=False)) == 3
+    from passk_nb.cli.main import main
+
+    assert main(["gate", str(tmp_path), "--k", "1", "--min", "0.1"]) == 2
