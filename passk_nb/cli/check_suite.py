@@ -45,7 +45,7 @@ def _cmd_check_suite(args: argparse.Namespace) -> int:
     n_tools = len(suite.tools)
     if problems:
         where = f"{len(suite.tasks)} tasks and {n_tools} tools"
-        print(f"suite {suite.name!r}: {len(problems)} problem(s) in {where}")
+        print(f"suite {suite.name!r}: {len(problems)} problem{'' if len(problems) == 1 else 's'} in {where}")
         return 1
     print(f"✓ suite {suite.name!r}: {len(suite.tasks)} tasks and {n_tools} tools pass every check")
     return 0

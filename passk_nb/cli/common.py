@@ -199,9 +199,17 @@ _TRANSLATIONS: tuple[tuple[str, str], ...] = (
     (r"see its documentation for the options it takes", "see `passk run --help`"),
     (r"choose k ≤ (\d+)", r"choose --k ≤ \1"),
     (r"\bk=(\d+) is larger than", r"--k \1 is larger than"),
+    (r"the base URL \(base_url=\)", "--base-url"),
     (r"trial_timeout must", "--trial-timeout must"),
     (r"\bmax_tokens must", "--max-tokens must"),
     (r"\btimeout must", "--timeout must"),
+    (r"\bseed_repeats must", "--seed-repeats must"),
+    (r"(?<![\w-])repeats must", "--repeats must"),
+    (r"\btrials=(\d+) is more than", r"--trials \1 is more than"),
+    (r"a larger trials= extends", "a larger --trials extends"),
+    (r"\bseed_temperature must", "--seed-temperature must"),
+    (r"(?<![\w-])temperature must", "--temperature must"),
+    (r" \(or None for the backend's default\)", " (or leave --temperature unset for the backend's default)"),
 )
 #: Option names in "does not take the option 'x'" that a CLI flag of another name sets.
 _FLAG_OF_OPTION = {"executable": "--claude-path"}
@@ -223,7 +231,30 @@ def cli_message(text: str) -> str:
         name = match.group(1)
         return "does not take " + _FLAG_OF_OPTION.get(name, "--" + name.replace("_", "-"))
 
-    return re.sub(r"does not take the option '(\w+)'", flag, text)
+    text = re.sub(r"does not take the option '(\w+)'", flag, text)
+    if command_flags is not None:
+        for name, (pattern, replacement) in _ADVICE_OF_FLAG.items():
+            if name not in command_flags:
+                text = re.sub(pattern, replacement, text)
+    return text
+
+
+#: The flags of the command running now (set by ``passk`` once its arguments are parsed), so that
+#: a message advises only flags this command has; None outside a command.
+command_flags: frozenset[str] | None = None
+#: Advice naming a flag that only some commands have -> how it reads in the other commands.
+_ADVICE_OF_FLAG: dict[str, tuple[str, str]] = {
+    "--skip-bad-files": (r",? or pass --skip-bad-files to skip it", ""),
+}
+
+
+def flags_named(text: str) -> set[str]:
+    """The ``--flags`` a message names.
+
+    >>> sorted(flags_named("pass --out DIR, or --skip-bad-files; not -x or a--b"))
+    ['--out', '--skip-bad-files']
+    """
+    return set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", text))
 
 
 def error_message(exc: BaseException) -> str:
@@ -233,7 +264,7 @@ def error_message(exc: BaseException) -> str:
     text = str(exc) or type(exc).__name__
     if isinstance(exc, FileNotFoundError) and exc.filename and str(exc.filename) not in text:
         text = f"{text}: {exc.filename}"
-    return one_line(cli_message(text))
+    return one_line(cli_message(text))  # advising only flags of the command running
 
 
 class _LogToStderr(logging.Handler):

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from passk_nb._version import __version__
-from passk_nb.cli import cases, check_suite, gate, probe, regrade, report, run, runs, tasks
+from passk_nb.cli import cases, check_suite, common, gate, probe, regrade, report, run, runs, tasks
 from passk_nb.cli.common import PROG, ArgumentParser, CliError, cli_output, error_message
 from passk_nb.cli.terminal import escaped_streams
 
@@ -45,6 +45,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """The parser of each subcommand, by name."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(sub.choices)
+
+
+def flags_of(parser: argparse.ArgumentParser) -> frozenset[str]:
+    """Every ``--flag`` a (sub)command's parser takes."""
+    return frozenset(o for a in parser._actions for o in a.option_strings if o.startswith("--"))
+
+
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """``parser``'s arguments; an unknown one is an error of the subcommand, whose ``--help`` lists
+    what it takes (argparse would point to ``passk --help``). From here on, messages advise only
+    flags this subcommand has (:data:`passk_nb.cli.common.command_flags`)."""
+    args, unknown = parser.parse_known_args(argv)
+    command = subcommands(parser)[args.command]
+    if unknown:
+        command.error(f"unrecognized arguments: {' '.join(unknown)}")
+    common.command_flags = flags_of(command)
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``passk`` command; returns the exit status.
 
@@ -52,12 +75,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     2
     """
     with escaped_streams():  # records' texts are printed as text, never as terminal control
-        return _main(argv)
+        try:
+            return _main(argv)
+        finally:
+            common.command_flags = None
 
 
 def _main(argv: Sequence[str] | None) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        args = _parse(build_parser(), argv)
         with cli_output(quiet=getattr(args, "quiet", False)) as handler:
             args.log_handler = handler
             return int(args.func(args))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from passk_nb.cli.common import CliError, positive_int
+from passk_nb.cli.common import CliError, non_negative_int, positive_int
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -32,7 +32,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--suite", default="orders", help="suite whose task prompts are sent (default: orders)")
     p.add_argument("--tasks", help="comma-separated task ids (default: all)")
     p.add_argument(
-        "--repeats", type=positive_int, default=20, help="requests per request and level (default 20)"
+        "--repeats",
+        type=positive_int,
+        default=20,
+        help="requests per request and level, 2 to 10,000 (default 20)",
     )
     p.add_argument(
         "--concurrency",
@@ -46,7 +49,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "--seed-temperature", type=float, default=0.8, help="temperature of the seed check (default 0.8)"
     )
     p.add_argument(
-        "--seed-repeats", type=int, default=5, help="requests per seed-check phase, 0 to skip (default 5)"
+        "--seed-repeats",
+        type=non_negative_int,
+        default=5,
+        help="requests per seed-check phase, 0 to skip (default 5)",
     )
     p.add_argument(
         "--max-tokens", type=positive_int, help="longest reply in tokens (backend default if unset)"

@@ -59,7 +59,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument(
         "--prompt",
         default="default",
-        help="system prompt: a name of the suite (default, strict) or a text file (default: default)",
+        help="system prompt: one of the suite's prompt names (`passk tasks --suite SUITE` lists them) "
+        "or a text file (default: default)",
     )
     p.add_argument("--prompt-name", help="label for a prompt read from a file (default: the file's stem)")
     p.add_argument(

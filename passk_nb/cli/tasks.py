@@ -12,7 +12,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     """Add the ``tasks`` subcommand to ``subparsers`` and return its parser."""
     p = subparsers.add_parser("tasks", help="list the tasks of a suite, or print one of its prompts")
     p.add_argument("--suite", default="orders", help="task suite (default: orders)")
-    p.add_argument("--prompt", help="print this system prompt (e.g. default, strict)")
+    p.add_argument("--prompt", help="print this system prompt (the listing names the suite's prompts)")
     p.set_defaults(func=_cmd_tasks)
     return p
 
@@ -28,7 +28,9 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
         print(suite.prompts[args.prompt])
         return 0
     # a plain listing, not a table: `passk tasks` stays fast (no pandas or scipy import)
-    print(f"suite {suite.name!r}: {len(suite.tasks)} tasks; prompts: {', '.join(suite.prompts)}")
+    n = len(suite.tasks)
+    print(f"suite {suite.name!r}: {n} task{'' if n == 1 else 's'}; prompts: {', '.join(suite.prompts)}")
+    width = max((len(task.id) for task in suite.tasks), default=0)
     for task in suite.tasks:
-        print(f"  {task.id:<24} {task.tests}")
+        print(f"  {task.id:<{width}}  {task.tests}")
     return 0

@@ -237,7 +237,7 @@ def _read_all(files: list[Path], strict: bool, columns: list[str] | None = None)
         except _Vanished:
             raise
         except Exception as exc:
-            message = f"cannot read record file {path}: {type(exc).__name__}: {exc}"
+            message = f"cannot read record file {path}: {type(exc).__name__}: {str(exc).rstrip('. ')}"
             if strict:
                 raise ValueError(
                     message + ". Move the file out of the folder, or call load(..., strict=False) "

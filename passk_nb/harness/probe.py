@@ -52,12 +52,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from passk_nb._version import __version__
+from passk_nb.harness.preflight import check_backend
 from passk_nb.harness.providers import BaseProvider, Message, Reply, make_provider
 from passk_nb.harness.suites import get_suite
 from passk_nb.harness.suites.base import Suite
 
 #: Where probe records go inside a data folder (hidden from trial loads by the leading ``_``).
 PROBES_DIR = "_probes"
+#: The most requests per request and concurrency level (and per seed-check phase) a probe sends:
+#: its plan is built up front, and a million replies already fill a notebook's memory.
+MAX_REPEATS = 10_000
+#: The highest temperature any backend here accepts (OpenAI's range is 0–2).
+MAX_TEMPERATURE = 2.0
 #: Columns of one probe record (one request).
 COLUMNS: tuple[str, ...] = (
     "probe_id",
@@ -139,14 +145,25 @@ def probe(
     levels = sorted({int(c) for c in concurrency})
     if not levels or levels[0] < 1:
         raise ValueError(f"concurrency must be whole numbers ≥ 1, got {list(concurrency)}")
-    if repeats < 2:
-        raise ValueError(f"repeats must be at least 2 to compare replies, got {repeats}")
+    if not 2 <= repeats <= MAX_REPEATS:
+        raise ValueError(
+            f"repeats must be from 2 (to compare replies) to {MAX_REPEATS:,} per request and level, "
+            f"got {repeats}"
+        )
+    if not 0 <= seed_repeats <= MAX_REPEATS:
+        raise ValueError(
+            f"seed_repeats must be from 0 (no seed check) to {MAX_REPEATS:,}, got {seed_repeats}"
+        )
+    for name, value in (("temperature", temperature), ("seed_temperature", seed_temperature)):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_TEMPERATURE:
+            raise ValueError(f"{name} must be a number from 0 to {MAX_TEMPERATURE}, got {value!r}")
     if seed_repeats and seed_temperature <= 0:
         raise ValueError("seed_temperature must be > 0: at temperature 0 different seeds need not differ")
     the_suite = get_suite(suite)
     chosen = [the_suite.task(t) for t in tasks] if tasks is not None else list(the_suite.tasks)
     requests = probe_requests(the_suite, [t.id for t in chosen])
     backend = make_provider(provider, model, temperature=temperature, seed=seed, **options)
+    check_backend(backend)
     described = backend.describe()
     probe_id = uuid.uuid4().hex[:12]
     identity = {

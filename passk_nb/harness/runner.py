@@ -37,6 +37,7 @@ from passk_nb.harness.arguments import (
 from passk_nb.harness.batch import execute_trials, load_trials
 from passk_nb.harness.episode import run_episode
 from passk_nb.harness.pacing import Paced, RateLimit, RateLimiter
+from passk_nb.harness.preflight import check_backend
 from passk_nb.harness.providers import NATIVE_PROVIDERS, BaseProvider, make_provider
 from passk_nb.harness.shards import parse_shard, select_shard
 from passk_nb.harness.spec import (
@@ -325,6 +326,7 @@ def _run_trials(
     if done:
         log.info("run %s: %d trials already in %s, %d to run", run_id, len(done), out_dir, len(todo))
     if todo:
+        check_backend(backend)  # a dead server fails here, once, not in every trial's retries
         write_spec(out_dir, run_id, spec.identity())
     episode_options = {
         "system_prompt": prompt_text,

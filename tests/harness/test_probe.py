@@ -9,7 +9,7 @@ import pytest
 import passk_nb
 from passk_nb.cli.main import main
 from passk_nb.harness.probe import load_probes, probe
-from tests.helpers.fake_servers import FakeServer
+from tests.helpers.fake_servers import FakeServer, Fault
 
 pytestmark = pytest.mark.network_local
 
@@ -128,19 +128,21 @@ def test_the_seed_check_tells_an_honoured_seed_from_an_ignored_one(honour, verdi
 
 
 def test_failed_requests_are_counted_not_hidden():
-    # a backend that is not there: every request is an error row, and the command says so
-    result = probe(
-        "openai",
-        "m",
-        base_url="http://127.0.0.1:9",
-        tasks=TASKS[:1],
-        repeats=2,
-        concurrency=[1],
-        seed_repeats=0,
-        progress=False,
-        max_attempts=1,
-        timeout=2,
-    )
+    # a backend that fails every request: every request is an error row, and the command says so
+    # (one that is not there at all is refused before anything is sent: tests/cli/test_messages.py)
+    with FakeServer("openai", rule=lambda body: Fault.drop()) as server:
+        result = probe(
+            "openai",
+            "m",
+            base_url=server.url,
+            tasks=TASKS[:1],
+            repeats=2,
+            concurrency=[1],
+            seed_repeats=0,
+            progress=False,
+            max_attempts=1,
+            timeout=2,
+        )
     assert result.replies["error"].notna().all() and (result.summary["n_errors"] == 2).all()
     assert not result.summary["deterministic"].any()
 
@@ -162,19 +164,20 @@ def test_the_command_prints_a_verdict_per_concurrency_and_keeps_trial_records_ap
     assert "seed: cannot tell" in out
     assert len(passk_nb.load(tmp_path)) == 5  # probe records never mix with trials
     assert len(load_probes(tmp_path)) == 2 * 2 * 8 + 10
-    down = [
-        "probe",
-        "--provider",
-        "openai",
-        "--base-url",
-        "http://127.0.0.1:9",
-        "--model",
-        "m",
-        "--tasks",
-        "refund-delivered",
-    ]
-    options = ["--repeats", "2", "--concurrency", "1", "--seed-repeats", "0", "--max-attempts", "1"]
-    assert main([*down, *options, "--timeout", "1", "--out", str(tmp_path), "--no-progress"]) == 2
+    with FakeServer("openai", rule=lambda body: Fault.drop()) as failing:
+        down = [
+            "probe",
+            "--provider",
+            "openai",
+            "--base-url",
+            failing.url,
+            "--model",
+            "m",
+            "--tasks",
+            "refund-delivered",
+        ]
+        options = ["--repeats", "2", "--concurrency", "1", "--seed-repeats", "0", "--max-attempts", "1"]
+        assert main([*down, *options, "--timeout", "1", "--out", str(tmp_path), "--no-progress"]) == 2
     assert "all 4 requests failed" in capsys.readouterr().err
 
 
