@@ -140,19 +140,27 @@ def halfwidths(
     return mean["new"].to_numpy(), mean["these"].to_numpy()
 
 
-def pilot_rho(values_a: np.ndarray, values_b: np.ndarray, between_a: float, between_b: float) -> float | None:
-    """Correlation of p^k between two arms across tasks, from the paired per-task estimates of a
-    pilot: their covariance over tasks estimates Cov(p_a^k, p_b^k) without bias (the arms' trials
-    are independent), divided by √(between_a · between_b) of the fitted populations (the sample
-    correlation would be pulled toward 0 by trial noise). None when it cannot be estimated.
+def pilot_rho(
+    values_a: np.ndarray, values_b: np.ndarray, within: np.ndarray, between_a: float, between_b: float
+) -> tuple[float, float] | None:
+    """From the paired per-task estimates of a two-arm pilot: the variance across tasks of the
+    true per-task difference, and the correlation of p^k between arms it implies. The spread of
+    the observed differences less the trials' own noise (``within``, per task: both arms'
+    E[Var(X | p)] at the pilot's n) estimates the first without a fitted joint model; the sample
+    correlation would be pulled toward 0 by trial noise. ``between_a``/``between_b``: each arm's
+    Var(p^k). None when it cannot be estimated.
 
-    >>> round(pilot_rho(np.array([1.0, 0.5, 0.0, 1.0]), np.array([1.0, 0.75, 0.25, 1.0]), 0.4, 0.2), 3)
-    0.589
+    >>> d = pilot_rho(np.array([1.0, 0.5, 0.0, 1.0]), np.array([1.0, 0.75, 0.25, 1.0]),
+    ...               np.full(4, 0.01), 0.2, 0.12)
+    >>> [round(x, 3) for x in d]
+    [0.011, 0.998]
     """
     if values_a.size < 3 or between_a <= 0 or between_b <= 0:
         return None
-    cov = float(np.cov(values_a, values_b)[0, 1])
-    return float(np.clip(cov / np.sqrt(between_a * between_b), -1.0, 1.0))
+    spread = float(np.var(values_b - values_a, ddof=1) - np.mean(within))
+    rho = (between_a + between_b - spread) / (2 * np.sqrt(between_a * between_b))
+    low = (np.sqrt(between_a) - np.sqrt(between_b)) ** 2  # rho = 1: the least a difference can vary
+    return max(spread, low), float(np.clip(rho, -1.0, 1.0))
 
 
 def paired_power(
@@ -261,10 +269,11 @@ def plan(
     - ``mdd_new`` / ``mdd_these``: the smallest paired difference in pass^k between two arms
       (prompts, models) the plan detects with ``power`` at two-sided level ``alpha``, and
       ``power_new`` / ``power_these`` to detect ``diff`` (the paired t over tasks that
-      :func:`compare` ships, and the fixed-task z test). The arms' correlation of p^k across tasks
-      matters for new tasks: ``rho`` and ``rho_source`` say which was used: estimated from a pilot
-      with two arms (:func:`pilot_rho`; then each arm has its own population), given, or the
-      default 0.5 because the pilot has one arm (assumed shared by both arms);
+      :func:`compare` ships, and the fixed-task z test). For new tasks it matters how closely the
+      arms' tasks move together: ``rho`` (their correlation of p^k across tasks) and
+      ``rho_source`` say what was used: estimated from a pilot with two arms (:func:`pilot_rho`,
+      from the spread of its per-task differences; each arm gets its own population), given, or
+      the default 0.5 because the pilot has one arm (its population then stands for both);
     - ``trials_needed_these``: the trials per task that detect ``diff`` with these T tasks
       (NaN when no n ≤ 1000 does);
     - ``trials``, ``input_tokens``, ``output_tokens`` (pilot means per trial × trials),
@@ -321,7 +330,7 @@ def plan(
     n, c = table_a["n"].to_numpy(), table_a["c"].to_numpy()
     pop_a = pilot_population(n, c)
     pop_b = pop_a if on is None else pilot_population(table_b["n"].to_numpy(), table_b["c"].to_numpy())
-    rho_used, rho_source = _rho(rho, on, table_a, table_b, pop_a, pop_b, k)
+    rho_used, rho_source, spread = _rho(rho, on, table_a, table_b, pop_a, pop_b, k)
     per_trial = _per_trial(pilot)
     if budget is not None:
         grid = _splits(budget, k, n.size)
@@ -345,9 +354,8 @@ def plan(
     rows = []
     for i, (t, m) in enumerate(grid):
         _, between, within = components(pop_a, k, m)
-        between_b = components(pop_b, k, m)[1]
         var_these, floor = noise(m)
-        var_new = between + between_b - 2 * rho_used * np.sqrt(between * between_b) + var_these
+        var_new = spread + var_these
         rows.append(
             {
                 "tasks": t,
@@ -402,26 +410,36 @@ def _rho(
     pop_a: Population,
     pop_b: Population,
     k: int,
-) -> tuple[float, str]:
-    """The correlation used and where it came from."""
+) -> tuple[float, str, float]:
+    """The correlation used, where it came from, and the variance across tasks of the arms' true
+    per-task difference in pass^k that goes with it."""
+    between_a, between_b = components(pop_a, k, k)[1], components(pop_b, k, k)[1]  # Var(p^k): any n
+
+    def spread(r: float) -> float:
+        return between_a + between_b - 2 * r * np.sqrt(between_a * between_b)
+
     if rho is not None:
-        return float(rho), "given"
+        return float(rho), "given", spread(rho)
     if on is None:
-        return RHO, "default: the pilot has one arm (give on=, a=, b= to estimate it)"
+        return RHO, "default: the pilot has one arm (give on=, a=, b= to estimate it)", spread(RHO)
     paired = pd.merge(table_a, table_b, on="task", suffixes=("_a", "_b"))
     paired = paired[(paired["n_a"] >= k) & (paired["n_b"] >= k)]
-    values_a, values_b = (
-        np.asarray(pass_hat_k(paired[f"n_{x}"].to_numpy(), paired[f"c_{x}"].to_numpy(), k), dtype=float)
-        for x in "ab"
-    )
-    # Var(p^k) between tasks does not depend on the trials
-    estimate = pilot_rho(values_a, values_b, components(pop_a, k, k)[1], components(pop_b, k, k)[1])
+    n_a, c_a, n_b, c_b = (paired[col].to_numpy() for col in ("n_a", "c_a", "n_b", "c_b"))
+    values_a, values_b = (np.asarray(pass_hat_k(n, c, k), dtype=float) for n, c in ((n_a, c_a), (n_b, c_b)))
+    noise = {n: components(pop_a, k, n)[2] for n in set(n_a)}
+    noise_b = {n: components(pop_b, k, n)[2] for n in set(n_b)}
+    within = np.array([noise[x] + noise_b[y] for x, y in zip(n_a, n_b, strict=True)])
+    estimate = pilot_rho(values_a, values_b, within, between_a, between_b)
     if estimate is None:
-        return RHO, (
-            "default: the pilot's arms cannot estimate it (fewer than 3 paired tasks with k trials, "
-            "or no spread of p^k across tasks)"
+        return (
+            RHO,
+            (
+                "default: the pilot's arms cannot estimate it (fewer than 3 paired tasks with k trials, "
+                "or no spread of p^k across tasks)"
+            ),
+            spread(RHO),
         )
-    return estimate, "pilot"
+    return estimate[1], "pilot", estimate[0]
 
 
 def _trials_needed(
