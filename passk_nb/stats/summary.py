@@ -355,18 +355,20 @@ def _monotone_summary(
     """:func:`_summary` at ``ks`` with every bound made monotone in k where the estimand is
     (:func:`monotone_bounds` over all k' ≤ k, whichever ``ks`` were asked), so that summarize(k=K)
     and curve() at K give the same bounds."""
-    every = list(range(1, max(ks) + 1))
+    # k above every n covers no task: no bound to carry, so no need to evaluate the k' up to it
+    every = sorted(set(range(1, min(max(ks), int(table["n"].to_numpy().max(initial=0))) + 1)) | set(ks))
     wide = monotone_bounds(_summary(table, by, every, grouping=grouping, **options), len(every))
-    n_groups = len(wide) // len(every)
-    rows = np.concatenate([np.arange(n_groups) + (k - 1) * n_groups for k in ks])
+    n_groups, at = len(wide) // len(every), {k: j for j, k in enumerate(every)}
+    rows = np.concatenate([np.arange(n_groups) + at[k] * n_groups for k in ks])
     return wide.iloc[rows].reset_index(drop=True)
 
 
 def monotone_bounds(wide: pd.DataFrame, n_ks: int) -> pd.DataFrame:
     """Each bound of :data:`MONOTONE_BOUNDS` at k replaced by its running max (pass@k) or min
-    (pass^k) over k' = 1..k, while the covered tasks stay the same.
+    (pass^k) over k' ≤ k, while the covered tasks stay the same.
 
-    ``wide``: :func:`_summary` at k = 1..n_ks (blocks of groups in k order). The true pass@k of a
+    ``wide``: :func:`_summary` at n_ks rising k from 1 (blocks of groups in k order; every k from
+    1 to the largest n, then possibly some above it, where no task is covered). The true pass@k of a
     task set never falls as k rises, so if the interval at k' holds its lower bound holds at k too:
     separate intervals at each k let the band fall where the truth cannot (an upper bound that
     falls is raised, which only widens). pass^k mirrors it. Where k passes some tasks' n the
