@@ -29,7 +29,7 @@ from passk_nb.stats.estimators import pass_hat_k
 from passk_nb.stats.forecast import Mixture, fit_mixture, unidentified
 from passk_nb.stats.intervals import fixed_task_variance
 from passk_nb.stats.paired import _arms, _default_by
-from passk_nb.stats.params import CI, INFRA, SEED, default_by, share_docs
+from passk_nb.stats.params import CI, INFRA, MIN_TASKS, SEED, default_by, share_docs
 from passk_nb.stats.summary import summarize
 
 #: Default power and two-sided test level of the detectable difference.
@@ -269,11 +269,12 @@ def plan(
     - ``mdd_new`` / ``mdd_these``: the smallest paired difference in pass^k between two arms
       (prompts, models) the plan detects with ``power`` at two-sided level ``alpha``, and
       ``power_new`` / ``power_these`` to detect ``diff`` (the paired t over tasks that
-      :func:`compare` ships, and the fixed-task z test). For new tasks it matters how closely the
-      arms' tasks move together: ``rho`` (their correlation of p^k across tasks) and
-      ``rho_source`` say what was used: estimated from a pilot with two arms (:func:`pilot_rho`,
-      from the spread of its per-task differences; each arm gets its own population), given, or
-      the default 0.5 because the pilot has one arm (its population then stands for both);
+      :func:`compare` ships, NaN below 5 tasks where it declines, and the fixed-task z test). For
+      new tasks it matters how closely the arms' tasks move together: ``rho`` (their correlation
+      of p^k across tasks) and ``rho_source`` say what was used: estimated from a pilot with two
+      arms (:func:`pilot_rho`, from the spread of its per-task differences; each arm gets its own
+      population), given, or the default 0.5 because the pilot has one arm (its population then
+      stands for both);
     - ``trials_needed_these``: the trials per task that detect ``diff`` with these T tasks
       (NaN when no n ≤ 1000 does);
     - ``trials``, ``input_tokens``, ``output_tokens`` (pilot means per trial × trials),
@@ -365,9 +366,9 @@ def plan(
                 "within": within,
                 "halfwidth_new": half_new[i],
                 "halfwidth_these": half_these[i],
-                "mdd_new": detectable(var_new, t, alpha, power, True, floor),
+                "mdd_new": detectable(var_new, t, alpha, power, True, floor) if t >= MIN_TASKS else np.nan,
                 "mdd_these": detectable(var_these, t, alpha, power, False, floor),
-                "power_new": paired_power(diff, var_new, t, alpha, True, floor),
+                "power_new": paired_power(diff, var_new, t, alpha, True, floor) if t >= MIN_TASKS else np.nan,
                 "power_these": paired_power(diff, var_these, t, alpha, False, floor),
                 "trials_needed_these": _trials_needed(noise, k, t, diff, alpha, power),
             }

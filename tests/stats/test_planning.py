@@ -132,6 +132,16 @@ def test_no_prediction_is_zero_wide_on_all_pass_or_all_fail_pilots(p: float) -> 
         assert (out[column] > 0).all(), column
 
 
+def test_below_five_tasks_the_new_task_predictions_are_declined_like_the_intervals() -> None:
+    rng = np.random.default_rng(3)
+    out = plan(pilot_frame(TRUTH.sample((20,), rng), 4, rng), k=1, tasks=[4, 5], trials=[4]).set_index(
+        "tasks"
+    )
+    assert out.loc[4, ["halfwidth_new", "mdd_new", "power_new"]].isna().all()
+    assert out.loc[5, ["halfwidth_new", "mdd_new", "power_new"]].notna().all()
+    assert (out[["halfwidth_these", "mdd_these", "power_these"]] > 0).all().all()
+
+
 def test_two_arm_and_rho_validation() -> None:
     pilot = pilot_frame(TRUTH.sample((12,), np.random.default_rng(1)), 4, np.random.default_rng(2))
     with pytest.raises(ValueError, match="needs both arms named"):
