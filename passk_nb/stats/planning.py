@@ -6,17 +6,19 @@ trials) has two variance components:
 - between tasks: Var(p^k) over the population of tasks (shrinks only with more tasks);
 - within a task: E[Var(X_t | p_t)], the binomial noise of n trials (shrinks with more trials).
 
-"New tasks like these" intervals have variance (between + within) / T; "these tasks, re-rolled"
-intervals have within / T. Both components are computed exactly (no simulation) from a
-population of tasks: the mixture :func:`passk_nb.stats.forecast.fit_mixture` fits to the pilot
-(always + never + Beta), or, when the pilot cannot identify it, the pilot's own tasks at the
-shrunk p̃ = (c + ½) / (n + 1).
+Both are computed exactly from a population of tasks: the mixture
+:func:`passk_nb.stats.forecast.fit_mixture` fits to the pilot (always + never + Beta), or, when the
+pilot cannot identify it, the pilot's own tasks at the shrunk p̃ = (c + ½) / (n + 1). The predicted
+half-widths are not formulas: they are the mean half-widths of the intervals :func:`summarize`
+ships, run on suites simulated from that population, so they follow whatever interval it gives.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 import pandas as pd
@@ -25,11 +27,18 @@ from scipy import stats as sps
 from passk_nb.stats.counts import check_k, counts
 from passk_nb.stats.estimators import pass_hat_k
 from passk_nb.stats.forecast import Mixture, fit_mixture, unidentified
-from passk_nb.stats.params import CI, INFRA, default_by, share_docs
+from passk_nb.stats.intervals import fixed_task_variance
+from passk_nb.stats.paired import _arms, _default_by
+from passk_nb.stats.params import CI, INFRA, MIN_TASKS, SEED, default_by, share_docs
+from passk_nb.stats.summary import summarize
 
 #: Default power and two-sided test level of the detectable difference.
 POWER = 0.8
 ALPHA = 0.05
+#: Correlation of p^k between two arms across tasks when the pilot has one arm.
+RHO = 0.5
+#: Tasks simulated per plan row for the predicted half-widths (400 suites of 40 tasks).
+N_SIM = 16_000
 
 
 @dataclass(frozen=True)
@@ -45,6 +54,13 @@ class Population:
             return float(self.mixture.pass_hat(j))
         assert self.atoms is not None
         return float(np.mean(self.atoms**j))
+
+    def sample(self, size: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+        """Success probabilities of ``size`` tasks drawn from the population."""
+        if self.mixture is not None:
+            return self.mixture.sample(size, rng)
+        assert self.atoms is not None
+        return rng.choice(self.atoms, size)
 
     def pmf(self, n: int) -> np.ndarray:
         """P(c successes of n) for c = 0..n, over the population."""
@@ -79,49 +95,135 @@ def components(pop: Population, k: int, n: int) -> tuple[float, float, float]:
     return mean, max(second - mean**2, 0.0), max(within, 0.0)
 
 
-def halfwidth_new(between: float, within: float, tasks: int, ci: float = CI) -> float:
-    """Half-width of the Student-t "new tasks" interval of the suite mean."""
-    return float(sps.t.ppf((1 + ci) / 2, tasks - 1) * np.sqrt((between + within) / tasks))
+def halfwidths(
+    pop: Population,
+    k: int,
+    designs: Sequence[tuple[int, int]],
+    *,
+    ci: float = CI,
+    n_sim: int = N_SIM,
+    seed: int = SEED,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Mean half-widths of :func:`summarize`'s pass^k intervals, for new tasks and for these tasks,
+    over suites drawn from ``pop`` for each design (tasks T, trials n): the intervals users get,
+    so the prediction follows them when they change. NaN for new tasks where summarize declines.
+
+    Each design gets about ``n_sim`` simulated tasks (n_sim / T suites, 100 to 1,000): the spread
+    of a half-width over suites shrinks like 1/√T, so the Monte-Carlo error is alike for every
+    T. All designs run through one :func:`summarize` call; each design's draw depends only on
+    ``seed``, T and n.
+
+    >>> pop = Population(atoms=np.array([0.6, 0.9, 1.0]))
+    >>> new, these = halfwidths(pop, 2, [(20, 8)], n_sim=4000)
+    >>> bool(0 < these[0] < new[0] < 0.5)
+    True
+    """
+    parts = []
+    for i, (tasks, trials) in enumerate(designs):
+        rng = np.random.default_rng([seed, tasks, trials])
+        suites = min(max(100, -(-n_sim // tasks)), 1000)
+        c = rng.binomial(trials, pop.sample((suites, tasks), rng)).ravel()
+        parts.append((np.full(c.size, i), np.repeat(np.arange(suites), tasks), np.full(c.size, trials), c))
+    design, sim, n, c = (np.concatenate(column) for column in zip(*parts, strict=True))
+    table = pd.DataFrame({"design": design, "sim": sim, "task": np.arange(design.size), "n": n, "c": c})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # a declined interval is the prediction: NaN
+        out = summarize(table, k=k, by=("design", "sim"), ci=ci)
+    widths = pd.DataFrame(
+        {
+            "design": out["design"],
+            "new": out["pass^k_hi"] - out["pass^k_lo"],
+            "these": out["pass^k_fixed_hi"] - out["pass^k_fixed_lo"],
+        }
+    )
+    mean = widths.groupby("design").mean() / 2  # NaN only where every suite's interval was declined
+    return mean["new"].to_numpy(), mean["these"].to_numpy()
 
 
-def halfwidth_these(within: float, tasks: int, ci: float = CI) -> float:
-    """Half-width of the "these tasks, re-rolled" interval (normal, fixed tasks)."""
-    return float(sps.norm.ppf((1 + ci) / 2) * np.sqrt(within / tasks))
+def pilot_rho(
+    values_a: np.ndarray, values_b: np.ndarray, within: np.ndarray, between_a: float, between_b: float
+) -> tuple[float, float] | None:
+    """From the paired per-task estimates of a two-arm pilot: the variance across tasks of the
+    true per-task difference, and the correlation of p^k between arms it implies. The spread of
+    the observed differences less the trials' own noise (``within``, per task: both arms'
+    E[Var(X | p)] at the pilot's n) estimates the first without a fitted joint model; the sample
+    correlation would be pulled toward 0 by trial noise. ``between_a``/``between_b``: each arm's
+    Var(p^k). None when it cannot be estimated.
+
+    >>> d = pilot_rho(np.array([1.0, 0.5, 0.0, 1.0]), np.array([1.0, 0.75, 0.25, 1.0]),
+    ...               np.full(4, 0.01), 0.2, 0.12)
+    >>> [round(x, 3) for x in d]
+    [0.011, 0.998]
+    """
+    if values_a.size < 3 or between_a <= 0 or between_b <= 0:
+        return None
+    spread = float(np.var(values_b - values_a, ddof=1) - np.mean(within))
+    rho = (between_a + between_b - spread) / (2 * np.sqrt(between_a * between_b))
+    low = (np.sqrt(between_a) - np.sqrt(between_b)) ** 2  # rho = 1: the least a difference can vary
+    return max(spread, low), float(np.clip(rho, -1.0, 1.0))
 
 
 def paired_power(
-    diff: float, var_diff: float, tasks: int, alpha: float = ALPHA, new_tasks: bool = True
+    diff: float,
+    var_diff: float,
+    tasks: int,
+    alpha: float = ALPHA,
+    new_tasks: bool = True,
+    floor: float = 0.0,
 ) -> float:
     """Power of the two-sided paired test of a difference ``diff`` in suite pass^k.
 
     ``var_diff`` is the variance of one task's difference (between + both arms' within);
-    new tasks: paired t-test over tasks (noncentral t); these tasks: z-test.
+    new tasks: paired t-test over tasks (noncentral t); these tasks: z-test. ``floor``: the
+    per-task variance the shipped test divides by at least (:func:`compare` floors the t test's
+    spread at both arms' fixed-task variance, and its these-tasks test uses that variance,
+    :func:`fixed_floor`); where it exceeds ``var_diff`` the test rejects beyond crit·√(floor/T)
+    while the mean difference varies by √(var_diff/T).
 
     >>> round(paired_power(0.0, 0.04, 30), 3)  # no difference: the test's level
     0.05
     """
-    se = np.sqrt(var_diff / tasks)
-    if se == 0:
-        return 1.0 if diff != 0 else alpha
-    if new_tasks:
-        df = tasks - 1
-        crit = sps.t.ppf(1 - alpha / 2, df)
-        nc = diff / se
-        return float(sps.nct.sf(crit, df, nc) + sps.nct.cdf(-crit, df, nc))
-    crit = sps.norm.ppf(1 - alpha / 2)
-    return float(sps.norm.sf(crit - diff / se) + sps.norm.cdf(-crit - diff / se))
+    crit = sps.t.ppf(1 - alpha / 2, tasks - 1) if new_tasks else sps.norm.ppf(1 - alpha / 2)
+    sd = np.sqrt(var_diff / tasks)
+    if new_tasks and floor <= var_diff and sd > 0:
+        nc = diff / sd
+        return float(sps.nct.sf(crit, tasks - 1, nc) + sps.nct.cdf(-crit, tasks - 1, nc))
+    threshold = crit * np.sqrt(max(var_diff, floor) / tasks)
+    if sd == 0:
+        return (1.0 if diff != 0 else alpha) if threshold == 0 else float(abs(diff) > threshold)
+    return float(sps.norm.sf((threshold - diff) / sd) + sps.norm.cdf((-threshold - diff) / sd))
 
 
 def detectable(
-    var_diff: float, tasks: int, alpha: float = ALPHA, power: float = POWER, new_tasks: bool = True
+    var_diff: float,
+    tasks: int,
+    alpha: float = ALPHA,
+    power: float = POWER,
+    new_tasks: bool = True,
+    floor: float = 0.0,
 ) -> float:
-    """Smallest difference the paired test detects with ``power`` (t quantiles for new tasks)."""
-    if new_tasks:
-        df = tasks - 1
-        factor = sps.t.ppf(1 - alpha / 2, df) + sps.t.ppf(power, df)
-    else:
-        factor = sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power)
-    return float(factor * np.sqrt(var_diff / tasks))
+    """Smallest difference the paired test detects with ``power`` (t quantiles for new tasks;
+    ``floor`` as in :func:`paired_power`)."""
+    if new_tasks and floor <= var_diff:
+        factor = sps.t.ppf(1 - alpha / 2, tasks - 1) + sps.t.ppf(power, tasks - 1)
+        return float(factor * np.sqrt(var_diff / tasks))
+    crit = sps.t.ppf(1 - alpha / 2, tasks - 1) if new_tasks else sps.norm.ppf(1 - alpha / 2)
+    return float(
+        crit * np.sqrt(max(var_diff, floor) / tasks) + sps.norm.ppf(power) * np.sqrt(var_diff / tasks)
+    )
+
+
+def fixed_floor(pop: Population, k: int, n: int) -> float:
+    """E[fixed-task variance of a task's pass^k] at n trials over the population: the variance
+    :func:`compare`'s fixed-task standard error and its t floor use
+    (:func:`~passk_nb.stats.intervals.fixed_task_variance`), in expectation.
+
+    >>> pop = Population(atoms=np.array([1.0]))
+    >>> fixed_floor(pop, 2, 4) > 0  # at p̃ = 0.9, never 0
+    True
+    """
+    c = np.arange(n + 1)
+    return float(np.sum(pop.pmf(n) * fixed_task_variance(np.full(n + 1, n), c, k)))
 
 
 def pilot_population(n: np.ndarray, c: np.ndarray) -> Population:
@@ -141,7 +243,10 @@ def plan(
     diff: float = 0.10,
     power: float = POWER,
     alpha: float = ALPHA,
-    rho: float = 0.5,
+    on: str | None = None,
+    a: object = None,
+    b: object = None,
+    rho: float | None = None,
     budget: int | None = None,
     price_in: float | None = None,
     price_out: float | None = None,
@@ -149,19 +254,27 @@ def plan(
     by: str | Sequence[str] | None = None,
     ci: float = CI,
     infra: str = INFRA,
+    n_sim: int = N_SIM,
+    seed: int = SEED,
 ) -> pd.DataFrame:
     """How many tasks and trials answer the question, and what each plan costs.
 
-    From pilot records of one configuration, returns one row per plan (``tasks`` T,
-    ``trials_per_task`` n) with:
+    From pilot records of one configuration (or two arms of one, with ``on``, ``a``, ``b``),
+    returns one row per plan (``tasks`` T, ``trials_per_task`` n) with:
 
-    - ``halfwidth_new`` / ``halfwidth_these``: predicted ``ci`` half-widths of the suite's pass^k
-      for "new tasks like these" (Student t over tasks) and "these tasks, re-rolled";
+    - ``halfwidth_new`` / ``halfwidth_these``: predicted mean ``ci`` half-widths of the suite's
+      pass^k intervals :func:`summarize` gives, for "new tasks like these" and "these tasks,
+      re-rolled" (NaN for new tasks where it declines: fewer than 5 tasks); each the mean over
+      suites simulated from the pilot's population (:func:`halfwidths`), so never 0;
     - ``mdd_new`` / ``mdd_these``: the smallest paired difference in pass^k between two arms
       (prompts, models) the plan detects with ``power`` at two-sided level ``alpha``, and
-      ``power_new`` / ``power_these`` to detect ``diff``. Two arms are assumed to share the
-      pilot's population of tasks with correlation ``rho`` of p^k between arms across tasks
-      (the "these tasks" question does not depend on it);
+      ``power_new`` / ``power_these`` to detect ``diff`` (the paired t over tasks that
+      :func:`compare` ships, NaN below 5 tasks where it declines, and the fixed-task z test). For
+      new tasks it matters how closely the arms' tasks move together: ``rho`` (their correlation
+      of p^k across tasks) and ``rho_source`` say what was used: estimated from a pilot with two
+      arms (:func:`pilot_rho`, from the spread of its per-task differences; each arm gets its own
+      population), given, or the default 0.5 because the pilot has one arm (its population then
+      stands for both);
     - ``trials_needed_these``: the trials per task that detect ``diff`` with these T tasks
       (NaN when no n ≤ 1000 does);
     - ``trials``, ``input_tokens``, ``output_tokens`` (pilot means per trial × trials),
@@ -170,15 +283,20 @@ def plan(
     - with ``budget`` (total trials): the splits of it into T × n, ``best`` marking the
       narrowest ``halfwidth_new``.
 
-    ``between`` and ``within`` are the two variance components per task (see the module).
+    ``between`` and ``within`` are arm a's two variance components per task (see the module).
 
     {df}
     {k}
     tasks: numbers of tasks to plan for (default: the pilot's T, 2T, 4T).
     trials: trials per task to plan for (default k, 2k, 4k, 8k, 16k).
+    on, a, b: a two-arm pilot: the column and its values naming the arms (as :func:`compare`);
+        half-widths are arm a's.
+    rho: the arms' correlation of p^k across tasks (default: estimated from a two-arm pilot, else 0.5).
     {by}
     {ci}
     {infra}
+    n_sim: tasks simulated per plan for the half-widths (default 16,000, e.g. 400 suites of 40).
+    seed: the simulation's seed (default 0).
 
     >>> import numpy as np, pandas as pd
     >>> rng = np.random.default_rng(0)
@@ -189,26 +307,31 @@ def plan(
     >>> out = plan(pilot, k=2, tasks=[30, 60], trials=[4, 16])
     >>> out[["tasks", "trials_per_task", "trials"]].values.tolist()
     [[30, 4, 120], [30, 16, 480], [60, 4, 240], [60, 16, 960]]
-    >>> bool(out["halfwidth_new"].is_monotonic_decreasing)
-    True
+    >>> bool(out["halfwidth_new"].is_monotonic_decreasing), out["rho_source"].iloc[0]
+    (True, 'default: the pilot has one arm (give on=, a=, b= to estimate it)')
     """
     check_k(k)
     for name, value in (("power", power), ("alpha", alpha), ("ci", ci)):
         if not 0 < value < 1:
             raise ValueError(f"{name} must be between 0 and 1; got {name}={value}")
-    if not -1 <= rho <= 1:
+    if rho is not None and not -1 <= rho <= 1:
         raise ValueError(f"rho is a correlation between -1 and 1; got rho={rho}")
-    by_ = default_by(pilot, by)
-    table = counts(pilot, by=by_, infra=infra)
-    table = table[table["n"] > 0]
-    if by_ and len(table[list(by_)].drop_duplicates()) > 1:
-        groups = table[list(by_)].drop_duplicates().to_dict("records")
-        raise ValueError(
-            f"the pilot holds {len(groups)} configurations ({groups[:3]}...); plan one at a time: "
-            "filter the frame, or pass by=() to pool them on purpose"
-        )
-    n, c = table["n"].to_numpy(), table["c"].to_numpy()
-    pop = pilot_population(n, c)
+    if isinstance(n_sim, bool) or not isinstance(n_sim, int | np.integer) or n_sim < 100:
+        raise ValueError(f"n_sim must be a whole number of simulated tasks ≥ 100; got n_sim={n_sim!r}")
+    if on is None:
+        by_ = default_by(pilot, by)
+        table_a = _one_configuration(pilot, by_, infra)
+        table_b = table_a
+    else:
+        if a is None or b is None:
+            raise ValueError(f"a two-arm pilot needs both arms named: on={on!r}, a=..., b=... (as compare)")
+        arm_a, arm_b = _arms(pilot, on, a, b)
+        by_ = _default_by(by, on, arm_a, arm_b)
+        table_a, table_b = (_one_configuration(arm, by_, infra) for arm in (arm_a, arm_b))
+    n, c = table_a["n"].to_numpy(), table_a["c"].to_numpy()
+    pop_a = pilot_population(n, c)
+    pop_b = pop_a if on is None else pilot_population(table_b["n"].to_numpy(), table_b["c"].to_numpy())
+    rho_used, rho_source, spread = _rho(rho, on, table_a, table_b, pop_a, pop_b, k)
     per_trial = _per_trial(pilot)
     if budget is not None:
         grid = _splits(budget, k, n.size)
@@ -216,15 +339,24 @@ def plan(
         tasks_ = list(tasks) if tasks is not None else [n.size, 2 * n.size, 4 * n.size]
         trials_ = list(trials) if trials is not None else [k * m for m in (1, 2, 4, 8, 16)]
         grid = [(t, m) for t in tasks_ for m in trials_]
-    rows = []
     for t, m in grid:
         if t < 2 or m < k:
             raise ValueError(
                 f"a plan needs at least 2 tasks and k={k} trials per task; got tasks={t}, trials={m}"
             )
-        _, between, within = components(pop, k, m)
-        var_new = 2 * (1 - rho) * between + 2 * within
-        var_these = 2 * within
+    half_new, half_these = halfwidths(pop_a, k, grid, ci=ci, n_sim=n_sim, seed=seed)
+
+    @cache
+    def noise(m: int) -> tuple[float, float]:
+        """Both arms' within-task variance and expected fixed-task variance at m trials."""
+        within_ = sum(components(pop, k, m)[2] for pop in (pop_a, pop_b))
+        return within_, sum(fixed_floor(pop, k, m) for pop in (pop_a, pop_b))
+
+    rows = []
+    for i, (t, m) in enumerate(grid):
+        _, between, within = components(pop_a, k, m)
+        var_these, floor = noise(m)
+        var_new = spread + var_these
         rows.append(
             {
                 "tasks": t,
@@ -232,13 +364,13 @@ def plan(
                 "trials": t * m,
                 "between": between,
                 "within": within,
-                "halfwidth_new": halfwidth_new(between, within, t, ci),
-                "halfwidth_these": halfwidth_these(within, t, ci),
-                "mdd_new": detectable(var_new, t, alpha, power, new_tasks=True),
-                "mdd_these": detectable(var_these, t, alpha, power, new_tasks=False),
-                "power_new": paired_power(diff, var_new, t, alpha, new_tasks=True),
-                "power_these": paired_power(diff, var_these, t, alpha, new_tasks=False),
-                "trials_needed_these": _trials_needed(pop, k, t, diff, alpha, power),
+                "halfwidth_new": half_new[i],
+                "halfwidth_these": half_these[i],
+                "mdd_new": detectable(var_new, t, alpha, power, True, floor) if t >= MIN_TASKS else np.nan,
+                "mdd_these": detectable(var_these, t, alpha, power, False, floor),
+                "power_new": paired_power(diff, var_new, t, alpha, True, floor) if t >= MIN_TASKS else np.nan,
+                "power_these": paired_power(diff, var_these, t, alpha, False, floor),
+                "trials_needed_these": _trials_needed(noise, k, t, diff, alpha, power),
             }
         )
     out = pd.DataFrame(rows)
@@ -252,17 +384,76 @@ def plan(
     out["new_tasks_needed"] = np.maximum(out["tasks"] - n.size, 0)
     if budget is not None:
         out["best"] = out["halfwidth_new"] == out["halfwidth_new"].min()
-    out["population"] = "mixture" if pop.mixture is not None else "pilot tasks (shrunk)"
+    out["population"] = "mixture" if pop_a.mixture is not None else "pilot tasks (shrunk)"
+    out["rho"] = rho_used
+    out["rho_source"] = rho_source
     return out
 
 
-def _trials_needed(pop: Population, k: int, tasks: int, diff: float, alpha: float, power: float) -> float:
+def _one_configuration(pilot: pd.DataFrame, by: tuple[str, ...], infra: str) -> pd.DataFrame:
+    """The pilot's counts (tasks with n > 0), refusing a pilot of several configurations."""
+    table = counts(pilot, by=by, infra=infra)
+    table = table[table["n"] > 0]
+    if by and len(table[list(by)].drop_duplicates()) > 1:
+        groups = table[list(by)].drop_duplicates().to_dict("records")
+        raise ValueError(
+            f"the pilot holds {len(groups)} configurations ({groups[:3]}...); plan one at a time: "
+            "filter the frame, or pass by=() to pool them on purpose"
+        )
+    return table
+
+
+def _rho(
+    rho: float | None,
+    on: str | None,
+    table_a: pd.DataFrame,
+    table_b: pd.DataFrame,
+    pop_a: Population,
+    pop_b: Population,
+    k: int,
+) -> tuple[float, str, float]:
+    """The correlation used, where it came from, and the variance across tasks of the arms' true
+    per-task difference in pass^k that goes with it."""
+    between_a, between_b = components(pop_a, k, k)[1], components(pop_b, k, k)[1]  # Var(p^k): any n
+
+    def spread(r: float) -> float:
+        return between_a + between_b - 2 * r * np.sqrt(between_a * between_b)
+
+    if rho is not None:
+        return float(rho), "given", spread(rho)
+    if on is None:
+        return RHO, "default: the pilot has one arm (give on=, a=, b= to estimate it)", spread(RHO)
+    paired = pd.merge(table_a, table_b, on="task", suffixes=("_a", "_b"))
+    paired = paired[(paired["n_a"] >= k) & (paired["n_b"] >= k)]
+    n_a, c_a, n_b, c_b = (paired[col].to_numpy() for col in ("n_a", "c_a", "n_b", "c_b"))
+    values_a, values_b = (np.asarray(pass_hat_k(n, c, k), dtype=float) for n, c in ((n_a, c_a), (n_b, c_b)))
+    noise = {n: components(pop_a, k, n)[2] for n in set(n_a)}
+    noise_b = {n: components(pop_b, k, n)[2] for n in set(n_b)}
+    within = np.array([noise[x] + noise_b[y] for x, y in zip(n_a, n_b, strict=True)])
+    estimate = pilot_rho(values_a, values_b, within, between_a, between_b)
+    if estimate is None:
+        return (
+            RHO,
+            (
+                "default: the pilot's arms cannot estimate it (fewer than 3 paired tasks with k trials, "
+                "or no spread of p^k across tasks)"
+            ),
+            spread(RHO),
+        )
+    return estimate[1], "pilot", estimate[0]
+
+
+def _trials_needed(
+    noise: Callable[[int], tuple[float, float]], k: int, tasks: int, diff: float, alpha: float, power: float
+) -> float:
+    """Fewest trials per task whose fixed-task test detects ``diff`` with ``power``; ``noise(n)``
+    gives both arms' (within, floor) at n trials."""
     if diff == 0:
         return np.nan
     m = k
     while m <= 1000:
-        _, _, within = components(pop, k, m)
-        if paired_power(diff, 2 * within, tasks, alpha, new_tasks=False) >= power:
+        within, floor = noise(m)
+        if paired_power(diff, within, tasks, alpha, False, floor) >= power:
             return float(m)
         m = m + max(1, m // 4)
     return np.nan

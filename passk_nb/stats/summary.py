@@ -120,6 +120,9 @@ def summarize(
     - ``pass@k_fixed_lo``, ``pass@k_fixed_hi``, ``pass^k_fixed_lo``, ``pass^k_fixed_hi``: the ``ci``
       interval for *these tasks, re-rolled* (:func:`~passk_nb.stats.intervals.fixed_interval`); tables,
       plots and the gate read these bounds and compute none of their own.
+    - Every bound is the running max (pass@k) or min (pass^k) of that bound over k' = 1..k
+      (:func:`monotone_bounds`): pass@k cannot fall as k rises, nor pass^k rise, so the bounds
+      do not either; they equal :func:`curve`'s at k.
     - ``pass@k_infra_fail``, ``pass^k_infra_fail``: the values had the excluded infrastructure
       errors counted as failures (NaN where none were excluded): the sensitivity of the headline
       to the assumption that infrastructure errors are unrelated to task difficulty.
@@ -189,7 +192,7 @@ def summarize(
     }
     gid, groups = group_ids(table, by)
     grouping = gid, restore_dtypes(groups, df)
-    out = _summary(table, by, [k], grouping=grouping, **options)
+    out = _monotone_summary(table, by, [k], grouping=grouping, **options)
     _warn_coverage(out, by, k)
     warn_declined(out, by, min_tasks)
     return _with_infra_bound(out, table, by, k, infra, grouping)
@@ -256,7 +259,8 @@ def curve(
 
     Columns: the ``by`` columns, ``k``, ``metric`` (``"pass@k"`` or ``"pass^k"``), ``value``,
     ``lo``, ``hi`` (the :func:`summarize` interval for new tasks), ``se_fixed``, ``fixed_lo``,
-    ``fixed_hi`` (the interval for these tasks re-rolled),
+    ``fixed_hi`` (the interval for these tasks re-rolled; both bands monotone in k where the truth
+    is, the bounds of :func:`summarize` at each k),
     ``n_tasks``, ``n_tasks_covered``, ``partial`` (True where k exceeds some tasks' n, so
     those tasks are left out of the value) and ``ci_method``. Then the curve is over fewer tasks and can rise:
     pass^k falls with k only where ``partial`` is False. Add ``"task"`` to ``by`` for per-task
@@ -300,7 +304,7 @@ def curve(
         "min_tasks": min_tasks,
     }
     gid, groups = group_ids(table, by)
-    wide = _summary(table, by, ks, grouping=(gid, restore_dtypes(groups, df)), **options)
+    wide = _monotone_summary(table, by, ks, grouping=(gid, restore_dtypes(groups, df)), **options)
     partial = wide["n_tasks_covered"] < wide["n_tasks"]
     if partial.any():
         ks_partial = sorted(set(wide.loc[partial, "k"]))
@@ -330,6 +334,62 @@ def curve(
     ]
     out = pd.concat(long, ignore_index=True)
     return out.sort_values([*by, "metric", "k"], kind="stable").reset_index(drop=True)
+
+
+#: Every bound of a curve and how it runs in k: pass@k's as running maxima, pass^k's as running
+#: minima over k' ≤ k (1 − (1 − p)^k rises and p^k falls with k on every task).
+MONOTONE_BOUNDS: tuple[tuple[str, Any], ...] = (
+    *((f"pass@k_{edge}", np.fmax) for edge in ("lo", "hi", "fixed_lo", "fixed_hi")),
+    *((f"pass^k_{edge}", np.fmin) for edge in ("lo", "hi", "fixed_lo", "fixed_hi")),
+)
+
+
+def _monotone_summary(
+    table: pd.DataFrame,
+    by: tuple[str, ...],
+    ks: Sequence[int],
+    *,
+    grouping: tuple[np.ndarray, pd.DataFrame],
+    **options: Any,
+) -> pd.DataFrame:
+    """:func:`_summary` at ``ks`` with every bound made monotone in k where the estimand is
+    (:func:`monotone_bounds` over all k' ≤ k, whichever ``ks`` were asked), so that summarize(k=K)
+    and curve() at K give the same bounds."""
+    # k above every n covers no task: no bound to carry, so no need to evaluate the k' up to it
+    every = sorted(set(range(1, min(max(ks), int(table["n"].to_numpy().max(initial=0))) + 1)) | set(ks))
+    wide = monotone_bounds(_summary(table, by, every, grouping=grouping, **options), len(every))
+    n_groups, at = len(wide) // len(every), {k: j for j, k in enumerate(every)}
+    rows = np.concatenate([np.arange(n_groups) + at[k] * n_groups for k in ks])
+    return wide.iloc[rows].reset_index(drop=True)
+
+
+def monotone_bounds(wide: pd.DataFrame, n_ks: int) -> pd.DataFrame:
+    """Each bound of :data:`MONOTONE_BOUNDS` at k replaced by its running max (pass@k) or min
+    (pass^k) over k' ≤ k, while the covered tasks stay the same.
+
+    ``wide``: :func:`_summary` at n_ks rising k from 1 (blocks of groups in k order; every k from
+    1 to the largest n, then possibly some above it, where no task is covered). The true pass@k of a
+    task set never falls as k rises, so if the interval at k' holds its lower bound holds at k too:
+    separate intervals at each k let the band fall where the truth cannot (an upper bound that
+    falls is raised, which only widens). pass^k mirrors it. Where k passes some tasks' n the
+    covered tasks, hence the estimand, change, and the running bound restarts.
+
+    >>> wide = pd.DataFrame({"n_tasks_covered": [5, 5, 5], "pass@k_lo": [0.7, 0.6, 0.8],
+    ...     "pass@k_hi": 1.0, "pass@k_fixed_lo": 0.5, "pass@k_fixed_hi": 1.0,
+    ...     "pass^k_lo": [0.5, 0.4, 0.3], "pass^k_hi": [0.9, 0.95, 0.8],
+    ...     "pass^k_fixed_lo": 0.2, "pass^k_fixed_hi": 1.0})
+    >>> monotone_bounds(wide, 3)[["pass@k_lo", "pass^k_hi"]].values.tolist()
+    [[0.7, 0.9], [0.7, 0.9], [0.8, 0.8]]
+    """
+    covered = wide["n_tasks_covered"].to_numpy().reshape(n_ks, -1)
+    same = covered[1:] == covered[:-1]  # (n_ks - 1, groups): k continues k - 1's task set
+    columns = {}
+    for column, running in MONOTONE_BOUNDS:
+        bound = wide[column].to_numpy(dtype=float).reshape(n_ks, -1).copy()
+        for j in range(1, n_ks):
+            bound[j] = np.where(same[j - 1], running(bound[j], bound[j - 1]), bound[j])
+        columns[column] = bound.ravel()
+    return wide.assign(**columns)
 
 
 def _summary(
