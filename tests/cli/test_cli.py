@@ -267,11 +267,14 @@ def test_readme_output_is_what_the_first_command_prints(tmp_path, monkeypatch, c
 
 
 def test_a_run_whose_every_trial_is_an_infra_error_says_what_to_check(tmp_path, capsys):
-    from passk_nb.harness.providers.local import free_port
+    # a backend that accepts connections and drops every request (one that is not there at all is
+    # refused before anything is sent: tests/cli/test_messages.py)
+    from tests.helpers.fake_servers import FakeServer, Fault
 
-    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
-    argv = ["run", "--provider", "openai", "--model", "m", "--base-url", url, "--max-attempts", "1"]
-    assert main([*argv, "--trials", "1", "--out", str(tmp_path), "--no-progress"]) == 2
+    with FakeServer("openai", rule=lambda body: Fault.drop()) as server:
+        argv = ["run", "--provider", "openai", "--model", "m", "--base-url", server.url]
+        argv += ["--max-attempts", "1"]
+        assert main([*argv, "--trials", "1", "--out", str(tmp_path), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("passk: error: all 5 trials were infrastructure errors, which are excluded")
     assert "Check that the backend runs" in err and "k ≤ 0" not in err and len(err.splitlines()) == 1

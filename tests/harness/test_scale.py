@@ -53,7 +53,8 @@ def test_a_run_shares_one_pool_sized_to_its_concurrency(wire, concurrency, tmp_p
         opened, most = server.connections_opened, server.max_connections_open
     assert df["outcome"].eq("pass").all() and requests == df["n_turns"].sum() > 200
     assert most <= concurrency, f"{most} connections open at once with {concurrency} trials in flight"
-    assert opened <= concurrency, f"{opened} connections opened for {requests} requests: not reused"
+    # + 1: the preflight's TCP connect before the run (harness/preflight.py), closed at once
+    assert opened <= concurrency + 1, f"{opened} connections opened for {requests} requests: not reused"
 
 
 def test_a_striped_pool_always_has_a_connection_for_size_requests_in_flight():
@@ -87,7 +88,7 @@ def test_max_connections_caps_the_pool_below_the_concurrency(tmp_path):
         )
         opened, most = server.connections_opened, server.max_connections_open
     assert df["outcome"].eq("pass").all()
-    assert most <= 3 and opened <= 3
+    assert most <= 3 and opened <= 3 + 1  # + the preflight's connect
 
 
 def test_seeded_copies_share_the_client_and_the_pool_only_grows():

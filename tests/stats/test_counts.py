@@ -375,7 +375,7 @@ def test_a_column_no_file_has_gets_loads_default_in_both_routes(tmp_path) -> Non
             "task": "t",
             "trial": i,
             "passed": i == 0,
-            "outcome": "pass",
+            "outcome": "pass" if i == 0 else "wrong_state",
         }
         for i in range(2)
     ).drop_columns(["prompt_name"])
