@@ -30,11 +30,9 @@ from passk_nb.stats.intervals import (
     nan_interval,
     population_interval,
 )
-from passk_nb.stats.params import CI, INFRA, MIN_TASKS, N_BOOT, SEED, default_by, share_docs
+from passk_nb.stats.params import CI, INFRA, MIN_TASKS, N_BOOT, PAIRED_METHODS, SEED, default_by, share_docs
 from passk_nb.stats.summary import DECLINED, METRICS, warn_declined
 
-#: Interval methods of :func:`compare`; the first is the default.
-PAIRED_METHODS: tuple[str, ...] = ("t", "bootstrap")
 #: Per-task tests of :func:`flips`; the first is the default.
 TESTS: tuple[str, ...] = ("fisher", "boschloo")
 #: Multiple-testing families of :func:`flips`; the first is the default.

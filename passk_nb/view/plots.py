@@ -43,7 +43,7 @@ from passk_nb.stats import paired as _paired
 from passk_nb.stats import summary as _summary
 from passk_nb.stats.counts import COUNTED_OUTCOMES, counts, is_counts_table
 from passk_nb.stats.estimators import pass_hat_k
-from passk_nb.stats.params import CI, INFRA, MIN_TASKS, N_BOOT, SEED, default_by, share_docs
+from passk_nb.stats.params import CI, INFRA, METHOD, MIN_TASKS, N_BOOT, SEED, default_by, share_docs
 from passk_nb.stats.summary import METRICS
 from passk_nb.view.labels import (
     OUTCOME_COLORS,
@@ -81,7 +81,7 @@ def plot_curve(
     n_boot: int = N_BOOT,
     seed: int = SEED,
     infra: str = INFRA,
-    method: str = "korn-graubard",
+    method: str = METHOD,
     min_tasks: int = MIN_TASKS,
     bands: bool = True,
     names: dict[str, str] | None = None,

@@ -13,7 +13,7 @@ from scipy import stats as sps
 
 from passk_nb.stats.cost import Prices, price_table, with_cost, with_cost_columns
 from passk_nb.stats.flags import claimed_unperformed_action
-from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
+from passk_nb.stats.params import CI, INFRA, METHOD, N_BOOT, SEED, default_by, share_docs
 from passk_nb.stats.summary import DECLINED, summarize
 
 
@@ -446,7 +446,7 @@ def report_notes(report: pd.DataFrame, *, ci: float = CI) -> list[str]:
     )
     notes = [f"pass@{k} / pass^{k}: {what}."]
     interval_notes = {
-        "korn-graubard": "Korn-Graubard interval over tasks, for new tasks like these (its coverage "
+        METHOD: "Korn-Graubard interval over tasks, for new tasks like these (its coverage "
         "was measured from five tasks up: benchmarks/coverage.py)",
         "t": "Student-t interval over tasks, for new tasks like these",
         "bootstrap": "bootstrap over tasks, for new tasks like these (under-covers with few tasks)",
