@@ -71,6 +71,7 @@ _LAZY = {
     "noise_floor": "passk_nb.stats.noise",
     "g_pass_at_k": "passk_nb.stats.noise",
     "rank": "passk_nb.stats.rank",
+    "gate": "passk_nb.stats.gate",
     # view: tables, plots, widgets
     "plot_curve": "passk_nb.view.plots",
     "plot_flips": "passk_nb.view.plots",
