@@ -36,7 +36,6 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.transforms import offset_copy
-from scipy import stats as sps
 
 from passk_nb.data.records import OUTCOMES
 from passk_nb.stats import paired as _paired
@@ -154,7 +153,6 @@ def plot_curve(
     ax = _axes(ax)
     group_handles: list[Line2D] = []
     single = labels.nunique() == 1
-    z = float(sps.norm.ppf(0.5 + ci / 2))
     fixed_bands = partial_any = False
     for i, (label, rows) in enumerate(frame.groupby(labels, sort=False)):
         color = PALETTE[i % len(PALETTE)]
@@ -180,8 +178,7 @@ def plot_curve(
                 )
             lo, hi = line["lo"], line["hi"]
             if "ci_method" in line and (line["ci_method"] == _summary.DECLINED).all():
-                lo = (line["value"] - z * line["se_fixed"]).clip(0, 1)
-                hi = (line["value"] + z * line["se_fixed"]).clip(0, 1)
+                lo, hi = line["fixed_lo"], line["fixed_hi"]
                 fixed_bands = fixed_bands or bool(lo.notna().any())
             finite = lo.notna() & hi.notna()
             if bands and finite.any():
@@ -238,7 +235,7 @@ def plot_curve(
     return ax
 
 
-_CURVE_COLUMNS = frozenset({"k", "metric", "value", "lo", "hi"})
+_CURVE_COLUMNS = frozenset({"k", "metric", "value", "lo", "hi", "fixed_lo", "fixed_hi"})
 
 
 def _label_columns(frame: pd.DataFrame, by: Sequence[str], *, minimal: bool = True) -> tuple[str, ...]:

@@ -9,7 +9,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from passk_nb.stats.cost import Prices, price_table, with_cost, with_cost_columns
 from passk_nb.stats.flags import claimed_unperformed_action
@@ -21,13 +20,13 @@ def summary_table(summary: pd.DataFrame, *, ci: float = CI) -> pd.DataFrame:
     """A readable table from :func:`passk_nb.stats.summary.summarize`: values with both intervals.
 
     summary: the frame ``summarize`` returned.
-    ci: the level it was computed at (default 0.95); it also sets z of the fixed-task interval.
+    ci: the level it was computed at (default 0.95), for the column names.
 
     One row per group: the group columns, ``tasks`` (covered/all), ``trials``
     ("successes/trials pass"), then for each metric the value, its interval for *new tasks like these*
     (the summary's ``ci_method``: Korn–Graubard by default, the exact per-task interval for
     per-task rows; "too few tasks" where it was declined) and its interval for *these tasks,
-    re-rolled* (value ± z·se_fixed, clipped to [0, 1]).
+    re-rolled* (the summary's ``pass@k_fixed_lo``/``_hi`` and ``pass^k_fixed_lo``/``_hi``).
 
     >>> import pandas as pd
     >>> from passk_nb.stats.summary import summarize
@@ -38,23 +37,22 @@ def summary_table(summary: pd.DataFrame, *, ci: float = CI) -> pd.DataFrame:
     >>> row["pass^k"], row["pass^k 95% CI, new tasks"], row["pass^k 95% CI, these tasks"]
     ('0.633', '[0.056, 0.993]', '[0.419, 0.847]')
     """
-    z = float(sps.norm.ppf(0.5 + ci / 2))
     group_cols = list(summary.columns[: list(summary.columns).index("k")])
     out = summary[group_cols].copy()
     out["k"] = summary["k"]
     out["tasks"] = [f"{c}/{n}" for c, n in zip(summary["n_tasks_covered"], summary["n_tasks"], strict=True)]
     out["trials"] = [f"{c}/{n} pass" for c, n in zip(summary["successes"], summary["trials"], strict=True)]
     declined = summary["ci_method"] == DECLINED if "ci_method" in summary else pd.Series(False, summary.index)
-    for metric, se_col in (("pass@k", "pass@k_se_fixed"), ("pass^k", "pass^k_se_fixed")):
+    for metric in ("pass@k", "pass^k"):
         value = summary[metric]
         out[metric] = value.map(lambda v: "NaN" if pd.isna(v) else f"{v:.3f}")
         out[f"{metric} {ci:.0%} CI, new tasks"] = [
             "too few tasks" if no else _interval(lo, hi)
             for lo, hi, no in zip(summary[f"{metric}_lo"], summary[f"{metric}_hi"], declined, strict=True)
         ]
-        se = summary[se_col]
         out[f"{metric} {ci:.0%} CI, these tasks"] = [
-            _interval(v - z * s, v + z * s) for v, s in zip(value, se, strict=True)
+            _interval(lo, hi)
+            for lo, hi in zip(summary[f"{metric}_fixed_lo"], summary[f"{metric}_fixed_hi"], strict=True)
         ]
     if "n_infra_excluded" in summary.columns and summary["n_infra_excluded"].any():
         out["infra excluded"] = summary["n_infra_excluded"]
@@ -344,7 +342,7 @@ def report_table(
     """A :func:`report_frame` as ``fmt``: ``"table"`` (text), ``"markdown"``, ``"csv"`` or ``"json"``.
 
     Text and markdown label each row with only the fields that differ among the rows; the
-    fields every row shares come once, above the table. The interval level and its z come
+    fields every row shares come once, above the table. The interval level comes
     from ``ci``. ``notes`` adds lines that say what each column means. CSV and JSON hold the
     report frame itself, at full precision (JSON: ``{"k", "ci", "by", "rows"}``, NaN as null).
 
@@ -354,9 +352,9 @@ def report_table(
     ...     for t, c in [("a", 4), ("b", 2)] for i in range(4)])
     >>> print(report_table(report_frame(df, k=2, by=["model"], n_boot=0), by=["model"], notes=False))
     model: m
-    pass@2 | pass^2 | ± these tasks | trials   | infra excl. | claimed not done | agent errors
-    -------+--------+---------------+----------+-------------+------------------+-------------
-    0.917  | 0.583  | ± 0.376       | 6/8 pass | 0           | 0                | 0
+    pass@2 | pass^2 | these tasks    | trials   | infra excl. | claimed not done | agent errors
+    -------+--------+----------------+----------+-------------+------------------+-------------
+    0.917  | 0.583  | [0.207, 0.959] | 6/8 pass | 0           | 0                | 0
     """
     by = list(by)
     if fmt == "csv":
@@ -378,7 +376,6 @@ def report_table(
 
 def report_display(report: pd.DataFrame, *, by: Sequence[str], ci: float = CI) -> tuple[pd.DataFrame, str]:
     """The text cells of a report (one row per group) and the caption of what every row shares."""
-    z = float(sps.norm.ppf(0.5 + ci / 2))
     k = int(report["k"].iloc[0])
     varying, constant = split_fields(row_fields(report, by))
     caption = ", ".join(f"{name}: {value}" for name, value in constant.items())
@@ -387,8 +384,9 @@ def report_display(report: pd.DataFrame, *, by: Sequence[str], ci: float = CI) -
     out = pd.DataFrame({name: values.to_numpy() for name, values in varying.items()}, index=report.index)
     out[f"pass@{k}"] = [_with_interval(row, "pass@k") for row in report.to_dict("records")]
     out[f"pass^{k}"] = [_with_interval(row, "pass^k") for row in report.to_dict("records")]
-    out["± these tasks"] = [
-        "n/a (n < k)" if pd.isna(se) else f"± {z * se:.3f}" for se in report["pass^k_se_fixed"]
+    out["these tasks"] = [
+        "n/a (n < k)" if pd.isna(lo) else _interval(lo, hi)
+        for lo, hi in zip(report["pass^k_fixed_lo"], report["pass^k_fixed_hi"], strict=True)
     ]
     trials = []
     for row in report.to_dict("records"):
@@ -458,12 +456,9 @@ def report_notes(report: pd.DataFrame, *, ci: float = CI) -> list[str]:
     if DECLINED in methods:
         notes.append(
             f"[no interval]: {DECLINED}; an interval for new tasks would be nearly [0, 1]: "
-            "read the ± these tasks column."
+            "read the these tasks column."
         )
-    notes.append(
-        f"± these tasks: {ci:.0%} half-width of pass^{k} for these same tasks re-run "
-        "(exact variance of each task's estimate at a shrunk success rate; never zero)."
-    )
+    notes.append(f"these tasks: {ci:.0%} interval of pass^{k} for these same tasks re-run (never zero wide).")
     notes.append(
         "infra excl.: infrastructure errors, left out of n on the assumption that they are unrelated "
         f"to task difficulty; in brackets, pass^{k} had they counted as failures."

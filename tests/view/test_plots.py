@@ -1,5 +1,7 @@
 """Plots, rendered headless (Agg): check what was drawn, not only that nothing raised."""
 
+from contextlib import nullcontext
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -127,6 +129,30 @@ def test_curve_band_is_the_fixed_task_interval_when_tasks_are_too_few():
         ax = plot_curve(TWO_MODELS, by="model", n_boot=200)
     assert "these tasks re-rolled" in ax.get_legend().get_title().get_text()
     assert len(ax.collections) >= 4  # a band per model and metric
+
+
+def band_edges(collection) -> tuple[np.ndarray, np.ndarray]:
+    """(lower, upper) edge of a fill_between band, ordered by k."""
+    vertices = collection.get_paths()[0].vertices
+    xs = np.unique(vertices[:, 0])
+    lower = np.array([vertices[vertices[:, 0] == x, 1].min() for x in xs])
+    upper = np.array([vertices[vertices[:, 0] == x, 1].max() for x in xs])
+    return lower, upper
+
+
+@pytest.mark.parametrize(("tasks", "lo", "hi"), [("abc", "fixed_lo", "fixed_hi"), ("abcdef", "lo", "hi")])
+def test_curve_bands_are_the_bounds_of_the_curve_frame(tasks, lo, hi):
+    # asymmetric bounds, unlike value ± z·se: the plot must draw the columns, not rebuild them
+    df = records({("m", "p", t): "1101" for t in tasks})
+    with pytest.warns(UserWarning) if len(tasks) < 5 else nullcontext():
+        frame = curve(df, by="model", n_boot=200)
+    frame = frame.assign(fixed_lo=frame["value"] * 0.5, fixed_hi=(frame["value"] + 0.01).clip(0, 1))
+    ax = plot_curve(curve=frame, metrics=["pass^k"])
+    [band] = ax.collections
+    line = frame[frame["metric"] == "pass^k"].sort_values("k")
+    lower, upper = band_edges(band)
+    np.testing.assert_allclose(lower, line[lo])
+    np.testing.assert_allclose(upper, line[hi])
 
 
 def test_curve_labels_prompts_by_name_and_hash():
