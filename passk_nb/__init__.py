@@ -56,7 +56,6 @@ _LAZY = {
     "pass_at_k": "passk_nb.stats.estimators",
     "pass_hat_k": "passk_nb.stats.estimators",
     "counts": "passk_nb.stats.counts",
-    "counts_from_parquet": "passk_nb.stats.parquet_counts",
     "summarize": "passk_nb.stats.summary",
     "curve": "passk_nb.stats.summary",
     "compare": "passk_nb.stats.paired",

@@ -23,7 +23,7 @@ import numpy as np
 from scipy import stats as sps
 from scipy.special import gammaln
 
-from passk_nb.stats.counts import group_means, group_sums
+from passk_nb.stats._grouping import group_means, group_sums
 from passk_nb.stats.estimators import pass_hat_k
 from passk_nb.stats.params import METHOD
 

@@ -11,16 +11,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from passk_nb.stats.counts import (
-    check_k,
-    check_options,
-    counted_folder,
-    counts,
-    group_ids,
-    group_means,
-    group_sums,
-    require_columns,
-)
+from passk_nb.stats._grouping import group_ids, group_means, group_sums
+from passk_nb.stats.checks import check_k, check_options, require_columns
+from passk_nb.stats.counts import counted_folder, counts
 from passk_nb.stats.estimators import pass_at_k, pass_hat_k
 from passk_nb.stats.exact import fisher_exact_2x2, unique_rows
 from passk_nb.stats.intervals import (

@@ -48,15 +48,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from passk_nb.stats.counts import (
-    check_k,
-    check_options,
-    counted_folder,
-    estimate_counts,
-    group_ids,
-    group_sums,
-    restore_dtypes,
-)
+from passk_nb.stats._grouping import group_ids, group_sums
+from passk_nb.stats.checks import check_k, check_options
+from passk_nb.stats.counts import counted_folder, estimate_counts, restore_dtypes
 from passk_nb.stats.estimators import pass_at_k, pass_hat_k
 from passk_nb.stats.exact import unique_rows
 from passk_nb.stats.intervals import (

@@ -40,7 +40,8 @@ from matplotlib.transforms import offset_copy
 from passk_nb.data.records import OUTCOMES
 from passk_nb.stats import paired as _paired
 from passk_nb.stats import summary as _summary
-from passk_nb.stats.counts import COUNTED_OUTCOMES, counts, is_counts_table
+from passk_nb.stats.checks import COUNTED_OUTCOMES
+from passk_nb.stats.counts import counts, is_counts_table
 from passk_nb.stats.estimators import pass_hat_k
 from passk_nb.stats.params import CI, INFRA, METHOD, MIN_TASKS, N_BOOT, SEED, default_by, share_docs
 from passk_nb.stats.summary import METRICS
