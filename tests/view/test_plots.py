@@ -198,6 +198,16 @@ def test_tasks_heatmap_with_k_shows_pass_hat_k_and_marks_missing_cells():
     assert texts.count("–") == 2  # tasks b and c never ran for model solo
 
 
+@pytest.mark.parametrize("k", [None, 2])
+def test_tasks_heatmap_colours_are_summarize_per_task(k):
+    from passk_nb.stats.summary import summarize
+
+    per_task = summarize(TWO_MODELS, k=k or 1, by=("model", "task"), n_boot=0)
+    image = plot_tasks(TWO_MODELS, by="model", k=k).get_images()[0].get_array()
+    expected = per_task.pivot(index="task", columns="model", values="pass^k").to_numpy()
+    np.testing.assert_allclose(image.filled(np.nan), expected)
+
+
 def test_tasks_heatmap_excludes_infra_errors_from_counts():
     df = records({("m", "p", "t"): "11i0"})
     ax = plot_tasks(df, by="model")
