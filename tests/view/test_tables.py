@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from passk_nb.stats.report import report_frame
 from passk_nb.stats.summary import summarize
-from passk_nb.view.tables import report_display, report_frame, summary_table
+from passk_nb.view.tables import report_display, summary_table
 from tests.helpers.records import records_from_marks as records
 
 MARKS = ["1111", "1101", "1100", "1111", "0111", "1011"]
