@@ -3,7 +3,7 @@
 Generates a data folder of ``--rows`` trial records (default 5,000,000: 10,000 tasks × 10
 models × 5 prompts × 10 trials, 50 runs of 4 part files each) with every record column,
 including a ~1 KB JSON transcript per trial, in a temporary folder that is deleted at the end
-(``--keep`` keeps it). Then runs :func:`passk_nb.stats.parquet_counts.counts_from_parquet`
+(``--keep`` keeps it). Then runs :func:`passk_nb.counts` of the folder
 once per route, each in its own Python process, and reports wall time, CPU time and peak
 resident memory (``resource.getrusage``; "after imports": resident memory just before counting).
 Checks that both routes return the same table. ``--load-all`` adds today's route,
@@ -104,14 +104,13 @@ def measure(route: str, folder: str, out: str) -> None:
     """Child process: count ``folder`` by ``route``; print a JSON line of the measurements."""
     from passk_nb.data.store import load
     from passk_nb.stats.counts import counts
-    from passk_nb.stats.parquet_counts import counts_from_parquet
 
     import_rss = current_rss_kb()
     start, start_cpu = time.perf_counter(), time.process_time()
     if route == "load-all":
         table = counts(load(folder), by=BY)
     else:
-        table = counts_from_parquet(folder, by=BY, engine=route)
+        table = counts(folder, by=BY, engine=route)
     wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     table.to_pickle(out)

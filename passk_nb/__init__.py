@@ -56,7 +56,6 @@ _LAZY = {
     "pass_at_k": "passk_nb.stats.estimators",
     "pass_hat_k": "passk_nb.stats.estimators",
     "counts": "passk_nb.stats.counts",
-    "counts_from_parquet": "passk_nb.stats.parquet_counts",
     "summarize": "passk_nb.stats.summary",
     "curve": "passk_nb.stats.summary",
     "compare": "passk_nb.stats.paired",
@@ -71,6 +70,7 @@ _LAZY = {
     "noise_floor": "passk_nb.stats.noise",
     "g_pass_at_k": "passk_nb.stats.noise",
     "rank": "passk_nb.stats.rank",
+    "gate": "passk_nb.stats.gate",
     # view: tables, plots, widgets
     "plot_curve": "passk_nb.view.plots",
     "plot_flips": "passk_nb.view.plots",

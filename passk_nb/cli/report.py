@@ -224,7 +224,8 @@ def default_k(df: pd.DataFrame) -> int:
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from passk_nb.stats.params import default_by
-    from passk_nb.view.tables import report_frame, report_table  # here: keeps `passk tasks` fast
+    from passk_nb.stats.report import report_frame  # here: keeps `passk tasks` fast
+    from passk_nb.view.tables import report_table
 
     df = load(args.path, strict=not args.skip_bad_files)
     if df.empty:

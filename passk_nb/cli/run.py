@@ -200,7 +200,8 @@ def resume_line(record: logging.LogRecord, total: int) -> str | None:
 def _cmd_run(args: argparse.Namespace) -> int:
     from passk_nb.harness.runner import run
     from passk_nb.harness.suites import get_suite
-    from passk_nb.view.tables import report_frame, report_table  # here: keeps `passk tasks` fast
+    from passk_nb.stats.report import report_frame  # here: keeps `passk tasks` fast
+    from passk_nb.view.tables import report_table
 
     k = args.k if args.k is not None else min(2, args.trials)
     if k > args.trials:

@@ -23,7 +23,7 @@ from typing import Any
 
 import pandas as pd
 
-from passk_nb.stats.params import CI, INFRA, MIN_TASKS, N_BOOT, SEED
+from passk_nb.stats.params import CI, INFRA, METHOD, MIN_TASKS, N_BOOT, PAIRED_METHOD, SEED
 
 #: Columns a frame needs for ``df.passk``.
 REQUIRED: tuple[str, ...] = ("task", "passed", "outcome")
@@ -56,7 +56,7 @@ class PasskAccessor:
         n_boot: int = N_BOOT,
         seed: int = SEED,
         infra: str = INFRA,
-        method: str = "korn-graubard",
+        method: str = METHOD,
         min_tasks: int = MIN_TASKS,
     ) -> pd.DataFrame:
         """:func:`passk_nb.summarize` of this frame."""
@@ -73,7 +73,7 @@ class PasskAccessor:
         n_boot: int = N_BOOT,
         seed: int = SEED,
         infra: str = INFRA,
-        method: str = "korn-graubard",
+        method: str = METHOD,
         min_tasks: int = MIN_TASKS,
     ) -> pd.DataFrame:
         """:func:`passk_nb.curve` of this frame."""
@@ -93,7 +93,7 @@ class PasskAccessor:
         n_boot: int = N_BOOT,
         seed: int = SEED,
         infra: str = INFRA,
-        method: str = "t",
+        method: str = PAIRED_METHOD,
         min_tasks: int = MIN_TASKS,
     ) -> pd.DataFrame:
         """:func:`passk_nb.compare` of arms ``a`` and ``b`` (values of column ``on``) in this frame."""

@@ -22,7 +22,7 @@ from typing import TypeAlias
 import numpy as np
 import pandas as pd
 
-from passk_nb.stats.counts import require_columns
+from passk_nb.stats.checks import require_columns
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
 from passk_nb.stats.summary import summarize
 

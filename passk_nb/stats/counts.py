@@ -1,130 +1,24 @@
 """Per-task counts: the table every analysis starts from.
 
 One row per (group, task) with n usable trials, c successes and n_infra
-infrastructure errors left out of n; plus the argument checks every analysis shares.
+infrastructure errors left out of n, from trial records, a counts table or a folder of parquet
+records (:mod:`passk_nb.stats.parquet_counts`, without loading the trials). The counting
+kernel is :mod:`passk_nb.stats._grouping`; the argument checks are in :mod:`passk_nb.stats.checks`.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
 
-from passk_nb.data.records import COLUMNS as RECORD_COLUMNS
 from passk_nb.data.records import OUTCOMES
+from passk_nb.stats import _grouping
+from passk_nb.stats.checks import COUNTED_OUTCOMES, records_by, require_columns
 from passk_nb.stats.params import INFRA, default_by, share_docs
-
-#: Columns every analysis needs, besides the grouping columns.
-ANALYSIS_COLUMNS: tuple[str, ...] = ("task", "passed", "outcome")
-
-
-INFRA_OUTCOME = "infra_error"
-
-
-INFRA_MODES: tuple[str, ...] = ("exclude", "fail")
-
-
-def group_sums(gid: np.ndarray, values: np.ndarray, n_groups: int) -> np.ndarray:
-    """Column sums of ``values`` (rows, m) per group: shape (n_groups, m)."""
-    return np.column_stack([np.bincount(gid, column, minlength=n_groups) for column in values.T])
-
-
-def group_means(gid: np.ndarray, values: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return group_sums(gid, values, counts.size) / counts[:, None]
-
-
-#: The identity of one trial (as in passk_nb.data.records.KEY).
-TRIAL_KEY: tuple[str, ...] = ("run_id", "task", "trial")
-
-
-def refuse_repeated_trials(df: pd.DataFrame, by: Sequence[str] = ()) -> None:
-    """Raise when a trial appears twice (same ``run_id``, ``task``, ``trial`` and ``by`` columns):
-    it would be counted twice. Frames without those three columns are not checked.
-
-    >>> import pandas as pd
-    >>> refuse_repeated_trials(pd.DataFrame({"run_id": ["r", "r"], "task": ["t", "t"], "trial": [0, 0]}))
-    Traceback (most recent call last):
-    ...
-    ValueError: 1 trial appears more than once (same run_id, task, trial; e.g. ('r', 't', 0)), and would be counted twice. Read records with passk_nb.load(folder), which keeps one row per trial, or drop the repeats: df.drop_duplicates(['run_id', 'task', 'trial'])
-    """  # noqa: E501
-    if not all(col in df.columns for col in TRIAL_KEY):
-        return
-    repeated = df.duplicated(list(dict.fromkeys([*by, *TRIAL_KEY])), keep="first")
-    if repeated.any():
-        n = int(repeated.sum())
-        example = tuple(
-            v.item() if hasattr(v, "item") else v for v in df.loc[repeated, list(TRIAL_KEY)].iloc[0]
-        )
-        raise ValueError(
-            f"{n} trial{' appears' if n == 1 else 's appear'} more than once (same run_id, task, trial; "
-            f"e.g. {example}), and would be counted twice. Read records with passk_nb.load(folder), which "
-            f"keeps one row per trial, or drop the repeats: df.drop_duplicates({list(TRIAL_KEY)})"
-        )
-
-
-def group_ids(table: pd.DataFrame, by: tuple[str, ...]) -> tuple[np.ndarray, pd.DataFrame]:
-    """Group number of each row of a table sorted by ``by``, and the group keys (one row each)."""
-    if not by:
-        return np.zeros(len(table), dtype=np.int64), pd.DataFrame(index=range(1))
-    if len(table):
-        codes, rows = _group_codes(table, list(by))
-        first = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
-        if first.size == rows.size:  # each group one block of rows: number them in order of appearance
-            order = np.empty(rows.size, dtype=np.int64)
-            order[codes[first]] = np.arange(rows.size)
-            return order[codes], pd.DataFrame({col: table[col].array.take(first) for col in by})
-    gid = table.groupby(list(by), sort=False, dropna=False).ngroup().to_numpy()
-    first = np.flatnonzero(np.r_[True, gid[1:] != gid[:-1]])
-    return gid, table.iloc[first][list(by)].reset_index(drop=True)
-
-
-def require_columns(df: pd.DataFrame, columns: Iterable[str]) -> None:
-    """Raise ValueError listing the columns ``df`` lacks.
-
-    >>> import pandas as pd
-    >>> require_columns(pd.DataFrame({"task": []}), ("task", "passed", "outcome"))
-    Traceback (most recent call last):
-    ...
-    ValueError: the frame lacks columns ['passed', 'outcome']; trial records need at least ['task', 'passed', 'outcome'] plus the grouping columns. Build them with passk_nb.data.records.frame_from_records
-    """  # noqa: E501
-    missing = [col for col in dict.fromkeys(columns) if col not in df.columns]
-    if missing:
-        raise ValueError(
-            f"the frame lacks columns {missing}; trial records need at least {list(ANALYSIS_COLUMNS)} "
-            "plus the grouping columns. Build them with passk_nb.data.records.frame_from_records"
-        )
-
-
-def as_columns(by: str | Sequence[str]) -> tuple[str, ...]:
-    columns = (by,) if isinstance(by, str) else tuple(by)
-    if len(set(columns)) != len(columns):
-        raise ValueError(f"by={list(columns)} repeats a column")
-    return columns
-
-
-def check_k(k: object) -> None:
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-        raise ValueError(f"k must be a whole number ≥ 1; got k={k!r}")
-
-
-def check_options(*, ci: float, n_boot: int, seed: int) -> None:
-    if not 0 < ci < 1:
-        raise ValueError(f"ci must be between 0 and 1 (e.g. 0.95); got ci={ci}")
-    if isinstance(n_boot, bool) or not isinstance(n_boot, int | np.integer) or n_boot < 0:
-        raise ValueError(f"n_boot must be a whole number ≥ 0 (0: no intervals); got n_boot={n_boot!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise ValueError(f"seed must be a whole number ≥ 0; got seed={seed!r}")
-
-
-#: Outcomes counted per (group, task) besides ``c`` (passes) and ``n_infra``: one ``n_<outcome>``
-#: column each, in this order.
-COUNTED_OUTCOMES: tuple[str, ...] = tuple(o for o in OUTCOMES if o not in ("pass", INFRA_OUTCOME))
+from passk_nb.stats.parquet_counts import ENGINES, count_folder
 
 
 @share_docs
@@ -132,6 +26,8 @@ def counts(
     df: pd.DataFrame | str | os.PathLike[str],
     by: str | Sequence[str] | None = None,
     infra: str = INFRA,
+    *,
+    engine: str = ENGINES[0],
 ) -> pd.DataFrame:
     """Per (group, task) trial counts: the table every analysis is computed from.
 
@@ -139,16 +35,20 @@ def counts(
     values last; categorical columns in category order): the ``by`` columns, ``task``,
     ``n`` usable trials, ``c`` successes, ``n_infra`` infra_error trials left out of n
     (0 with ``infra="fail"``, where they count as failures), and one ``n_<outcome>``
-    column per failure outcome of :data:`COUNTED_OUTCOMES` (trials that ended that way).
+    column per failure outcome of :data:`~passk_nb.stats.checks.COUNTED_OUTCOMES` (trials that
+    ended that way).
     Computed in one vectorised pass over the columns' category codes: categorical key columns
     (``df.astype({"model": "category", ...})``) are used as they are, the fastest input; string
-    columns are factorised once per run of equal values (records come sorted). A folder of parquet
-    records (a path) is counted without loading it: see
-    :func:`passk_nb.stats.parquet_counts.counts_from_parquet`.
+    columns are factorised once per run of equal values (records come sorted).
 
-    {df}
+    A folder of parquet records (a path; or one parquet file) is counted without loading it,
+    equal to ``counts(load(path), by, infra)``: DuckDB counts with SQL over the files (bounded
+    memory, the ``duckdb`` extra), pandas reads only the needed columns (never the transcripts).
+
+    {df_or_folder}
     {by}
     {infra}
+    engine: for a path only: "duckdb", "pandas", or "auto" (default: DuckDB when it is installed).
 
     >>> import pandas as pd
     >>> df = pd.DataFrame({"model": ["m1"] * 3 + ["m2"] * 2, "task": ["a", "a", "b", "a", "a"],
@@ -164,14 +64,14 @@ def counts(
     0    a  4  1        0
     1    b  1  1        0
     """
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {list(ENGINES)}; got engine={engine!r}")
     if isinstance(df, str | os.PathLike):
-        from passk_nb.stats.parquet_counts import counts_from_parquet
-
-        return counts_from_parquet(df, by=by, infra=infra)
+        return count_folder(df, by=by, infra=infra, engine=engine)
     by = default_by(df, by)
     if is_counts_table(df):
-        return _regroup(df, by, infra)
-    return _count_trials(df, by, infra)
+        return _grouping.regroup(df, by, infra)
+    return _grouping.count_trials(df, by, infra)
 
 
 def counted_folder(
@@ -186,16 +86,6 @@ def counted_folder(
     return counts(df, by=list(dict.fromkeys([*records_by(by), *also])))
 
 
-def records_by(by: str | Sequence[str] | None) -> tuple[str, ...]:
-    """``by`` for records stored in the record schema (a parquet folder, before reading it): None
-    is every identity column the schema has.
-
-    >>> records_by(None)[:3], records_by("model")
-    (('suite', 'provider', 'model'), ('model',))
-    """
-    return default_by(pd.DataFrame(columns=list(RECORD_COLUMNS)), by)
-
-
 def estimate_counts(
     df: pd.DataFrame | str | os.PathLike[str], by: tuple[str, ...], infra: str
 ) -> pd.DataFrame:
@@ -205,7 +95,7 @@ def estimate_counts(
     copied; :func:`group_ids` of the table compares integer codes). Give results the key columns'
     own dtypes back with :func:`restore_dtypes`."""
     if isinstance(df, pd.DataFrame) and not is_counts_table(df):
-        return _count_trials(df, by, infra, outcomes=False, categorical_keys=True)
+        return _grouping.count_trials(df, by, infra, outcomes=False, categorical_keys=True)
     return counts(df, by=by, infra=infra)
 
 
@@ -242,401 +132,59 @@ def is_counts_table(df: object) -> bool:
     return isinstance(df, pd.DataFrame) and "passed" not in df.columns and {"n", "c"} <= set(df.columns)
 
 
-def _count_trials(
-    df: pd.DataFrame,
-    by: tuple[str, ...],
-    infra: str,
-    *,
-    outcomes: bool = True,
-    categorical_keys: bool = False,
-) -> pd.DataFrame:
-    """:func:`counts` of trial records: one vectorised pass over the columns' category codes.
-
-    Rows are taken in runs of equal keys (records come sorted, so a run is usually one task's
-    trials): the keys are factorised once per run, not once per row. ``outcomes=False`` leaves
-    out the ``n_<outcome>`` columns (what :func:`~passk_nb.stats.summary.summarize` needs: n, c,
-    n_infra), so the outcome column is only compared with ``infra_error``, never factorised;
-    ``categorical_keys``: key columns built from their codes (categorical), not copied."""
-    keys = list(dict.fromkeys([*by, "task"]))
-    _check_trials(df, keys, infra)
-    starts, run_gid, rows, key_codes = _runs(df, keys)
-    n_groups = rows.size
-    lengths = np.diff(np.r_[starts, len(df)])
-    is_infra = _equals(df["outcome"], INFRA_OUTCOME)
-    usable_pass = df["passed"].to_numpy(dtype=bool) & ~is_infra
-    if all(col in df.columns for col in TRIAL_KEY):  # repeated trials would be counted twice
-        _refuse_repeats(df, keys, starts, run_gid, by)
-
-    def per_group(mask: np.ndarray) -> np.ndarray:
-        if starts.size == len(df):
-            return np.bincount(run_gid, weights=mask, minlength=n_groups).astype(np.int64)
-        if np.count_nonzero(mask) < len(df) // 16:  # rare (infra errors): find the runs of the few rows
-            at = np.searchsorted(starts, np.flatnonzero(mask), side="right") - 1
-            return np.bincount(run_gid[at], minlength=n_groups).astype(np.int64)
-        per_run = np.add.reduceat(mask.view(np.uint8), starts, dtype=np.int64)
-        return np.bincount(run_gid, weights=per_run, minlength=n_groups).astype(np.int64)
-
-    total = np.bincount(run_gid, weights=lengths, minlength=n_groups).astype(np.int64)
-    n_infra = per_group(is_infra) if infra == "exclude" else np.zeros(n_groups, dtype=np.int64)
-    columns: dict[str, object] = (
-        {key: _categorical(*key_codes[key]) for key in keys}
-        if categorical_keys
-        else {key: df[key].array.take(rows) for key in keys}
-    )
-    columns["n"] = total - n_infra
-    columns["c"] = per_group(usable_pass)
-    columns["n_infra"] = n_infra
-    if outcomes:
-        outcome, values = _codes(df["outcome"], sort=False)
-        slots = len(values) + 1  # the last code: a missing outcome
-        cell = np.repeat(run_gid * slots, lengths)
-        np.add(cell, outcome, out=cell, casting="unsafe")
-        by_outcome = np.bincount(cell, minlength=n_groups * slots).reshape(n_groups, slots)
-        for name in COUNTED_OUTCOMES:
-            at = values.get_indexer([name])[0]
-            columns[f"n_{name}"] = by_outcome[:, at] if at >= 0 else np.zeros(n_groups, dtype=np.int64)
-    return pd.DataFrame(columns)
+#: The outcome of a counts table's failures that no ``n_<outcome>`` column accounts for.
+UNCOUNTED_FAILURE = "failed (outcome not counted)"
 
 
-def _categorical(codes: np.ndarray, values: pd.Index) -> pd.Categorical:
-    """A categorical column from codes in ``values`` (``len(values)``: missing)."""
-    return pd.Categorical.from_codes(np.where(codes == len(values), -1, codes), categories=values)
+@share_docs
+def outcome_counts(df: pd.DataFrame, by: str | Sequence[str] | None = None) -> pd.DataFrame:
+    """How the trials of each group of ``by`` ended: one row per group, one column per outcome.
 
+    {df}
+    {by}
 
-def _refuse_repeats(
-    df: pd.DataFrame, keys: list[str], starts: np.ndarray, run_gid: np.ndarray, by: tuple[str, ...]
-) -> None:
-    """:func:`refuse_repeated_trials` when some (group, run_id, task, trial) occurs twice, counted
-    without sorting the rows. ``starts``, ``run_gid``: the runs of equal ``keys`` and their group
-    numbers (:func:`_runs`). A trial key column that comes in runs too (a run_id in sorted
-    records) splits those runs further and is coded once per run; the others (the trial number)
-    are coded per row."""
-    n = len(df)
-    if _rising_in_single_runs(df, keys, starts, run_gid):
-        return
-    per_row, split = [], []
-    for col in (c for c in TRIAL_KEY if c not in keys):
-        change = _changes(df[col])
-        if change is not None and np.count_nonzero(change) <= n // 4:
-            split.append(np.flatnonzero(change) + 1)
-        else:
-            per_row.append(col)
-    if split:
-        mark = np.zeros(n, dtype=bool)
-        for at in (starts, *split):
-            mark[at] = True
-        runs = np.flatnonzero(mark)
-    else:
-        runs = starts
-    code = run_gid[np.searchsorted(starts, runs, side="right") - 1].astype(np.int64)
-    size = int(run_gid.max(initial=-1)) + 1
-    for col in (c for c in TRIAL_KEY if c not in keys and c not in per_row):
-        codes, values = _codes(pd.Series(df[col].array.take(runs)), sort=False)
-        size = _combine(code, size, codes, len(values) + 1)
-    size = _renumber(code)
-    if size == runs.size and per_row == ["trial"] and _rising(df["trial"], runs):
-        return  # each (group, run_id) one run of rows, its trials rising: none repeats
-    code = np.repeat(code, np.diff(np.r_[runs, n]))
-    small = 8 * n + 1024  # a combined code this size is counted with bincount
-    for col in per_row:
-        codes, key_size = _row_codes(df[col])
-        if size * key_size > small:
-            size = _renumber(code)
-        size = _combine(code, size, codes, key_size)
-    if size <= small:
-        repeated = bool(np.bincount(code, minlength=size).max(initial=0) > 1)
-    else:
-        repeated = pd.unique(code).size < n
-    if repeated:
-        refuse_repeated_trials(df, by)
+    Rows are sorted by the ``by`` values (as in :func:`counts`), followed by one column per outcome
+    that occurs, in :data:`passk_nb.data.records.OUTCOMES` order, infrastructure errors included.
+    From a counts table: ``c`` passes, ``n_infra`` infra errors, ``n_<outcome>`` each failure
+    outcome, and the failures no ``n_<outcome>`` column accounts for as ``failed (outcome not
+    counted)`` (a table from elsewhere with only ``n`` and ``c``).
 
-
-def _rising_in_single_runs(
-    df: pd.DataFrame, keys: list[str], starts: np.ndarray, run_gid: np.ndarray
-) -> bool:
-    """Whether no trial can repeat because each group of ``keys`` is one run of rows (as in sorted
-    records) along which the trial numbers rise: two rows of one trial would be in one group, so
-    in one run, with one trial number. Whatever the run_ids; reads no other column."""
-    if "trial" in keys or "trial" not in df.columns or run_gid.size != int(run_gid.max(initial=-1)) + 1:
-        return False
-    return _rising(df["trial"], starts)
-
-
-def _rising(trial: pd.Series, runs: np.ndarray) -> bool:
-    """Whether the whole-number ``trial`` column rises strictly along each run (runs start at
-    ``runs``)."""
-    if trial.dtype.kind not in "iu":
-        return False
-    values = trial.to_numpy()
-    rises = values[1:] > values[:-1]
-    rises[runs[1:] - 1] = True
-    return bool(rises.all())
-
-
-def _renumber(code: np.ndarray) -> int:
-    """Renumber the combined ``code`` in place to 0 .. (distinct codes − 1) (in order of first
-    appearance); returns how many there are."""
-    codes, uniques = pd.factorize(code)
-    code[:] = codes
-    return len(uniques)
-
-
-def _row_codes(column: pd.Series) -> tuple[np.ndarray, int]:
-    """Integer codes of a column's values (equal values, equal codes; missing values a code of
-    their own) and how many codes there can be; whole numbers in a narrow range (trial numbers)
-    are their own codes, without factorising."""
-    n = len(column)
-    if column.dtype.kind in "iu" and n:
-        values = column.to_numpy()
-        low, high = int(values.min()), int(values.max())
-        if high - low <= 4 * n:
-            return values - low, high - low + 1
-    codes, values = _codes(column, sort=False)
-    return codes, len(values) + 1
-
-
-#: Count columns summed when a counts table is regrouped (besides the ``n_<outcome>`` columns).
-_SUMMED: tuple[str, ...] = ("n", "c", "n_infra")
-
-
-def _regroup(table: pd.DataFrame, by: tuple[str, ...], infra: str) -> pd.DataFrame:
-    """:func:`counts` of a counts table: rows of one (``by``, task) summed (so a table counted by
-    model and prompt regroups by model alone), sorted like counts of the trials; with
-    ``infra="fail"`` the excluded infra errors ``n_infra`` join n as failures."""
-    keys = list(dict.fromkeys([*by, "task"]))
-    missing = [col for col in dict.fromkeys([*keys, "n", "c"]) if col not in table.columns]
-    if missing:
-        raise ValueError(
-            f"the counts table lacks columns {missing}; a counts table has the grouping columns, "
-            "'task', 'n' (usable trials) and 'c' (successes), optionally 'n_infra'. Build it with "
-            "passk_nb.counts(df, by=...)"
-        )
-    if infra not in INFRA_MODES:
-        raise ValueError(f"infra must be one of {list(INFRA_MODES)}; got infra={infra!r}")
-    if table.empty:
-        raise ValueError("the counts table has no rows")
-    summed = [
-        col for col in table.columns if col in _SUMMED or col[2:] in COUNTED_OUTCOMES and col[:2] == "n_"
-    ]
-    values = {col: _count_column(table, col) for col in summed}
-    bad = values["c"] > values["n"]
-    if bad.any():
-        at = int(np.flatnonzero(bad)[0])
-        raise ValueError(
-            f"c (successes) exceeds n (usable trials) in {int(bad.sum())} rows of the counts table, e.g. "
-            f"row {at}: n={values['n'][at]}, c={values['c'][at]}"
-        )
-    gid, rows = _group_codes(table, keys)
-    n_groups = rows.size
-    columns: dict[str, object] = {key: table[key].array.take(rows) for key in keys}
-    sums = {
-        col: np.bincount(gid, weights=v, minlength=n_groups).astype(np.int64) for col, v in values.items()
-    }
-    n_infra = sums.get("n_infra", np.zeros(n_groups, dtype=np.int64))
-    if infra == "fail":
-        columns["n"], columns["c"], columns["n_infra"] = sums["n"] + n_infra, sums["c"], 0 * n_infra
-    else:
-        columns["n"], columns["c"], columns["n_infra"] = sums["n"], sums["c"], n_infra
-    columns.update({f"n_{name}": sums[f"n_{name}"] for name in COUNTED_OUTCOMES if f"n_{name}" in sums})
-    return pd.DataFrame(columns)
-
-
-def _count_column(table: pd.DataFrame, col: str) -> np.ndarray:
-    """A count column as int64, or a ValueError naming the column and its bad values."""
-    column = table[col]
-    if not pd.api.types.is_numeric_dtype(column.dtype) or pd.api.types.is_bool_dtype(column.dtype):
-        raise ValueError(
-            f"column {col!r} of the counts table must hold whole numbers; got dtype {column.dtype}"
-        )
-    values = column.to_numpy(dtype=float, na_value=np.nan)
-    bad = ~np.isfinite(values) | (values < 0) | (values != np.round(values))
-    if bad.any():
-        raise ValueError(
-            f"column {col!r} of the counts table must hold whole numbers ≥ 0 without missing values; "
-            f"got {values[bad][:5].tolist()}"
-        )
-    return values.astype(np.int64)
-
-
-def _check_trials(df: pd.DataFrame, keys: list[str], infra: str) -> None:
-    require_columns(df, (*ANALYSIS_COLUMNS, *keys))
-    if infra not in INFRA_MODES:
-        raise ValueError(f"infra must be one of {list(INFRA_MODES)}; got infra={infra!r}")
-    passed = df["passed"]
-    if not pd.api.types.is_bool_dtype(passed.dtype) or passed.isna().any():
-        raise ValueError(
-            f"column 'passed' must be boolean without missing values; got dtype {passed.dtype}. "
-            "Build frames with passk_nb.data.records.frame_from_records"
-        )
+    >>> df = pd.DataFrame({"model": ["a", "a", "b"], "task": "t", "passed": [True, False, False],
+    ...                    "outcome": ["pass", "format_error", "infra_error"]})
+    >>> outcome_counts(df, by="model")
+      model  pass  format_error  infra_error
+    0     a     1             1            0
+    1     b     0             0            1
+    """
+    by = default_by(df, by)
+    from_counts = is_counts_table(df)
+    require_columns(df, (*by, *(("n", "c") if from_counts else ("outcome",))))
     if df.empty:
         raise ValueError("the frame has no trial rows")
-
-
-def _codes(column: pd.Series, sort: bool = True) -> tuple[np.ndarray, pd.Index]:
-    """Integer codes (of the smallest integer type pandas gives) of a column's values and the
-    values they stand for; missing values get the last code. With ``sort``, codes follow
-    sorted order (categorical: category order, the categories' codes used as they are)."""
-    if isinstance(column.dtype, pd.CategoricalDtype):
-        codes = column.cat.codes.to_numpy()
-        values = pd.Index(column.cat.categories)
+    per_row = _outcomes_of_counts(df) if from_counts else pd.get_dummies(df["outcome"], dtype=np.int64)
+    if by:
+        keys = [df[col] for col in by]
+        table = per_row.groupby(keys, sort=True, dropna=False, observed=True).sum().reset_index()
     else:
-        codes, values = pd.factorize(column, sort=sort)
-    if len(codes) and codes.min() < 0:
-        codes = np.where(codes < 0, len(values), codes.astype(np.int64))
-    return codes, pd.Index(values)
+        table = per_row.sum().to_frame().T
+    outcomes = table.columns[len(by) :]
+    occurring = [col for col in outcomes if table[col].sum() > 0]
+    ordered = [o for o in OUTCOMES if o in occurring] + [o for o in occurring if o not in OUTCOMES]
+    return table[[*by, *ordered]]
 
 
-def _equals(column: pd.Series, value: str) -> np.ndarray:
-    """Boolean array: the rows of ``column`` equal to ``value`` (missing values: False), without
-    factorising the column."""
-    if isinstance(column.dtype, pd.CategoricalDtype):
-        at = column.cat.categories.get_indexer([value])[0]
-        return column.cat.codes.to_numpy() == at if at >= 0 else np.zeros(len(column), dtype=bool)
-    array = _arrow(column)
-    if array is not None:
-        return _bools(pc.equal(array, value), missing=False)
-    return np.asarray(column.eq(value).to_numpy(dtype=bool, na_value=False))
-
-
-def _bools(values: pa.Array | pa.ChunkedArray, missing: bool) -> np.ndarray:
-    """A pyarrow boolean array as numpy booleans, a missing value as ``missing``. The bitmaps are
-    unpacked by numpy: pyarrow's own conversion takes ~1 ms per million values, 20× longer.
-
-    >>> _bools(pa.chunked_array([[True, None], [], [False]]), missing=True).tolist()
-    [True, True, False]
-    """
-    parts = []
-    for chunk in values.chunks if isinstance(values, pa.ChunkedArray) else [values]:
-        n, offset = len(chunk), chunk.offset
-        if n == 0:
-            continue
-        validity, data = chunk.buffers()
-        bits = np.unpackbits(np.frombuffer(data, dtype=np.uint8), count=offset + n, bitorder="little")[
-            offset:
-        ]
-        if chunk.null_count:
-            valid = np.unpackbits(
-                np.frombuffer(validity, dtype=np.uint8), count=offset + n, bitorder="little"
-            )
-            bits = np.where(valid[offset:].view(bool), bits, np.uint8(missing))
-        parts.append(bits.view(bool))
-    if len(parts) == 1:
-        return parts[0]
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
-
-
-def _arrow(column: pd.Series) -> pa.ChunkedArray | pa.Array | None:
-    """The pyarrow array behind an arrow-backed string column (None for any other column)."""
-    dtype = column.dtype
-    arrow_string = isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow"
-    if arrow_string or (isinstance(dtype, pd.ArrowDtype) and pa.types.is_string(dtype.pyarrow_dtype)):
-        return pa.chunked_array(pa.array(column.array))
-    return None
-
-
-def _changes(column: pd.Series) -> np.ndarray | None:
-    """Boolean array of length len(column) − 1: True where a row's value differs from the row
-    before (or may: a missing value always counts as a change, which only splits a run). None
-    when the column cannot be compared cheaply (e.g. Python objects)."""
-    if isinstance(column.dtype, pd.CategoricalDtype):
-        codes = column.cat.codes.to_numpy()
-        return codes[1:] != codes[:-1]
-    array = _arrow(column)
-    if array is not None:
-        return _bools(pc.not_equal(array[1:], array[:-1]), missing=True)
-    if column.dtype.kind in "biuf":  # NaN != NaN: a change, harmless
-        values = column.to_numpy()
-        return values[1:] != values[:-1]
-    return None
-
-
-class Runs(NamedTuple):
-    """The rows split into runs of equal key values (see :func:`_runs`)."""
-
-    starts: np.ndarray  # the first row of each run
-    run_gid: np.ndarray  # each run's group number
-    rows: np.ndarray  # one row of each group
-    codes: dict[str, tuple[np.ndarray, pd.Index]]  # per key: each group's code, and the values
-
-
-def _runs(df: pd.DataFrame, keys: list[str]) -> Runs:
-    """Split the rows into runs of equal key values: the first row of each run, each run's group
-    number (groups numbered in sorted key order, missing values last; only groups that occur),
-    one row of each group, and per key each group's code in the key's sorted values (missing:
-    ``len(values)``).
-
-    Records come sorted (by run, task, trial), so the keys hold long runs of one value: each key is
-    factorised at the first row of each of its own runs only (a model: a handful of rows), several
-    times faster than factorising every row.
-    When the runs are short (shuffled rows) every row is its own run."""
-    n_rows = len(df)
-    starts: np.ndarray | None = None
-    own: dict[str, np.ndarray] = {}  # each key's own runs: where that key changes
-    if n_rows > 1 and keys:
-        changed = np.zeros(n_rows - 1, dtype=bool)
-        for key in keys:
-            change = _changes(df[key])
-            if change is None:
-                break
-            own[key] = change
-            changed |= change
-            if np.count_nonzero(changed) > n_rows // 4:  # short runs: factorise every row
-                break
-        else:
-            starts = np.flatnonzero(np.r_[True, changed])
-    if starts is None:
-        starts = np.arange(n_rows)
-    code, size = np.zeros(starts.size, dtype=np.int64), 1
-    run_codes: dict[str, tuple[np.ndarray, pd.Index]] = {}
-    for key in keys:
-        column = df[key]
-        if starts.size == n_rows:
-            codes, values = _codes(column)
-        elif isinstance(column.dtype, pd.CategoricalDtype):
-            codes, values = _codes(column)
-            codes = codes[starts]
-        else:  # factorise the first value of each of the key's own runs, spread to the runs of all keys
-            firsts = np.flatnonzero(np.r_[True, own[key]])
-            codes, values = _codes(pd.Series(column.array.take(firsts)))
-            if firsts.size < starts.size:
-                codes = codes[np.searchsorted(firsts, starts, side="right") - 1]
-        run_codes[key] = codes, values
-        size = _combine(code, size, codes, len(values) + 1)
-    if size <= 4 * starts.size + 1024:
-        present = np.bincount(code, minlength=size) > 0
-        run_gid = (np.cumsum(present) - 1)[code]
-        n_groups = int(present.sum())
-    else:
-        _, run_gid = np.unique(code, return_inverse=True)
-        run_gid = run_gid.ravel()
-        n_groups = int(run_gid.max()) + 1 if run_gid.size else 0
-    first_run = np.empty(n_groups, dtype=np.int64)
-    first_run[run_gid] = np.arange(starts.size)  # any run of a group holds its key values
-    return Runs(
-        starts,
-        run_gid,
-        starts[first_run],
-        {key: (codes[first_run], values) for key, (codes, values) in run_codes.items()},
-    )
-
-
-def _combine(code: np.ndarray, size: int, codes: np.ndarray, key_size: int) -> int:
-    """Append a key's ``codes`` (``key_size`` possible values) to the combined ``code`` in place,
-    keeping it within int64 (renumbering the distinct combined codes when it would overflow);
-    returns the combined code's new size."""
-    if size > 2**62 // key_size:
-        _, inverse = np.unique(code, return_inverse=True)
-        code[:] = inverse.ravel()
-        size = int(code.max()) + 1
-    np.multiply(code, key_size, out=code)
-    np.add(code, codes, out=code, casting="unsafe")  # codes may be int8: no copy to int64
-    return size * key_size
-
-
-def _group_codes(df: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Group number of every row (groups numbered in sorted key order, only groups that
-    occur) and one row of each group."""
-    starts, run_gid, rows, _ = _runs(df, keys)
-    if starts.size == len(df):
-        return run_gid, rows
-    return np.repeat(run_gid, np.diff(np.r_[starts, len(df)])), rows
+def _outcomes_of_counts(table: pd.DataFrame) -> pd.DataFrame:
+    """Trials per outcome of each row of a counts table (see :func:`outcome_counts`)."""
+    columns = {"pass": table["c"].to_numpy()}
+    if "n_infra" in table.columns:
+        columns["infra_error"] = table["n_infra"].to_numpy()
+    counted = [o for o in COUNTED_OUTCOMES if f"n_{o}" in table.columns]
+    columns.update({o: table[f"n_{o}"].to_numpy() for o in counted})
+    rest = table["n"].to_numpy() - table["c"].to_numpy() - sum((columns[o] for o in counted), start=0)
+    if np.any(rest < 0):
+        raise ValueError(
+            "the counts table's outcome columns add up to more than its failures (n - c); "
+            "build it with passk_nb.counts(df)"
+        )
+    columns[UNCOUNTED_FAILURE] = rest
+    return pd.DataFrame(columns, index=table.index).astype(np.int64)

@@ -32,7 +32,7 @@ from typing import Any
 import pandas as pd
 
 from passk_nb.data.transcript import parse_transcript
-from passk_nb.stats.counts import require_columns
+from passk_nb.stats.checks import require_columns
 from passk_nb.stats.params import default_by, share_docs
 
 #: The step label of a reply that broke the action protocol.

@@ -36,7 +36,9 @@ from scipy import optimize
 from scipy import stats as sps
 from scipy.special import betaln, gammaln, xlogy
 
-from passk_nb.stats.counts import check_k, check_options, counted_folder, counts, group_ids
+from passk_nb.stats._grouping import group_ids
+from passk_nb.stats.checks import check_k, check_options
+from passk_nb.stats.counts import counted_folder, counts
 from passk_nb.stats.estimators import pass_hat_k
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
 

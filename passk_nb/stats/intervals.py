@@ -23,8 +23,9 @@ import numpy as np
 from scipy import stats as sps
 from scipy.special import gammaln
 
-from passk_nb.stats.counts import group_means, group_sums
+from passk_nb.stats._grouping import group_means, group_sums
 from passk_nb.stats.estimators import pass_hat_k
+from passk_nb.stats.params import METHOD
 
 #: Largest number of weights drawn in one bootstrap block.
 _BLOCK = 1 << 22
@@ -334,7 +335,7 @@ def population_interval(
     ``method`` is ``"korn-graubard"``, ``"t"`` or ``"bootstrap"``. ``declined`` marks groups with
     at least one but fewer than ``min_tasks`` tasks; their interval is NaN.
     """
-    if method == "korn-graubard":
+    if method == METHOD:
         lo, hi = korn_graubard(gid, values, floor, n_groups, ci=ci)
     elif method == "t":
         lo, hi = student_t(gid, values, floor, n_groups, ci=ci)

@@ -24,7 +24,9 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import stats as sps
 
-from passk_nb.stats.counts import check_k, counted_folder, counts, group_ids
+from passk_nb.stats._grouping import group_ids
+from passk_nb.stats.checks import check_k
+from passk_nb.stats.counts import counted_folder, counts
 from passk_nb.stats.estimators import pass_hat_k
 from passk_nb.stats.params import INFRA, default_by, share_docs
 

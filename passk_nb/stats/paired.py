@@ -11,16 +11,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from passk_nb.stats.counts import (
-    check_k,
-    check_options,
-    counted_folder,
-    counts,
-    group_ids,
-    group_means,
-    group_sums,
-    require_columns,
-)
+from passk_nb.stats._grouping import group_ids, group_means, group_sums
+from passk_nb.stats.checks import check_k, check_options, require_columns
+from passk_nb.stats.counts import counted_folder, counts
 from passk_nb.stats.estimators import pass_at_k, pass_hat_k
 from passk_nb.stats.exact import fisher_exact_2x2, unique_rows
 from passk_nb.stats.intervals import (
@@ -30,11 +23,9 @@ from passk_nb.stats.intervals import (
     nan_interval,
     population_interval,
 )
-from passk_nb.stats.params import CI, INFRA, MIN_TASKS, N_BOOT, SEED, default_by, share_docs
+from passk_nb.stats.params import CI, INFRA, MIN_TASKS, N_BOOT, PAIRED_METHODS, SEED, default_by, share_docs
 from passk_nb.stats.summary import DECLINED, METRICS, warn_declined
 
-#: Interval methods of :func:`compare`; the first is the default.
-PAIRED_METHODS: tuple[str, ...] = ("t", "bootstrap")
 #: Per-task tests of :func:`flips`; the first is the default.
 TESTS: tuple[str, ...] = ("fisher", "boschloo")
 #: Multiple-testing families of :func:`flips`; the first is the default.

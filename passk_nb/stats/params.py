@@ -39,6 +39,14 @@ INFRA = "exclude"
 #: ``benchmarks/coverage.py``: below five tasks the interval that keeps its coverage spans
 #: nearly [0, 1] (mean width ≥ 0.95 at three tasks), so it is declined instead.
 MIN_TASKS = 5
+#: Intervals for new tasks like these (``method=`` of summarize and curve); the first is the default.
+METHODS: tuple[str, ...] = ("korn-graubard", "t", "bootstrap")
+#: Default interval for new tasks like these: Korn–Graubard held its coverage from five tasks up.
+METHOD = METHODS[0]
+#: Intervals of a paired difference (``method=`` of compare); the first is the default.
+PAIRED_METHODS: tuple[str, ...] = ("t", "bootstrap")
+#: Default interval of a paired difference.
+PAIRED_METHOD = PAIRED_METHODS[0]
 
 DOCS: dict[str, str] = {
     "df": (
@@ -73,13 +81,13 @@ DOCS: dict[str, str] = {
         'to task difficulty; "fail" counts them as failures.'
     ),
     "method": (
-        'method: the interval for new tasks like these: "korn-graubard" (default; exact binomial '
+        f'method: the interval for new tasks like these: "{METHOD}" (default; exact binomial '
         'with an effective number of tasks), "t" (Student-t) or "bootstrap" (percentile bootstrap '
         "over tasks, ``n_boot`` resamples)."
     ),
     "paired_method": (
-        'method: the interval of the mean paired difference: "t" (default; paired t on per-task '
-        'differences) or "bootstrap" (the same draw of tasks for both arms).'
+        f'method: the interval of the mean paired difference: "{PAIRED_METHOD}" (default; paired t on '
+        'per-task differences) or "bootstrap" (the same draw of tasks for both arms).'
     ),
     "min_tasks": (
         f"min_tasks: fewest tasks for an interval for new tasks (default {MIN_TASKS}, measured by "

@@ -1,7 +1,7 @@
 """Per-task counts straight from a folder of parquet records, without loading the trials.
 
-:func:`counts_from_parquet` returns the table :func:`passk_nb.stats.counts.counts` gives for
-``load(folder)``, but reads only the columns the counts need. With DuckDB installed
+:func:`passk_nb.counts` of a path lands here: :func:`count_folder` returns the table ``counts``
+gives for ``load(folder)``, but reads only the columns the counts need. With DuckDB installed
 (``pip install "passk-nb[duckdb]"``) the counting runs as SQL over the parquet files, and
 DuckDB spills to disk beyond its memory limit, so a dataset larger than memory is counted
 too; without it, pandas reads the needed columns (never the transcripts) and counts them.
@@ -19,31 +19,23 @@ import pandas as pd
 
 from passk_nb.data.records import COLUMNS, DEFAULTS, DTYPES, KEY
 from passk_nb.data.store import load, part_files
-from passk_nb.stats.counts import (
-    COUNTED_OUTCOMES,
-    INFRA_MODES,
-    INFRA_OUTCOME,
-    _group_codes,
-    counts,
-    records_by,
-)
+from passk_nb.stats._grouping import count_trials, group_codes
+from passk_nb.stats.checks import COUNTED_OUTCOMES, INFRA_OUTCOME, check_infra, records_by
 from passk_nb.stats.params import INFRA, share_docs
-
-__all__ = ["counts_from_parquet", "ENGINES"]
 
 #: ``engine=`` choices: "auto" uses DuckDB when it is installed, else pandas.
 ENGINES: tuple[str, ...] = ("auto", "duckdb", "pandas")
 
 
 @share_docs
-def counts_from_parquet(
+def count_folder(
     path: str | os.PathLike[str],
     by: str | Sequence[str] | None = None,
     infra: str = INFRA,
     *,
     engine: str = "auto",
 ) -> pd.DataFrame:
-    """:func:`passk_nb.stats.counts.counts` of the records under ``path`` (a folder or one file).
+    """:func:`passk_nb.counts` of the records under ``path`` (a folder or one file).
 
     Equal to ``counts(load(path), by, infra)``, duplicates resolved the way :func:`load`
     resolves them, while reading only the grouping columns, ``task``, ``passed`` and
@@ -62,17 +54,14 @@ def counts_from_parquet(
     >>> rows = [{"run_id": "r1", "suite": "s", "model": "m", "task": "t", "trial": i,
     ...          "passed": i < 2, "outcome": "pass" if i < 2 else "wrong_state"} for i in range(3)]
     >>> _ = write_part(rows, folder, "r1")
-    >>> counts_from_parquet(folder, by="model")[["model", "task", "n", "c", "n_wrong_state"]]
+    >>> count_folder(folder, by="model")[["model", "task", "n", "c", "n_wrong_state"]]
       model task  n  c  n_wrong_state
     0     m    t  3  2              1
-    >>> by_pandas = counts_from_parquet(folder, by="model", engine="pandas")
-    >>> by_pandas.equals(counts_from_parquet(folder, by="model", engine="duckdb"))
+    >>> by_pandas = count_folder(folder, by="model", engine="pandas")
+    >>> by_pandas.equals(count_folder(folder, by="model", engine="duckdb"))
     True
     """
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {list(ENGINES)}; got engine={engine!r}")
-    if infra not in INFRA_MODES:
-        raise ValueError(f"infra must be one of {list(INFRA_MODES)}; got infra={infra!r}")
+    check_infra(infra)
     by = records_by(by)
     keys = list(dict.fromkeys([*by, "task"]))
     unknown = [col for col in keys if col not in COLUMNS]
@@ -89,7 +78,7 @@ def counts_from_parquet(
     if engine == "auto":
         engine = "duckdb" if importlib.util.find_spec("duckdb") else "pandas"
     if engine == "pandas":
-        return counts(load(path, columns=[*keys, "passed", "outcome"]), by=by, infra=infra)
+        return count_trials(load(path, columns=[*keys, "passed", "outcome"]), by, infra)
     return _duckdb_counts(files, keys, infra)
 
 
@@ -151,7 +140,7 @@ def _duckdb_counts(files: list[Path], keys: list[str], infra: str) -> pd.DataFra
     frame = frame.astype(
         {**{k: DTYPES[k] for k in keys}, **{c: np.int64 for c in frame.columns[len(keys) :]}}
     )
-    gid, _ = _group_codes(frame, keys)  # the order counts() gives: sorted keys, missing values last
+    gid, _ = group_codes(frame, keys)  # the order counts() gives: sorted keys, missing values last
     return frame.iloc[np.argsort(gid, kind="stable")].reset_index(drop=True)
 
 

@@ -24,7 +24,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from passk_nb.stats.counts import check_k, counts
+from passk_nb.stats.checks import check_k
+from passk_nb.stats.counts import counts
 from passk_nb.stats.estimators import pass_hat_k
 from passk_nb.stats.forecast import Mixture, fit_mixture, unidentified
 from passk_nb.stats.intervals import fixed_task_variance

@@ -48,15 +48,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from passk_nb.stats.counts import (
-    check_k,
-    check_options,
-    counted_folder,
-    estimate_counts,
-    group_ids,
-    group_sums,
-    restore_dtypes,
-)
+from passk_nb.stats._grouping import group_ids, group_sums
+from passk_nb.stats.checks import check_k, check_options
+from passk_nb.stats.counts import counted_folder, estimate_counts, restore_dtypes
 from passk_nb.stats.estimators import pass_at_k, pass_hat_k
 from passk_nb.stats.exact import unique_rows
 from passk_nb.stats.intervals import (
@@ -69,12 +63,11 @@ from passk_nb.stats.intervals import (
     kg_interval,
     t_interval,
 )
-from passk_nb.stats.params import CI, INFRA, MIN_TASKS, N_BOOT, SEED, default_by, share_docs
+from passk_nb.stats.params import CI, INFRA, METHOD, METHODS, MIN_TASKS, N_BOOT, SEED, default_by, share_docs
 
 #: The metrics, in the order they appear in long frames.
 METRICS: tuple[str, ...] = ("pass@k", "pass^k")
 #: Population-interval methods of :func:`summarize` and :func:`curve`; the first is the default.
-METHODS: tuple[str, ...] = ("korn-graubard", "t", "bootstrap")
 #: ``ci_method`` of a group whose population interval was declined (fewer than ``min_tasks`` tasks).
 DECLINED = "declined: too few tasks"
 
@@ -221,7 +214,7 @@ def _with_infra_bound(
         ci=CI,
         n_boot=0,
         seed=SEED,
-        method="korn-graubard",
+        method=METHOD,
         min_tasks=MIN_TASKS,
     )
     return out.assign(
@@ -470,7 +463,7 @@ def _summary(
             )
         else:
             # the spread of the covered tasks' values, from the weighted cells: every k in one call
-            interval = kg_interval if method == "korn-graubard" else t_interval
+            interval = kg_interval if method == METHOD else t_interval
             lo_, hi_ = interval(
                 *cell_spread(
                     cell_group,

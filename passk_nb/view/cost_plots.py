@@ -27,8 +27,15 @@ from matplotlib.axes import Axes
 
 from passk_nb.stats.cost import Prices, cost_summary, with_cost
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, share_docs
+from passk_nb.view.axes import (
+    data_or_frame,
+    label_columns,
+    legend_outside,
+    new_axes,
+    require_frame,
+    set_title,
+)
 from passk_nb.view.labels import PALETTE, group_labels, prompt_names
-from passk_nb.view.plots import _axes, _label_columns, _legend_outside, _title
 
 #: What the x axis can show: the cost of one trial, of k trials of one task, of one reliable success.
 X_CHOICES = ("trial", "task", "reliable_success")
@@ -91,14 +98,9 @@ def plot_cost(
     if x not in X_CHOICES:
         raise ValueError(f"x={x!r}: choose one of {', '.join(map(repr, X_CHOICES))}")
     names: dict[str, str] = {}
+    data_or_frame(data, cost, "cost_summary", "cost")
     if cost is not None:
-        if data is not None:
-            raise ValueError("give the trial records (data) or a cost_summary() frame (cost=), not both")
-        missing = sorted(_COST_COLUMNS - set(cost.columns))
-        if missing:
-            raise ValueError(
-                f"cost= takes the frame cost_summary() returns; this one lacks columns {missing}"
-            )
+        require_frame(cost, _COST_COLUMNS, "cost", "cost_summary()")
         summary = cost
         k = int(summary["k"].iloc[0])
         minimal = by is None
@@ -107,8 +109,7 @@ def plot_cost(
             tuple(summary.columns[:first]) if by is None else ((by,) if isinstance(by, str) else tuple(by))
         )
     else:
-        if data is None:
-            raise ValueError("give the trial records as data, or a cost_summary() frame as cost=")
+        assert data is not None
         if k is None:
             raise ValueError("give k=: the cost of one reliable success is the cost of k successes in a row")
         if price_in is not None or price_out is not None or prices is not None:
@@ -126,13 +127,13 @@ def plot_cost(
         first = list(summary.columns).index("k")
         group_by = tuple(summary.columns[:first])
         names = prompt_names(data)
-    shown_by = _label_columns(summary, group_by, minimal=minimal)
+    shown_by = label_columns(summary, group_by, minimal=minimal)
     labels = (
         group_labels(summary, shown_by, names=names).tolist() if shown_by else ["all trials"] * len(summary)
     )
     column = {"trial": "per_trial", "task": "per_trial", "reliable_success": "per_reliable_success"}[x]
     scale = float(k) if x == "task" else 1.0
-    ax = _axes(ax, figsize=(7.5, 4.2))
+    ax = new_axes(ax, figsize=(7.5, 4.2))
     left_out: list[str] = []
     drawn: list[float] = []
     arrows: list[tuple[float, float, str]] = []
@@ -204,8 +205,8 @@ def plot_cost(
             va="top",
         )
     if drawn:
-        _legend_outside(ax, title=f"bars: {ci:.0%} interval of pass^{k}, new tasks")
-    _title(ax, title, f"What reliability costs: pass^{k} against the cost of {_what(x, k)}")
+        legend_outside(ax, title=f"bars: {ci:.0%} interval of pass^{k}, new tasks")
+    set_title(ax, title, f"What reliability costs: pass^{k} against the cost of {_what(x, k)}")
     return ax
 
 

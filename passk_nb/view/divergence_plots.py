@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 
 from passk_nb.stats.divergence import action_tree
+from passk_nb.view.axes import legend_outside, new_axes
 from passk_nb.view.labels import OUTCOME_COLORS
 
 #: Edge colours: every trial through the edge passed, failed, or both.
@@ -54,7 +54,7 @@ def plot_divergence(
     if ax is None:
         depth = int(tree["depth"].max()) if len(tree) else 1
         leaves = max(1, int((~tree["node"].isin(tree["parent"])).sum()))
-        _, ax = plt.subplots(figsize=(min(3.2 * depth + 1.5, 18), min(0.7 * leaves + 1.5, 12)))
+        ax = new_axes(None, figsize=(min(3.2 * depth + 1.5, 18), min(0.7 * leaves + 1.5, 12)))
     y = _layout(tree)
     pass_through = dict(zip(tree["node"], tree["n_pass"], strict=True)) | {0: 1}
     widest = max(1, int((tree["n_pass"] + tree["n_fail"]).max())) if len(tree) else 1
@@ -96,16 +96,13 @@ def plot_divergence(
     for side in ("left", "right", "top"):
         ax.spines[side].set_visible(False)
     ax.set_xlim(-0.3, (int(tree["depth"].max()) if len(tree) else 1) + 0.2)
-    ax.legend(
+    legend_outside(
+        ax,
         handles=[
             Line2D([], [], color=PASS_COLOR, lw=3, label="passing trials only"),
             Line2D([], [], color=MIXED_COLOR, lw=3, label="both"),
             Line2D([], [], color=FAIL_COLOR, lw=3, label="failing trials only"),
         ],
-        loc="upper left",
-        bbox_to_anchor=(1.0, 1.0),
-        frameon=False,
-        fontsize=8,
     )
     if title != "":
         ax.set_title(title or f"{task_name}: where trajectories branch")

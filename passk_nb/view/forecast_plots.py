@@ -1,35 +1,35 @@
 """Plots beyond the trials you ran: the pass^K forecast, the plan, the ranking.
 
-Each function takes trial records (``records=``) and computes its statistic, or the frame
-the statistic already returned (``frame=``), draws on ``ax`` (a new figure when None) and
-returns the Axes. Colours come from the Okabe–Ito palette; groups are labelled by their
-values (:func:`passk_nb.view.labels.group_labels`).
+Each function takes trial records (``data``, first) and computes its statistic, or the frame
+the statistic already returned, by its name (``forecast=``, ``plan=``, ``rank=``), draws on
+``ax`` (a new figure when None) and returns the Axes. Colours come from the Okabe–Ito
+palette; groups are labelled by their values (:func:`passk_nb.view.labels.group_labels`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from passk_nb.stats.forecast import KS, forecast
+from passk_nb.stats import forecast as _forecast
+from passk_nb.stats import planning as _planning
+from passk_nb.stats import rank as _rank
+from passk_nb.stats.forecast import KS
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, share_docs
-from passk_nb.stats.planning import plan
-from passk_nb.stats.rank import rank
+from passk_nb.view.axes import data_or_frame, legend_outside, new_axes, require_frame, set_title
 from passk_nb.view.labels import PALETTE, group_labels
 
-_FIGSIZE = (7.5, 4.0)
 _FORECAST_COLUMNS = ("k", "pass^k", "lo", "hi", "observed", "share_always", "min_n")
 
 
 @share_docs
 def plot_forecast(
-    records: pd.DataFrame | None = None,
+    data: pd.DataFrame | None = None,
     *,
-    frame: pd.DataFrame | None = None,
+    forecast: pd.DataFrame | None = None,
     ks: Sequence[int] = KS,
     by: str | Sequence[str] | None = None,
     ci: float = CI,
@@ -46,8 +46,8 @@ def plot_forecast(
     model (``bound_lo``/``bound_hi``), and the k range beyond the trials run shaded and marked
     "extrapolation". A declined forecast draws only the observed points and the bounds, and says why.
 
-    records: trial records (the forecast is computed with :func:`passk_nb.stats.forecast.forecast`).
-    frame: or the frame ``forecast`` returned.
+    data: trial records (the forecast is computed with :func:`passk_nb.stats.forecast.forecast`).
+    forecast: instead of ``data``, the frame ``forecast`` returned.
     {by}
     {ci}
     {n_boot}
@@ -67,16 +67,15 @@ def plot_forecast(
     ('log', 'pass^k')
     >>> import matplotlib.pyplot as plt; plt.close("all")
     """
-    data = _one_of(records, frame, "forecast")
-    if data is None:
-        assert records is not None
-        data = forecast(records, ks=ks, by=by, ci=ci, n_boot=n_boot, seed=seed, infra=infra)
-    missing = [col for col in _FORECAST_COLUMNS if col not in data.columns]
-    if missing:
-        raise ValueError(f"frame= must be what passk_nb.forecast returned; it lacks {missing}")
+    data_or_frame(data, forecast, "forecast")
+    if forecast is None:
+        assert data is not None
+        forecast = _forecast.forecast(data, ks=ks, by=by, ci=ci, n_boot=n_boot, seed=seed, infra=infra)
+    require_frame(forecast, _FORECAST_COLUMNS, "forecast", "passk_nb.forecast(df)")
+    data = forecast
     group_cols = _group_columns(data)
     labels = group_labels(data, group_cols) if group_cols else pd.Series("all trials", index=data.index)
-    ax = _axes(ax)
+    ax = new_axes(ax)
     min_n = int(data["min_n"].min())
     k_max = int(data["k"].max())
     if k_max > min_n:
@@ -103,19 +102,19 @@ def plot_forecast(
     ax.set_ylim(0, 1.08)
     ax.set_xlabel("k (number of tries)")
     ax.set_ylabel("pass^k")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, fontsize="small")
+    legend_outside(ax)
     default = f"pass^k forecast beyond n (band: {ci:.0%}; dotted: asymptote; dashed: model-free bounds)"
     if notes:
         default += "\n" + "; ".join(notes)
-    _title(ax, title, default)
+    set_title(ax, title, default)
     return ax
 
 
 @share_docs
 def plot_plan(
-    records: pd.DataFrame | None = None,
+    data: pd.DataFrame | None = None,
     *,
-    frame: pd.DataFrame | None = None,
+    plan: pd.DataFrame | None = None,
     k: int = 1,
     y: str = "halfwidth_new",
     tasks: Sequence[int] | None = None,
@@ -126,8 +125,8 @@ def plot_plan(
     """A plan's ``y`` (half-width, detectable difference or power) against trials per task,
     one line per number of tasks.
 
-    records: pilot records (the plan is computed with :func:`passk_nb.stats.planning.plan`).
-    frame: or the frame ``plan`` returned.
+    data: pilot records (the plan is computed with :func:`passk_nb.stats.planning.plan`).
+    plan: instead of ``data``, the frame ``plan`` returned.
     {k}
     y: the column to draw: halfwidth_new, halfwidth_these, mdd_new, mdd_these, power_new, power_these.
     {ax}
@@ -143,13 +142,14 @@ def plot_plan(
     2
     >>> import matplotlib.pyplot as plt; plt.close("all")
     """
-    data = _one_of(records, frame, "plan")
-    if data is None:
-        assert records is not None
-        data = plan(records, k=k, tasks=tasks, trials=trials)
+    data_or_frame(data, plan, "plan")
+    if plan is None:
+        assert data is not None
+        plan = _planning.plan(data, k=k, tasks=tasks, trials=trials)
+    data = plan
     if y not in data.columns:
         raise ValueError(f"y must be a column of the plan, e.g. 'halfwidth_new'; got y={y!r}")
-    ax = _axes(ax)
+    ax = new_axes(ax)
     for i, (t, rows) in enumerate(data.groupby("tasks", sort=True)):
         rows = rows.sort_values("trials_per_task")
         ax.plot(
@@ -161,16 +161,16 @@ def plot_plan(
     if y.startswith("power"):
         ax.axhline(0.8, color="0.5", linestyle=":", linewidth=1)
         ax.set_ylim(0, 1.02)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, fontsize="small")
-    _title(ax, title, f"{y} by trials per task, one line per number of tasks")
+    legend_outside(ax)
+    set_title(ax, title, f"{y} by trials per task, one line per number of tasks")
     return ax
 
 
 @share_docs
 def plot_rank(
-    records: pd.DataFrame | None = None,
+    data: pd.DataFrame | None = None,
     *,
-    frame: pd.DataFrame | None = None,
+    rank: pd.DataFrame | None = None,
     on: str = "model",
     k: int = 1,
     n_boot: int = N_BOOT,
@@ -181,8 +181,8 @@ def plot_rank(
     """A forest plot of the arms' pass^k with intervals, best first, coloured by tier (arms in
     one tier are statistically indistinguishable), with each arm's rank interval.
 
-    records: trial records (the ranking is computed with :func:`passk_nb.stats.rank.rank`).
-    frame: or the frame ``rank`` returned.
+    data: trial records (the ranking is computed with :func:`passk_nb.stats.rank.rank`).
+    rank: instead of ``data``, the frame ``rank`` returned.
     on: the column whose values are the arms.
     {k}
     {n_boot}
@@ -201,12 +201,12 @@ def plot_rank(
     ['a  (rank 1–2)', 'b  (rank 1–2)', 'c  (rank 3–3)']
     >>> import matplotlib.pyplot as plt; plt.close("all")
     """
-    data = _one_of(records, frame, "rank")
-    if data is None:
-        assert records is not None
-        data = rank(records, on=on, k=k, n_boot=n_boot, seed=seed)
-    data = data.sort_values("rank").reset_index(drop=True)
-    ax = _axes(ax, (7.5, 0.45 * len(data) + 1.2))
+    data_or_frame(data, rank, "rank")
+    if rank is None:
+        assert data is not None
+        rank = _rank.rank(data, on=on, k=k, n_boot=n_boot, seed=seed)
+    data = rank.sort_values("rank").reset_index(drop=True)
+    ax = new_axes(ax, (7.5, 0.45 * len(data) + 1.2))
     y = np.arange(len(data))[::-1]
     for tier in sorted(data["tier"].unique()):
         rows = data["tier"] == tier
@@ -224,32 +224,11 @@ def plot_rank(
     )
     ax.set_xlabel(f"pass^{int(data['k'].iloc[0])}")
     ax.set_xlim(-0.02, 1.02)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, fontsize="small")
-    _title(ax, title, "Ranking: arms in one tier are statistically tied")
+    legend_outside(ax)
+    set_title(ax, title, "Ranking: arms in one tier are statistically tied")
     return ax
-
-
-def _one_of(records: pd.DataFrame | None, frame: pd.DataFrame | None, name: str) -> pd.DataFrame | None:
-    if (records is None) == (frame is None):
-        raise ValueError(
-            f"pass either records= (trial records) or frame= (what {name} returned), not both or neither"
-        )
-    return frame
 
 
 def _group_columns(data: pd.DataFrame) -> list[str]:
     """The grouping columns: forecast() puts them before ``k``."""
     return [str(col) for col in data.columns[: data.columns.get_loc("k")]]
-
-
-def _axes(ax: Axes | None, figsize: tuple[float, float] = _FIGSIZE) -> Axes:
-    if ax is not None:
-        return ax
-    _, ax = plt.subplots(figsize=figsize, layout="constrained")
-    return ax
-
-
-def _title(ax: Axes, title: str | None, default: str) -> None:
-    text = default if title is None else title
-    if text:
-        ax.set_title(text, loc="left", fontsize="medium")

@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from passk_nb.stats.counts import as_columns
+from passk_nb.stats.checks import as_columns
 
 #: Okabe–Ito colours, in the order groups receive them.
 PALETTE: tuple[str, ...] = (

@@ -24,6 +24,7 @@ outside the data area. Groups are labelled by their values, with prompt hashes s
 from __future__ import annotations
 
 import io
+import warnings
 from collections.abc import Sequence
 from typing import Any, cast
 
@@ -36,15 +37,22 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.transforms import offset_copy
-from scipy import stats as sps
 
-from passk_nb.data.records import OUTCOMES
 from passk_nb.stats import paired as _paired
 from passk_nb.stats import summary as _summary
-from passk_nb.stats.counts import COUNTED_OUTCOMES, counts, is_counts_table
-from passk_nb.stats.estimators import pass_hat_k
-from passk_nb.stats.params import CI, INFRA, MIN_TASKS, N_BOOT, SEED, default_by, share_docs
+from passk_nb.stats.counts import outcome_counts
+from passk_nb.stats.params import CI, INFRA, METHOD, MIN_TASKS, N_BOOT, SEED, default_by, share_docs
 from passk_nb.stats.summary import METRICS
+from passk_nb.view.axes import (
+    data_or_frame,
+    label_columns,
+    legend_outside,
+    luminance,
+    new_axes,
+    reject_frame,
+    require_frame,
+    set_title,
+)
 from passk_nb.view.labels import (
     OUTCOME_COLORS,
     PALETTE,
@@ -65,9 +73,6 @@ _METRIC_NAME = {
 }
 
 
-_FIGSIZE = (7.5, 4.0)
-
-
 @share_docs
 def plot_curve(
     data: pd.DataFrame | None = None,
@@ -81,7 +86,7 @@ def plot_curve(
     n_boot: int = N_BOOT,
     seed: int = SEED,
     infra: str = INFRA,
-    method: str = "korn-graubard",
+    method: str = METHOD,
     min_tasks: int = MIN_TASKS,
     bands: bool = True,
     names: dict[str, str] | None = None,
@@ -131,30 +136,26 @@ def plot_curve(
     unknown = [m for m in metrics if m not in METRICS]
     if unknown or not metrics:
         raise ValueError(f"metrics must be a non-empty subset of {list(METRICS)}; got {list(metrics)}")
-    if (data is None) == (curve is None):
-        raise ValueError("give trial records as data, or a curve() frame as curve=, not both")
+    data_or_frame(data, curve, "curve")
     if curve is not None:
-        _require_frame(curve, _CURVE_COLUMNS, "curve", "passk_nb.curve(df)")
+        require_frame(curve, _CURVE_COLUMNS, "curve", "passk_nb.curve(df)")
         frame = curve if ks is None else curve[curve["k"].isin(list(ks))]
         minimal = by is None
         by = tuple(frame.columns[: list(frame.columns).index("k")]) if by is None else default_by(frame, by)
         names_ = prompt_names(frame)
     else:
         assert data is not None
-        _reject_frame(data, _CURVE_COLUMNS, "curve")
+        reject_frame(data, _CURVE_COLUMNS, "curve")
         minimal = by is None
         by = default_by(data, by)
         frame = _summary.curve(
             data, ks, by=by, ci=ci, n_boot=n_boot, seed=seed, infra=infra, method=method, min_tasks=min_tasks
         )
         names_ = prompt_names(data)
-    labels = group_labels(
-        frame, _label_columns(frame, by, minimal=minimal), names={**names_, **(names or {})}
-    )
-    ax = _axes(ax)
+    labels = group_labels(frame, label_columns(frame, by, minimal=minimal), names={**names_, **(names or {})})
+    ax = new_axes(ax)
     group_handles: list[Line2D] = []
     single = labels.nunique() == 1
-    z = float(sps.norm.ppf(0.5 + ci / 2))
     fixed_bands = partial_any = False
     for i, (label, rows) in enumerate(frame.groupby(labels, sort=False)):
         color = PALETTE[i % len(PALETTE)]
@@ -180,8 +181,7 @@ def plot_curve(
                 )
             lo, hi = line["lo"], line["hi"]
             if "ci_method" in line and (line["ci_method"] == _summary.DECLINED).all():
-                lo = (line["value"] - z * line["se_fixed"]).clip(0, 1)
-                hi = (line["value"] + z * line["se_fixed"]).clip(0, 1)
+                lo, hi = line["fixed_lo"], line["fixed_hi"]
                 fixed_bands = fixed_bands or bool(lo.notna().any())
             finite = lo.notna() & hi.notna()
             if bands and finite.any():
@@ -233,41 +233,12 @@ def plot_curve(
         interval = "these tasks re-rolled\n(too few tasks for new tasks)"
     else:
         interval = "new tasks like these"
-    _legend_outside(ax, handles=handles, title=f"bands: {ci:.0%} interval, {interval}" if bands else None)
-    _title(ax, title, "Capability (pass@k) vs reliability (pass^k) as k grows")
+    legend_outside(ax, handles=handles, title=f"bands: {ci:.0%} interval, {interval}" if bands else None)
+    set_title(ax, title, "Capability (pass@k) vs reliability (pass^k) as k grows")
     return ax
 
 
-_CURVE_COLUMNS = frozenset({"k", "metric", "value", "lo", "hi"})
-
-
-def _label_columns(frame: pd.DataFrame, by: Sequence[str], *, minimal: bool = True) -> tuple[str, ...]:
-    """The columns of ``by`` a label needs: for the default ``by`` (``minimal``), those that tell
-    the groups apart, without repeats; a ``by`` the caller chose is shown whole.
-
-    ``prompt_name`` goes when ``prompt_hash`` is there (its label shows the name); a column goes
-    when the others already separate the groups (``run_id`` next to ``model``).
-    """
-    columns = [col for col in by if not (col == "prompt_name" and "prompt_hash" in by)]
-    if not minimal or not columns or frame.empty:
-        return tuple(columns)
-    n_groups = len(frame[columns].drop_duplicates())
-    for col in reversed(list(columns)):
-        rest = [c for c in columns if c != col]
-        if rest and len(frame[rest].drop_duplicates()) == n_groups and col != "task":
-            columns = rest
-    return tuple(columns)
-
-
-def _require_frame(frame: pd.DataFrame, columns: frozenset[str], name: str, how: str) -> None:
-    missing = sorted(columns - set(frame.columns))
-    if missing:
-        raise ValueError(f"{name}= takes the frame {how} returns; this one lacks columns {missing}")
-
-
-def _reject_frame(data: pd.DataFrame, columns: frozenset[str], name: str) -> None:
-    if columns <= set(data.columns):
-        raise ValueError(f"data looks like a {name}() frame, not trial records: pass it as {name}=frame")
+_CURVE_COLUMNS = frozenset({"k", "metric", "value", "lo", "hi", "fixed_lo", "fixed_hi"})
 
 
 @share_docs
@@ -307,23 +278,21 @@ def plot_tasks(
     """
     minimal = by is None
     by = tuple(col for col in default_by(data, by) if col != "task")
-    table = counts(data, by=by, infra=infra)
-    shown_by = _label_columns(table, by, minimal=minimal)
-    labels = group_labels(table, shown_by, names=prompt_names(data))
-    table = table.assign(_group=labels.to_numpy())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # k above some cells' n: those cells say "k > n"
+        per_task = _summary.summarize(data, k=1 if k is None else k, by=(*by, "task"), infra=infra, n_boot=0)
+    shown_by = label_columns(per_task, by, minimal=minimal)
+    labels = group_labels(per_task, shown_by, names=prompt_names(data))
+    table = per_task.assign(_group=labels.to_numpy())
     tasks = list(pd.unique(data["task"]))
     groups = list(pd.unique(labels))
-    n = table.pivot_table(
-        index="task", columns="_group", values="n", aggfunc="sum", sort=False, observed=True
-    )
-    c = table.pivot_table(
-        index="task", columns="_group", values="c", aggfunc="sum", sort=False, observed=True
-    )
-    n, c = n.reindex(index=tasks, columns=groups), c.reindex(index=tasks, columns=groups)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rate = (c / n).to_numpy(dtype=float)
-    values = rate if k is None else _pass_hat_grid(n.to_numpy(dtype=float), c.to_numpy(dtype=float), k)
-    ax = _axes(ax, figsize=(max(4.5, 1.6 * len(groups) + 3.5), max(2.5, 0.55 * len(tasks) + 1.5)))
+
+    def grid(column: str) -> pd.DataFrame:
+        return table.pivot(index="task", columns="_group", values=column).reindex(index=tasks, columns=groups)
+
+    n, c = grid("trials"), grid("successes")
+    values = grid("pass^k").to_numpy(dtype=float)
+    ax = new_axes(ax, figsize=(max(4.5, 1.6 * len(groups) + 3.5), max(2.5, 0.55 * len(tasks) + 1.5)))
     colormap = plt.get_cmap(cmap).with_extremes(bad="0.92")
     image = ax.imshow(np.ma.masked_invalid(values), cmap=colormap, vmin=0, vmax=1, aspect="auto")
     for (row, col), value in np.ndenumerate(values):
@@ -334,8 +303,7 @@ def plot_tasks(
         text = f"{int(c.iloc[row, col])}/{int(n_cell)}"
         if k is not None:
             text += "\n" + ("k > n" if np.isnan(value) else f"{value:.2f}")
-        shade = colormap(value) if np.isfinite(value) else (0.92, 0.92, 0.92, 1)
-        luminance = 0.299 * shade[0] + 0.587 * shade[1] + 0.114 * shade[2]
+        shade = tuple(colormap(value)) if np.isfinite(value) else (0.92, 0.92, 0.92, 1.0)
         ax.text(
             col,
             row,
@@ -343,7 +311,7 @@ def plot_tasks(
             ha="center",
             va="center",
             fontsize="small",
-            color="black" if luminance > 0.5 else "white",
+            color="black" if luminance(shade) > 0.5 else "white",
         )
     ax.set_xticks(range(len(groups)), groups, rotation=20, ha="right")
     ax.set_yticks(range(len(tasks)), tasks)
@@ -351,7 +319,7 @@ def plot_tasks(
     ax.set_ylabel("task")
     bar = ax.figure.colorbar(image, ax=ax, shrink=0.85, pad=0.02)
     bar.set_label("success rate (successes / trials)" if k is None else f"pass^{k} (all {k} tries succeed)")
-    _title(ax, title, f"Per-task success by {' · '.join(shown_by)}")
+    set_title(ax, title, f"Per-task success by {' · '.join(shown_by)}")
     return ax
 
 
@@ -395,17 +363,14 @@ def plot_flips(
     [1]
     >>> import matplotlib.pyplot as plt; plt.close("all")
     """
-    if (data is None) == (flips is None):
-        raise ValueError("give trial records as data, or a flips() frame as flips=, not both")
+    data_or_frame(data, flips, "flips")
     if flips is not None:
-        _require_frame(
-            flips, frozenset({"task", "successes_a", "trials_a", "flip"}), "flips", "passk_nb.flips(df, ...)"
-        )
+        require_frame(flips, ("task", "successes_a", "trials_a", "flip"), "flips", "passk_nb.flips(df, ...)")
         table = flips.reset_index(drop=True)
         names = prompt_names(table)
     else:
         assert data is not None
-        _reject_frame(data, frozenset({"successes_a", "successes_b", "flip"}), "flips")
+        reject_frame(data, ("successes_a", "successes_b", "flip"), "flips")
         if a is None or b is None:
             raise ValueError("give the two arms to compare: a=... and b=... (values of column on=)")
         table = _paired.flips(
@@ -422,7 +387,7 @@ def plot_flips(
     rate_a = table["successes_a"] / table["trials_a"]
     rate_b = table["successes_b"] / table["trials_b"]
     y = np.arange(len(table))[::-1]
-    ax = _axes(ax, figsize=(8.0, max(2.5, 0.5 * len(table) + 1.8)))
+    ax = new_axes(ax, figsize=(8.0, max(2.5, 0.5 * len(table) + 1.8)))
     flipped = table["flip"].to_numpy(dtype=bool)
     for yi, ra, rb, is_flip in zip(y, rate_a, rate_b, flipped, strict=True):
         ax.plot(
@@ -476,7 +441,7 @@ def plot_flips(
     default = f"Per-task success, {label_a} vs {label_b}"
     if "min_p" in table.columns and (table["min_p"] >= alpha).all():
         default += f"\n(too few trials: no task can reach p < {alpha:g}, whatever the data)"
-    _title(ax, title, default)
+    set_title(ax, title, default)
     return ax
 
 
@@ -507,9 +472,8 @@ def plot_outcomes(
     order, fixed colours from :data:`OUTCOME_COLORS`; ``infra_error`` hatched, as it
     is not the agent's fault), as shares of the group's trials (``normalize=True``) or
     counts. Segments wide enough show their count. A counts table
-    (:func:`~passk_nb.stats.counts.counts`) works too: ``c`` passes, ``n_infra`` infra errors,
-    ``n_<outcome>`` each failure outcome, and failures no ``n_<outcome>`` column accounts for
-    (a table with only ``n`` and ``c``) as ``failed (outcome not counted)``.
+    (:func:`~passk_nb.stats.counts.counts`) works too; the counts are
+    :func:`~passk_nb.stats.counts.outcome_counts`'s.
 
     >>> from passk_nb.data.records import frame_from_records
     >>> df = frame_from_records(
@@ -523,28 +487,15 @@ def plot_outcomes(
     """
     minimal = by is None
     by = default_by(data, by)
-    from_counts = is_counts_table(data)
-    needed = ("n", "c") if from_counts else ("outcome",)
-    missing = [col for col in (*by, *needed) if col not in data.columns]
-    if missing:
-        raise ValueError(f"the frame lacks columns {missing}")
-    if data.empty:
-        raise ValueError("the frame has no trial rows")
-    shown_by = _label_columns(data, by, minimal=minimal)
-    labels = group_labels(data, shown_by)
-    if from_counts:
-        table = _outcome_counts(data).groupby(labels.to_numpy(), sort=False).sum()
-        table = table.loc[:, table.sum() > 0]
-    else:
-        table = pd.crosstab(labels.to_numpy(), data["outcome"].to_numpy())
-    groups = data[list(by)].drop_duplicates().sort_values(list(by))  # ordered by value, as in the stats
-    table = table.reindex(pd.unique(group_labels(groups, shown_by, names=prompt_names(data))))
-    present = [o for o in OUTCOMES if o in table.columns] + [o for o in table.columns if o not in OUTCOMES]
-    table = table[present]
+    counted = outcome_counts(data, by=by)
+    shown_by = label_columns(counted, by, minimal=minimal)
+    labels = group_labels(counted, shown_by, names=prompt_names(data)) if by else ["all trials"]
+    table = counted.drop(columns=list(by)).set_axis(list(labels), axis=0)
+    present = list(table.columns)
     totals = table.sum(axis=1)
     shown = table.div(totals, axis=0) if normalize else table
     y = np.arange(len(table))[::-1]
-    ax = _axes(ax, figsize=(8.0, max(2.2, 0.55 * len(table) + 1.4)))
+    ax = new_axes(ax, figsize=(8.0, max(2.2, 0.55 * len(table) + 1.4)))
     left = np.zeros(len(table))
     for i, outcome in enumerate(present):
         widths = shown[outcome].to_numpy(dtype=float)
@@ -561,7 +512,6 @@ def plot_outcomes(
         )
         for bar, count, width in zip(bars, table[outcome], widths, strict=True):
             if count and width >= (0.05 if normalize else 0.05 * shown.to_numpy().sum(axis=1).max()):
-                luminance = _luminance(color)
                 ax.text(
                     bar.get_x() + width / 2,
                     bar.get_y() + bar.get_height() / 2,
@@ -569,38 +519,16 @@ def plot_outcomes(
                     ha="center",
                     va="center",
                     fontsize="small",
-                    color="black" if luminance > 0.5 else "white",
+                    color="black" if luminance(color) > 0.5 else "white",
                 )
         left += widths
     ax.set_yticks(y, [f"{label} (n={total})" for label, total in totals.items()])
     ax.set_xlabel("share of trials" if normalize else "trials")
     if normalize:
         ax.set_xlim(0, 1)
-    _legend_outside(ax, title="outcome")
-    _title(ax, title, f"How the trials ended, by {' · '.join(shown_by)}")
+    legend_outside(ax, title="outcome")
+    set_title(ax, title, f"How the trials ended, by {' · '.join(shown_by)}")
     return ax
-
-
-#: The segment of a counts table's failures that no ``n_<outcome>`` column accounts for.
-UNCOUNTED_FAILURE = "failed (outcome not counted)"
-
-
-def _outcome_counts(table: pd.DataFrame) -> pd.DataFrame:
-    """Trials per outcome of each row of a counts table: pass (c), infra_error (n_infra), each
-    ``n_<outcome>`` column, and the failures none of them accounts for."""
-    columns = {"pass": table["c"].to_numpy()}
-    if "n_infra" in table.columns:
-        columns["infra_error"] = table["n_infra"].to_numpy()
-    counted = [o for o in COUNTED_OUTCOMES if f"n_{o}" in table.columns]
-    columns.update({o: table[f"n_{o}"].to_numpy() for o in counted})
-    rest = table["n"].to_numpy() - table["c"].to_numpy() - sum((columns[o] for o in counted), start=0)
-    if np.any(rest < 0):
-        raise ValueError(
-            "the counts table's outcome columns add up to more than its failures (n - c); "
-            "build it with passk_nb.counts(df)"
-        )
-    columns[UNCOUNTED_FAILURE] = rest
-    return pd.DataFrame(columns, index=table.index).astype(np.int64)
 
 
 def figure_png(figure: Figure, dpi: int = 100) -> bytes:
@@ -608,41 +536,3 @@ def figure_png(figure: Figure, dpi: int = 100) -> bytes:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
     return buffer.getvalue()
-
-
-def _pass_hat_grid(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
-    out = np.full(n.shape, np.nan)
-    ok = np.isfinite(n) & (n >= k)
-    out[ok] = pass_hat_k(n[ok].astype(int), c[ok].astype(int), k)
-    return out
-
-
-def _axes(ax: Axes | None, figsize: tuple[float, float] = _FIGSIZE) -> Axes:
-    if ax is not None:
-        return ax
-    _, ax = plt.subplots(figsize=figsize, layout="constrained")
-    return ax
-
-
-def _legend_outside(ax: Axes, **options: Any) -> None:
-    """The legend to the right of the data, top-aligned, small and frameless."""
-    ax.legend(
-        loc="upper left",
-        bbox_to_anchor=(1.02, 1.0),
-        borderaxespad=0,
-        frameon=False,
-        fontsize="small",
-        title_fontsize="small",
-        **options,
-    )
-
-
-def _title(ax: Axes, title: str | None, default: str) -> None:
-    text = default if title is None else title
-    if text:
-        ax.set_title(text, loc="left", fontsize="medium")
-
-
-def _luminance(color: str) -> float:
-    r, g, b = (int(color[i : i + 2], 16) / 255 for i in (1, 3, 5))
-    return 0.299 * r + 0.587 * g + 0.114 * b

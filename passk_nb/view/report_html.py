@@ -21,11 +21,11 @@ from matplotlib.axes import Axes
 from passk_nb._version import __version__
 from passk_nb.stats.flags import claimed_unperformed_action
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
+from passk_nb.stats.report import report_frame
 from passk_nb.view.plots import figure_png, plot_curve, plot_outcomes, plot_tasks
 from passk_nb.view.tables import (
     render_table,
     report_display,
-    report_frame,
     report_notes,
     row_fields,
     split_fields,
@@ -60,7 +60,7 @@ def report_html(
 ) -> str:
     """The whole report as one HTML document (a string), self-contained and escaped.
 
-    ``report``: the :func:`passk_nb.view.tables.report_frame` of ``df`` when already
+    ``report``: the :func:`passk_nb.stats.report.report_frame` of ``df`` when already
     computed. ``max_failures``: how many failed trials' transcripts to include (failures
     whose answer claims an undone action first).
 

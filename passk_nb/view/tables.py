@@ -4,30 +4,27 @@ from __future__ import annotations
 
 import html
 import json
-import warnings
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from passk_nb.stats.cost import Prices, price_table, with_cost, with_cost_columns
-from passk_nb.stats.flags import claimed_unperformed_action
-from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
-from passk_nb.stats.summary import DECLINED, summarize
+from passk_nb.stats.params import CI, METHOD
+from passk_nb.stats.summary import DECLINED
 
 
 def summary_table(summary: pd.DataFrame, *, ci: float = CI) -> pd.DataFrame:
     """A readable table from :func:`passk_nb.stats.summary.summarize`: values with both intervals.
 
     summary: the frame ``summarize`` returned.
-    ci: the level it was computed at (default 0.95); it also sets z of the fixed-task interval.
+    ci: the level it was computed at (default 0.95), for the column names.
 
     One row per group: the group columns, ``tasks`` (covered/all), ``trials``
     ("successes/trials pass"), then for each metric the value, its interval for *new tasks like these*
     (the summary's ``ci_method``: Korn–Graubard by default, the exact per-task interval for
     per-task rows; "too few tasks" where it was declined) and its interval for *these tasks,
-    re-rolled* (value ± z·se_fixed, clipped to [0, 1]).
+    re-rolled* (the summary's ``pass@k_fixed_lo``/``_hi`` and ``pass^k_fixed_lo``/``_hi``).
 
     >>> import pandas as pd
     >>> from passk_nb.stats.summary import summarize
@@ -38,23 +35,22 @@ def summary_table(summary: pd.DataFrame, *, ci: float = CI) -> pd.DataFrame:
     >>> row["pass^k"], row["pass^k 95% CI, new tasks"], row["pass^k 95% CI, these tasks"]
     ('0.633', '[0.056, 0.993]', '[0.419, 0.847]')
     """
-    z = float(sps.norm.ppf(0.5 + ci / 2))
     group_cols = list(summary.columns[: list(summary.columns).index("k")])
     out = summary[group_cols].copy()
     out["k"] = summary["k"]
     out["tasks"] = [f"{c}/{n}" for c, n in zip(summary["n_tasks_covered"], summary["n_tasks"], strict=True)]
     out["trials"] = [f"{c}/{n} pass" for c, n in zip(summary["successes"], summary["trials"], strict=True)]
     declined = summary["ci_method"] == DECLINED if "ci_method" in summary else pd.Series(False, summary.index)
-    for metric, se_col in (("pass@k", "pass@k_se_fixed"), ("pass^k", "pass^k_se_fixed")):
+    for metric in ("pass@k", "pass^k"):
         value = summary[metric]
         out[metric] = value.map(lambda v: "NaN" if pd.isna(v) else f"{v:.3f}")
         out[f"{metric} {ci:.0%} CI, new tasks"] = [
             "too few tasks" if no else _interval(lo, hi)
             for lo, hi, no in zip(summary[f"{metric}_lo"], summary[f"{metric}_hi"], declined, strict=True)
         ]
-        se = summary[se_col]
         out[f"{metric} {ci:.0%} CI, these tasks"] = [
-            _interval(v - z * s, v + z * s) for v, s in zip(value, se, strict=True)
+            _interval(lo, hi)
+            for lo, hi in zip(summary[f"{metric}_fixed_lo"], summary[f"{metric}_fixed_hi"], strict=True)
         ]
     if "n_infra_excluded" in summary.columns and summary["n_infra_excluded"].any():
         out["infra excluded"] = summary["n_infra_excluded"]
@@ -118,97 +114,6 @@ def render_table(frame: pd.DataFrame, fmt: str = "table", *, rule_before_last: i
     return "\n".join([line(header), rule, *body_lines])
 
 
-@share_docs
-def report_frame(
-    df: pd.DataFrame,
-    *,
-    k: int,
-    by: str | Sequence[str] | None = None,
-    ci: float = CI,
-    n_boot: int = N_BOOT,
-    seed: int = SEED,
-    infra: str = INFRA,
-) -> pd.DataFrame:
-    """:func:`passk_nb.stats.summary.summarize` with the counts a report shows beside the trials.
-
-    Adds ``n_claimed_unperformed`` (final answers that claim an action the final state does
-    not show, :func:`passk_nb.stats.flags.claimed_unperformed_action`) and ``n_agent_errors``
-    (trials whose outcome is ``agent_error``). A group whose every trial was an infrastructure
-    error gets NaN values and a warning that says so; when every trial of the frame was one,
-    a ValueError says what to check.
-
-    {df}
-    {k}
-    {by}
-    {ci}
-    {n_boot}
-    {seed}
-    {infra}
-
-    >>> from passk_nb.data.records import frame_from_records
-    >>> df = frame_from_records([{"run_id": "r", "suite": "s", "task": "t", "trial": i, "model": "m",
-    ...     "passed": i < 3, "outcome": "pass" if i < 3 else "agent_error"} for i in range(4)])
-    >>> report_frame(df, k=2, n_boot=0)[["model", "pass^k", "n_agent_errors", "n_claimed_unperformed"]]
-      model  pass^k  n_agent_errors  n_claimed_unperformed
-    0     m     0.5               1                      0
-    """
-    if df.empty:
-        raise ValueError("no trial records to report: the folder holds none, or the filters match none")
-    by = default_by(df, by)
-    infra_rows = df["outcome"] == "infra_error"
-    if infra_rows.all():
-        first = df.loc[infra_rows, "error"].dropna()
-        every = "the only trial was" if len(df) == 1 else f"all {len(df)} trials were"
-        raise ValueError(
-            f"{every} infrastructure errors, which are excluded, so there is nothing to estimate "
-            f"(first error: {first.iloc[0] if len(first) else 'not recorded'}). Check that the backend "
-            "runs and answers (base URL, model name, API key), then run the same run command again: "
-            "trials that ended in infrastructure errors run again"
-        )
-    extras = df.assign(
-        _claimed=claimed_unperformed_action(df).to_numpy(),
-        _agent_error=(df["outcome"] == "agent_error").to_numpy(),
-        _usable=(~infra_rows).to_numpy() if infra == "exclude" else True,
-    )
-    keys = list(by) if by else [pd.Series(0, index=df.index)]
-    counts = extras.groupby(keys, sort=False, dropna=False)[["_claimed", "_agent_error", "_usable"]].sum()
-    dead = counts.index[counts["_usable"] == 0]
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        out = summarize(df, k=k, by=by, ci=ci, n_boot=n_boot, seed=seed, infra=infra)
-    for w in caught:  # a group with no usable trial at all is said better below
-        if not (len(dead) and str(w.message).startswith("no task has")):
-            warnings.warn(w.message, w.category, stacklevel=2)
-    for key in dead:
-        values = key if isinstance(key, tuple) else (key,)
-        name = ", ".join(f"{col}={val}" for col, val in zip(by, values, strict=True)) or "the frame"
-        warnings.warn(
-            f"every trial of {name} was an infrastructure error, so all are excluded and its row is "
-            "empty; check its backend (base URL, model name, API key) and run it again",
-            UserWarning,
-            stacklevel=2,
-        )
-    if len(dead):
-        alive = counts.loc[counts["_usable"] > 0].index
-        starved = out.set_index(list(by)).index.isin(alive) & (out["n_tasks_covered"] == 0).to_numpy()
-        for i in starved.nonzero()[0]:
-            name = ", ".join(f"{col}={out.loc[i, col]}" for col in by)
-            warnings.warn(
-                f"no task has ≥ {k} usable trials in {name}; the value is NaN. "
-                "Run more trials or choose a smaller k",
-                UserWarning,
-                stacklevel=2,
-            )
-    flagged = (
-        counts[["_claimed", "_agent_error"]]
-        .astype("int64")
-        .rename(columns={"_claimed": "n_claimed_unperformed", "_agent_error": "n_agent_errors"})
-    )
-    if by:
-        return out.merge(flagged.reset_index(), on=list(by), how="left")
-    return out.assign(**{c: int(flagged[c].iloc[0]) for c in flagged.columns})
-
-
 def report_costs(
     report: pd.DataFrame,
     df: pd.DataFrame,
@@ -219,7 +124,8 @@ def report_costs(
     price_out: float | None = None,
     prices: Prices = None,
 ) -> pd.DataFrame:
-    """A :func:`report_frame` with what its trials cost at the given prices (USD per million tokens).
+    """A report frame (:func:`~passk_nb.stats.report.report_frame`) with what its trials cost at the
+    given prices (USD per million tokens).
 
     ``price_in``/``price_out`` price every trial alike; ``prices`` per model (see
     :func:`~passk_nb.stats.cost.with_cost`), and then the ``price_in``/``price_out`` columns
@@ -233,6 +139,7 @@ def report_costs(
     ``n_without_tokens``, and a row without any has NaN costs.
 
     >>> from passk_nb.data.records import frame_from_records
+    >>> from passk_nb.stats.report import report_frame
     >>> df = frame_from_records([{"run_id": "r", "suite": "s", "task": "t", "trial": i, "model": "m",
     ...     "passed": True, "outcome": "pass", "input_tokens": 1000 if i else None, "output_tokens": 100}
     ...     for i in range(3)])
@@ -341,22 +248,24 @@ def split_fields(fields: dict[str, pd.Series]) -> tuple[dict[str, pd.Series], di
 def report_table(
     report: pd.DataFrame, fmt: str = "table", *, by: Sequence[str], ci: float = CI, notes: bool = True
 ) -> str:
-    """A :func:`report_frame` as ``fmt``: ``"table"`` (text), ``"markdown"``, ``"csv"`` or ``"json"``.
+    """A report frame (:func:`~passk_nb.stats.report.report_frame`) as ``fmt``: ``"table"`` (text),
+    ``"markdown"``, ``"csv"`` or ``"json"``.
 
     Text and markdown label each row with only the fields that differ among the rows; the
-    fields every row shares come once, above the table. The interval level and its z come
+    fields every row shares come once, above the table. The interval level comes
     from ``ci``. ``notes`` adds lines that say what each column means. CSV and JSON hold the
     report frame itself, at full precision (JSON: ``{"k", "ci", "by", "rows"}``, NaN as null).
 
     >>> from passk_nb.data.records import frame_from_records
+    >>> from passk_nb.stats.report import report_frame
     >>> df = frame_from_records([{"run_id": "r", "suite": "s", "task": t, "trial": i, "model": "m",
     ...     "passed": i < c, "outcome": "pass" if i < c else "wrong_state"}
     ...     for t, c in [("a", 4), ("b", 2)] for i in range(4)])
     >>> print(report_table(report_frame(df, k=2, by=["model"], n_boot=0), by=["model"], notes=False))
     model: m
-    pass@2 | pass^2 | ± these tasks | trials   | infra excl. | claimed not done | agent errors
-    -------+--------+---------------+----------+-------------+------------------+-------------
-    0.917  | 0.583  | ± 0.376       | 6/8 pass | 0           | 0                | 0
+    pass@2 | pass^2 | these tasks    | trials   | infra excl. | claimed not done | agent errors
+    -------+--------+----------------+----------+-------------+------------------+-------------
+    0.917  | 0.583  | [0.207, 0.959] | 6/8 pass | 0           | 0                | 0
     """
     by = list(by)
     if fmt == "csv":
@@ -378,7 +287,6 @@ def report_table(
 
 def report_display(report: pd.DataFrame, *, by: Sequence[str], ci: float = CI) -> tuple[pd.DataFrame, str]:
     """The text cells of a report (one row per group) and the caption of what every row shares."""
-    z = float(sps.norm.ppf(0.5 + ci / 2))
     k = int(report["k"].iloc[0])
     varying, constant = split_fields(row_fields(report, by))
     caption = ", ".join(f"{name}: {value}" for name, value in constant.items())
@@ -387,8 +295,9 @@ def report_display(report: pd.DataFrame, *, by: Sequence[str], ci: float = CI) -
     out = pd.DataFrame({name: values.to_numpy() for name, values in varying.items()}, index=report.index)
     out[f"pass@{k}"] = [_with_interval(row, "pass@k") for row in report.to_dict("records")]
     out[f"pass^{k}"] = [_with_interval(row, "pass^k") for row in report.to_dict("records")]
-    out["± these tasks"] = [
-        "n/a (n < k)" if pd.isna(se) else f"± {z * se:.3f}" for se in report["pass^k_se_fixed"]
+    out["these tasks"] = [
+        "n/a (n < k)" if pd.isna(lo) else _interval(lo, hi)
+        for lo, hi in zip(report["pass^k_fixed_lo"], report["pass^k_fixed_hi"], strict=True)
     ]
     trials = []
     for row in report.to_dict("records"):
@@ -446,7 +355,7 @@ def report_notes(report: pd.DataFrame, *, ci: float = CI) -> list[str]:
     )
     notes = [f"pass@{k} / pass^{k}: {what}."]
     interval_notes = {
-        "korn-graubard": "Korn-Graubard interval over tasks, for new tasks like these (its coverage "
+        METHOD: "Korn-Graubard interval over tasks, for new tasks like these (its coverage "
         "was measured from five tasks up: benchmarks/coverage.py)",
         "t": "Student-t interval over tasks, for new tasks like these",
         "bootstrap": "bootstrap over tasks, for new tasks like these (under-covers with few tasks)",
@@ -458,12 +367,9 @@ def report_notes(report: pd.DataFrame, *, ci: float = CI) -> list[str]:
     if DECLINED in methods:
         notes.append(
             f"[no interval]: {DECLINED}; an interval for new tasks would be nearly [0, 1]: "
-            "read the ± these tasks column."
+            "read the these tasks column."
         )
-    notes.append(
-        f"± these tasks: {ci:.0%} half-width of pass^{k} for these same tasks re-run "
-        "(exact variance of each task's estimate at a shrunk success rate; never zero)."
-    )
+    notes.append(f"these tasks: {ci:.0%} interval of pass^{k} for these same tasks re-run (never zero wide).")
     notes.append(
         "infra excl.: infrastructure errors, left out of n on the assumption that they are unrelated "
         f"to task difficulty; in brackets, pass^{k} had they counted as failures."

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import scipy.stats
 
 import passk_nb
 from passk_nb.cli.main import main
@@ -67,7 +66,7 @@ def test_run_prints_the_table_and_where_records_went(tmp_path, capsys):
     assert header == [
         "pass@2",
         "pass^2",
-        "± these tasks",
+        "these tasks",
         "trials",
         "infra excl.",
         "claimed not done",
@@ -76,7 +75,7 @@ def test_run_prints_the_table_and_where_records_went(tmp_path, capsys):
     assert row == [
         "1.000 [0.228, 1.000]",  # five tasks: the new-tasks interval is honest, hence wide
         "1.000 [0.228, 1.000]",
-        "± 0.298",  # never ± 0.000 (or n/a) for a group with trials
+        "[0.702, 1.000]",  # never [1.000, 1.000] (or n/a) for a group with trials
         "15/15 pass",
         "0",
         "0",
@@ -103,13 +102,12 @@ def test_report_reads_saved_records(tmp_path, capsys):
     assert main(["report", str(tmp_path), "--k", "2", "--n-boot", "0"]) == 0
     out = capsys.readouterr().out
     # only the refusal task ever passes: 2/4 -> pass@2 = 1 - C(2,2)/C(4,2) = 5/6, pass^2 = 1/6; mean over
-    # 5 tasks. The fixed-task SE: each task's exact variance at p~ = (c + 1/2)/5, summed, over 5.
-    se = float(summarize(passk_nb.load(tmp_path), k=2, by=(), n_boot=0)["pass^k_se_fixed"].iloc[0])
-    z = scipy.stats.norm.ppf(0.975)
+    # 5 tasks. The fixed-task interval is summarize's, printed as it is.
+    row = summarize(passk_nb.load(tmp_path), k=2, by=(), n_boot=0).iloc[0]
     expected = [
         f"{5 / 6 / 5:.3f}",
         f"{1 / 6 / 5:.3f}",
-        f"± {z * se:.3f}",
+        f"[{row['pass^k_fixed_lo']:.3f}, {row['pass^k_fixed_hi']:.3f}]",
         "2/20 pass",
         "0",
         "0",
@@ -119,7 +117,7 @@ def test_report_reads_saved_records(tmp_path, capsys):
     assert "20 trials from" in out
 
 
-def test_the_interval_level_and_its_z_come_from_ci(tmp_path, capsys):
+def test_the_interval_level_comes_from_ci(tmp_path, capsys):
     passk_nb.run("scripted", trials=4, out=tmp_path, progress=False)
     df = passk_nb.load(tmp_path)
     df.loc[df["task"] == "refund-delivered", ["passed", "outcome"]] = [False, "wrong_state"]
@@ -131,10 +129,9 @@ def test_the_interval_level_and_its_z_come_from_ci(tmp_path, capsys):
     df.to_parquet(path)
     assert main(["report", str(path), "--k", "2", "--ci", "0.8", "--n-boot", "0"]) == 0
     out = capsys.readouterr().out
-    se = passk_nb.summarize(df, k=2, n_boot=0)["pass^k_se_fixed"].iloc[0]
-    z = scipy.stats.norm.ppf(0.9)
-    assert table(out)[2][0][2] == f"± {z * se:.3f}"
-    assert "80% half-width" in out and "95%" not in out
+    row = passk_nb.summarize(df, k=2, ci=0.8, n_boot=0).iloc[0]
+    assert table(out)[2][0][2] == f"[{row['pass^k_fixed_lo']:.3f}, {row['pass^k_fixed_hi']:.3f}]"
+    assert "80% interval of pass^2 for these same tasks" in out and "95%" not in out
 
 
 class DownForEva(BaseProvider):
@@ -152,11 +149,11 @@ def test_report_shows_infra_errors_excluded(tmp_path, capsys):
     passk_nb.run(DownForEva("flaky"), trials=2, out=tmp_path, progress=False)
     assert main(["report", str(tmp_path), "--k", "1", "--n-boot", "0"]) == 0
     [row] = table(capsys.readouterr().out)[2]
-    # no pass in 8 usable trials is not certainty: never ± 0.000
+    # no pass in 8 usable trials is not certainty: never [0.000, 0.000]
     assert row == [
         "0.000",
         "0.000",
-        "± 0.258",
+        "[0.000, 0.258]",
         "0/8 pass; k=1 covers 4/5 tasks",
         "2 (pass^1 0.000 if failures)",
         "0",

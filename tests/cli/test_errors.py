@@ -181,7 +181,7 @@ def test_piped_output_has_no_progress_bar_and_no_escape_codes(tmp_path):
 
 def test_summarize_values_are_unchanged_by_the_report_frame(folders):
     """The report's numbers are summarize's: the extra columns only add counts."""
-    from passk_nb.view.tables import report_frame
+    from passk_nb.stats.report import report_frame
 
     df = passk_nb.load(folders["good"])
     report = report_frame(df, k=2, n_boot=200)

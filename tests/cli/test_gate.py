@@ -1,11 +1,13 @@
 """passk gate: exit 0 when the lower bound holds, 1 when it does not, 2 on bad input; JUnit XML per task."""
 
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 
 import passk_nb
 from passk_nb.cli.main import main
@@ -112,3 +114,82 @@ def test_a_baseline_comparison_needs_one_configuration_per_side(tmp_path, capsys
     base = write_marks(tmp_path / "base", {"a": "11", "b": "11"})
     assert main(["gate", str(both), "--k", "2", "--baseline", str(base)]) == 2
     assert "holds 2 configurations" in capsys.readouterr().err
+
+
+GATE_CASES = [
+    ({t: "1111" for t in "abcde"} | {"f": "1010"}, ["--k", "2", "--min", "0.8"]),
+    ({t: "1111" for t in "abcde"} | {"f": "1010"}, ["--k", "2", "--min", "0.1"]),
+    (
+        {t: "11111111" for t in "abcd"} | {"e": "00000000"},
+        ["--k", "4", "--min", "0.5", "--interval", "fixed"],
+    ),
+    (
+        {t: "11111111" for t in "abcd"} | {"e": "00000000"},
+        ["--k", "4", "--min", "0.8", "--interval", "fixed"],
+    ),
+    ({t: "1101" for t in "abcdef"}, ["--k", "1", "--min", "0.6", "--ci", "0.9"]),
+]
+
+
+@pytest.mark.parametrize(("marks", "argv"), GATE_CASES)
+def test_the_command_prints_the_decision_of_passk_nb_gate(tmp_path, capsys, marks, argv):
+    data = write_marks(tmp_path, marks)
+    status = main(["gate", str(data), *argv])
+    out = capsys.readouterr().out
+    options = dict(zip(argv[::2], argv[1::2], strict=True))
+    result = passk_nb.gate(
+        passk_nb.load(data),
+        k=int(options["--k"]),
+        min=float(options["--min"]),
+        interval=options.get("--interval", "tasks"),
+        ci=float(options.get("--ci", 0.95)),
+    )
+    assert status == (0 if result.holds else 1)
+    assert out.startswith(f"## passk gate: {'PASS' if result.holds else 'FAIL'}")
+    assert f"| {result.bounds['lo'].iloc[0]:.3f} | {'pass' if result.holds else '**FAIL**'} |" in out
+    assert bool(result.reasons) != result.holds
+
+
+def test_passk_nb_gate_against_a_baseline_decides_as_the_command(tmp_path, capsys):
+    base = write_marks(tmp_path / "base", {t: "1111" for t in "abcdef"})
+    worse = write_marks(
+        tmp_path / "worse", {t: "0000" for t in "abcd"} | {t: "1111" for t in "ef"}, prompt="q"
+    )
+    result = passk_nb.gate(passk_nb.load(worse), k=2, baseline=passk_nb.load(base))
+    assert main(["gate", str(worse), "--k", "2", "--baseline", str(base)]) == 1
+    assert not result.holds and not result.comparison["holds"]
+    assert f"[{result.comparison['lo']:+.3f}, {result.comparison['hi']:+.3f}]" in capsys.readouterr().out
+    assert result.tasks.loc[result.tasks["failed"], "task"].tolist() == list("abcd")
+    assert "worse than the baseline" in result.reasons[0]
+
+
+@pytest.mark.parametrize("interval", ["tasks", "fixed"])
+@pytest.mark.parametrize("mark", ["1", "0"])
+def test_the_gate_bounds_are_never_zero_wide_on_all_pass_or_all_fail(interval, mark):
+    df = records_from_marks({("m", "p", f"t{i}"): mark * 4 for i in range(10)})
+    bounds = passk_nb.gate(df, k=2, min=0.5, interval=interval).bounds.iloc[0]
+    assert bounds["lo"] < bounds["hi"]
+    assert bounds["lo"] <= bounds["pass^k"] <= bounds["hi"]
+    assert (bounds["lo"] < 1) if mark == "1" else (bounds["hi"] > 0)
+
+
+def test_the_gate_reads_the_bounds_summarize_returns(tmp_path):
+    df = records_from_marks({("m", "p", t): "11101111" for t in "abcdef"} | {("m", "p", "g"): "00110011"})
+    summary = passk_nb.summarize(df, k=2)
+    for interval, column in (("tasks", "pass^k_lo"), ("fixed", "pass^k_fixed_lo")):
+        bounds = passk_nb.gate(df, k=2, min=0.5, interval=interval).bounds
+        assert bounds["lo"].iloc[0] == summary[column].iloc[0]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({}, "give a threshold (min="),
+        ({"min": 1.5}, "between 0 and 1"),
+        ({"min": 0.5, "interval": "new"}, "interval must be one of ['tasks', 'fixed']"),
+    ],
+)
+def test_bad_arguments_of_passk_nb_gate_say_what_to_give(options, message):
+    df = records_from_marks({("m", "p", "a"): "1111"})
+    with pytest.raises(ValueError, match=re.escape(message)):
+        passk_nb.gate(df, k=2, **options)

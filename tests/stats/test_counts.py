@@ -12,8 +12,8 @@ import pytest
 import passk_nb
 from passk_nb.data.records import OUTCOMES, table_from_records
 from passk_nb.data.store import load, write_part
-from passk_nb.stats.counts import COUNTED_OUTCOMES, counts
-from passk_nb.stats.parquet_counts import counts_from_parquet
+from passk_nb.stats.checks import COUNTED_OUTCOMES
+from passk_nb.stats.counts import counts
 from passk_nb.stats.summary import summarize
 from tests.helpers.records import records_from_marks, synthetic_trials
 
@@ -105,7 +105,7 @@ def test_row_order_and_index_do_not_matter(kind: str) -> None:
 def test_arrow_booleans_unpack_like_pyarrow_at_any_offset(missing: bool) -> None:
     import pyarrow as pa
 
-    from passk_nb.stats.counts import _bools
+    from passk_nb.stats._grouping import _bools
 
     rng = np.random.default_rng(5)
     for _ in range(200):
@@ -300,13 +300,13 @@ def folder(tmp_path):
 def test_duckdb_and_pandas_routes_give_the_counts_of_the_loaded_records(folder, by, infra: str) -> None:
     expected = counts(load(folder), by=by, infra=infra)
     for engine in ("duckdb", "pandas"):
-        got = counts_from_parquet(folder, by=by, infra=infra, engine=engine)
+        got = counts(folder, by=by, infra=infra, engine=engine)
         pd.testing.assert_frame_equal(got, expected, obj=engine)
     pd.testing.assert_frame_equal(counts(str(folder), by=by, infra=infra), expected)
 
 
 def test_duplicate_trials_are_counted_once_as_load_keeps_them(folder) -> None:
-    got = counts_from_parquet(folder, by="run_id", engine="duckdb").set_index(["run_id", "task"])
+    got = counts(folder, by="run_id", engine="duckdb").set_index(["run_id", "task"])
     loaded = load(folder)
     kept = loaded[(loaded["run_id"] == "r0") & (loaded["task"] == "t0") & loaded["trial"].isin([7, 8])]
     assert kept["outcome"].tolist() == ["pass", "format_error"]  # real outcome first, then first file
@@ -316,16 +316,16 @@ def test_duplicate_trials_are_counted_once_as_load_keeps_them(folder) -> None:
 def test_one_file_counts_too(folder) -> None:
     file = next((folder / "r1").glob("*.parquet"))
     for engine in ("duckdb", "pandas"):
-        got = counts_from_parquet(file, by="model", engine=engine)
+        got = counts(file, by="model", engine=engine)
         assert got["n"].sum() + got["n_infra"].sum() == 12, engine
 
 
 def test_without_duckdb_auto_uses_pandas_and_duckdb_says_how_to_install(folder, monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "duckdb", None)
     monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: None)
-    pd.testing.assert_frame_equal(counts_from_parquet(folder), counts(load(folder)))
+    pd.testing.assert_frame_equal(counts(folder), counts(load(folder)))
     with pytest.raises(ImportError, match=r"passk-nb\[duckdb\]"):
-        counts_from_parquet(folder, engine="duckdb")
+        counts(folder, engine="duckdb")
 
 
 @pytest.mark.parametrize(
@@ -338,14 +338,14 @@ def test_without_duckdb_auto_uses_pandas_and_duckdb_says_how_to_install(folder, 
 )
 def test_bad_arguments_say_what_is_wrong(folder, kwargs, error, message: str) -> None:
     with pytest.raises(error, match=message):
-        counts_from_parquet(folder, **kwargs)
+        counts(folder, **kwargs)
 
 
 def test_missing_or_empty_folders_say_so(tmp_path) -> None:
     with pytest.raises(FileNotFoundError, match="passk run --out"):
-        counts_from_parquet(tmp_path / "nope")
+        counts(tmp_path / "nope")
     with pytest.raises(ValueError, match="no parquet files"):
-        counts_from_parquet(tmp_path)
+        counts(tmp_path)
 
 
 def test_load_reads_only_the_columns_asked_for(folder, monkeypatch) -> None:
@@ -383,7 +383,7 @@ def test_a_column_no_file_has_gets_loads_default_in_both_routes(tmp_path) -> Non
     expected = counts(load(tmp_path), by=("model", "prompt_name"))
     assert expected["prompt_name"].eq("").all()  # an older file: load() fills the column's default
     for engine in ("duckdb", "pandas"):
-        got = counts_from_parquet(tmp_path, by=("model", "prompt_name"), engine=engine)
+        got = counts(tmp_path, by=("model", "prompt_name"), engine=engine)
         pd.testing.assert_frame_equal(got, expected, obj=engine)
 
 
@@ -491,3 +491,23 @@ def test_every_analysis_reads_a_folder_path_as_it_reads_the_loaded_records(
     assert len(expected)
     for src in (str(arms_folder), arms_folder):
         pd.testing.assert_frame_equal(run(src, infra), expected)
+
+
+def test_outcome_counts_of_a_counts_table_equal_those_of_its_trials() -> None:
+    from passk_nb.stats.counts import outcome_counts
+
+    df = pd.DataFrame(
+        {
+            "model": ["a", "a", "a", "b", "b", None],
+            "task": ["t", "t", "u", "t", "t", "t"],
+            "passed": [True, False, False, False, True, True],
+            "outcome": ["pass", "format_error", "infra_error", "wrong_state", "pass", "pass"],
+        }
+    )
+    of_trials = outcome_counts(df, by="model")
+    assert of_trials["model"].tolist()[:2] == ["a", "b"] and pd.isna(of_trials["model"].iloc[2])
+    assert list(of_trials.columns) == ["model", "pass", "wrong_state", "format_error", "infra_error"]
+    assert of_trials.drop(columns="model").to_numpy().tolist() == [[1, 0, 1, 1], [1, 1, 0, 0], [1, 0, 0, 0]]
+    pd.testing.assert_frame_equal(outcome_counts(counts(df, by="model"), by="model"), of_trials)
+    bare = counts(df, by="model")[["model", "task", "n", "c"]]  # from elsewhere: failures not broken down
+    assert outcome_counts(bare, by=()).to_dict("records") == [{"pass": 3, "failed (outcome not counted)": 2}]

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from passk_nb.stats import counts as counts_module
+from passk_nb.stats import _grouping
 from passk_nb.stats.counts import counts
 from passk_nb.stats.forecast import forecast
 from passk_nb.stats.noise import noise_floor
@@ -120,13 +120,13 @@ def test_every_analysis_accepts_a_counts_table() -> None:
 def test_summarize_counts_the_trials_once(monkeypatch) -> None:
     """The infra_error sensitivity columns come from the same counts (no second pass over the trials)."""
     calls = []
-    count_trials = counts_module._count_trials
+    count_trials = _grouping.count_trials
 
     def spy(*args, **kwargs):
         calls.append(args[1:])
         return count_trials(*args, **kwargs)
 
-    monkeypatch.setattr(counts_module, "_count_trials", spy)
+    monkeypatch.setattr(_grouping, "count_trials", spy)
     out = summarize(suite(3), k=2, by=BY, n_boot=0)
     assert out["pass^k_infra_fail"].notna().any()  # there were infra errors to bound
     assert calls == [(BY, "exclude")]
@@ -399,3 +399,28 @@ def test_cell_intervals_equal_the_per_task_intervals_at_every_k(method: str, see
                     np.testing.assert_allclose(rows_k[end].to_numpy(), want, rtol=0, atol=1e-12)
     lo = got.loc[got["metric"] == "pass^k", "lo"]
     assert lo.notna().sum() > 20 and lo.isna().sum() > 5  # intervals given and declined both tested
+
+
+def test_no_module_of_the_package_is_in_an_import_cycle() -> None:
+    import grimp  # import-linter's graph builder
+
+    graph = grimp.build_graph("passk_nb")
+    modules = sorted(graph.modules)
+    cycles = [
+        (a, b)
+        for i, a in enumerate(modules)
+        for b in modules[i + 1 :]
+        if graph.find_shortest_chain(a, b) and graph.find_shortest_chain(b, a)
+    ]
+    assert not cycles, f"modules that import each other: {cycles}"
+
+
+def test_counts_of_a_folder_is_counts_of_its_records(tmp_path) -> None:
+    from passk_nb.data.store import load, write_part
+
+    rows = suite(5, tasks=4, trials=3).assign(suite="s")
+    for run_id, part in rows.groupby("run_id"):
+        write_part(part.to_dict("records"), tmp_path, str(run_id))
+    pd.testing.assert_frame_equal(counts(tmp_path, by=BY), counts(load(tmp_path), by=BY))
+    with pytest.raises(ValueError, match=r"engine must be one of \['auto', 'duckdb', 'pandas'\]"):
+        counts(tmp_path, engine="spark")

@@ -35,7 +35,7 @@ def records(p: np.ndarray, n: int, model: str = "m", seed: int = 0) -> pd.DataFr
 def test_plot_forecast_marks_the_extrapolation_and_the_asymptote() -> None:
     p = Mixture(0.3, 0.1, 2.0, 1.0).sample((40,), np.random.default_rng(1))
     frame = forecast(records(p, 4), ks=(1, 2, 4, 16, 64), by=(), n_boot=100)
-    ax = plot_forecast(frame=frame, title="t")
+    ax = plot_forecast(forecast=frame, title="t")
     labels = [line.get_label() for line in ax.get_lines()]
     assert labels[:2] == ["all trials — forecast", "_child1"] or "all trials — forecast" in labels
     assert "all trials — observed" in labels
@@ -72,5 +72,7 @@ def test_plot_rank_lists_arms_best_first() -> None:
 
 
 def test_records_and_frame_are_exclusive() -> None:
-    with pytest.raises(ValueError, match="either records= .* or frame="):
+    with pytest.raises(ValueError, match=r"give trial records as data, or a plan\(\) frame as plan="):
         plot_plan()
+    with pytest.raises(ValueError, match="not both or neither"):
+        plot_rank(pd.DataFrame({"task": []}), rank=pd.DataFrame())

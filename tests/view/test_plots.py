@@ -1,5 +1,7 @@
 """Plots, rendered headless (Agg): check what was drawn, not only that nothing raised."""
 
+from contextlib import nullcontext
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -129,6 +131,30 @@ def test_curve_band_is_the_fixed_task_interval_when_tasks_are_too_few():
     assert len(ax.collections) >= 4  # a band per model and metric
 
 
+def band_edges(collection) -> tuple[np.ndarray, np.ndarray]:
+    """(lower, upper) edge of a fill_between band, ordered by k."""
+    vertices = collection.get_paths()[0].vertices
+    xs = np.unique(vertices[:, 0])
+    lower = np.array([vertices[vertices[:, 0] == x, 1].min() for x in xs])
+    upper = np.array([vertices[vertices[:, 0] == x, 1].max() for x in xs])
+    return lower, upper
+
+
+@pytest.mark.parametrize(("tasks", "lo", "hi"), [("abc", "fixed_lo", "fixed_hi"), ("abcdef", "lo", "hi")])
+def test_curve_bands_are_the_bounds_of_the_curve_frame(tasks, lo, hi):
+    # asymmetric bounds, unlike value ± z·se: the plot must draw the columns, not rebuild them
+    df = records({("m", "p", t): "1101" for t in tasks})
+    with pytest.warns(UserWarning) if len(tasks) < 5 else nullcontext():
+        frame = curve(df, by="model", n_boot=200)
+    frame = frame.assign(fixed_lo=frame["value"] * 0.5, fixed_hi=(frame["value"] + 0.01).clip(0, 1))
+    ax = plot_curve(curve=frame, metrics=["pass^k"])
+    [band] = ax.collections
+    line = frame[frame["metric"] == "pass^k"].sort_values("k")
+    lower, upper = band_edges(band)
+    np.testing.assert_allclose(lower, line[lo])
+    np.testing.assert_allclose(upper, line[hi])
+
+
 def test_curve_labels_prompts_by_name_and_hash():
     df = records(
         {("m", "aaaaaaaaaaaa", "t"): "11", ("m", "bbbbbbbbbbbb", "t"): "10"},
@@ -170,6 +196,16 @@ def test_tasks_heatmap_with_k_shows_pass_hat_k_and_marks_missing_cells():
     assert "3/4\n0.25" in texts  # pass^3 of 3/4 = C(3,3)/C(4,3)
     assert "2/2\nk > n" in texts
     assert texts.count("–") == 2  # tasks b and c never ran for model solo
+
+
+@pytest.mark.parametrize("k", [None, 2])
+def test_tasks_heatmap_colours_are_summarize_per_task(k):
+    from passk_nb.stats.summary import summarize
+
+    per_task = summarize(TWO_MODELS, k=k or 1, by=("model", "task"), n_boot=0)
+    image = plot_tasks(TWO_MODELS, by="model", k=k).get_images()[0].get_array()
+    expected = per_task.pivot(index="task", columns="model", values="pass^k").to_numpy()
+    np.testing.assert_allclose(image.filled(np.nan), expected)
 
 
 def test_tasks_heatmap_excludes_infra_errors_from_counts():

@@ -349,19 +349,19 @@ def test_explore_counts_once_and_a_k_change_recomputes_from_the_counts(monkeypat
 
     from matplotlib.figure import Figure
 
-    from passk_nb.stats import counts as counts_module
+    from passk_nb.stats import _grouping
     from passk_nb.view import widgets as widgets_module
 
     df = big_frame()
     assert len(df) == 100_000
     counted, curves, renders, draws = [], [], [], []
     count_trials, curve, render = (
-        counts_module._count_trials,
+        _grouping.count_trials,
         widgets_module.curve,
         widgets_module.render_curve,
     )
     monkeypatch.setattr(
-        counts_module, "_count_trials", lambda *a, **kw: counted.append(a[1]) or count_trials(*a, **kw)
+        _grouping, "count_trials", lambda *a, **kw: counted.append(a[1]) or count_trials(*a, **kw)
     )
     monkeypatch.setattr(widgets_module, "curve", lambda *a, **kw: curves.append(kw) or curve(*a, **kw))
     monkeypatch.setattr(

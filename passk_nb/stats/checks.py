@@ -1,0 +1,107 @@
+"""Argument checks every analysis shares, beside the vocabulary of :mod:`passk_nb.stats.params`.
+
+Each check raises a ValueError that says what was wrong and how to fix it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from passk_nb.data.records import COLUMNS as RECORD_COLUMNS
+from passk_nb.data.records import OUTCOMES
+from passk_nb.stats.params import default_by
+
+#: Columns every analysis needs, besides the grouping columns.
+ANALYSIS_COLUMNS: tuple[str, ...] = ("task", "passed", "outcome")
+#: The outcome of a trial that infrastructure, not the agent, ended.
+INFRA_OUTCOME = "infra_error"
+#: What ``infra=`` accepts.
+INFRA_MODES: tuple[str, ...] = ("exclude", "fail")
+#: Outcomes counted per (group, task) besides ``c`` (passes) and ``n_infra``: one ``n_<outcome>``
+#: column each, in this order.
+COUNTED_OUTCOMES: tuple[str, ...] = tuple(o for o in OUTCOMES if o not in ("pass", INFRA_OUTCOME))
+
+
+#: The identity of one trial (as in passk_nb.data.records.KEY).
+TRIAL_KEY: tuple[str, ...] = ("run_id", "task", "trial")
+
+
+def refuse_repeated_trials(df: pd.DataFrame, by: Sequence[str] = ()) -> None:
+    """Raise when a trial appears twice (same ``run_id``, ``task``, ``trial`` and ``by`` columns):
+    it would be counted twice. Frames without those three columns are not checked.
+
+    >>> import pandas as pd
+    >>> refuse_repeated_trials(pd.DataFrame({"run_id": ["r", "r"], "task": ["t", "t"], "trial": [0, 0]}))
+    Traceback (most recent call last):
+    ...
+    ValueError: 1 trial appears more than once (same run_id, task, trial; e.g. ('r', 't', 0)), and would be counted twice. Read records with passk_nb.load(folder), which keeps one row per trial, or drop the repeats: df.drop_duplicates(['run_id', 'task', 'trial'])
+    """  # noqa: E501
+    if not all(col in df.columns for col in TRIAL_KEY):
+        return
+    repeated = df.duplicated(list(dict.fromkeys([*by, *TRIAL_KEY])), keep="first")
+    if repeated.any():
+        n = int(repeated.sum())
+        example = tuple(
+            v.item() if hasattr(v, "item") else v for v in df.loc[repeated, list(TRIAL_KEY)].iloc[0]
+        )
+        raise ValueError(
+            f"{n} trial{' appears' if n == 1 else 's appear'} more than once (same run_id, task, trial; "
+            f"e.g. {example}), and would be counted twice. Read records with passk_nb.load(folder), which "
+            f"keeps one row per trial, or drop the repeats: df.drop_duplicates({list(TRIAL_KEY)})"
+        )
+
+
+def require_columns(df: pd.DataFrame, columns: Iterable[str]) -> None:
+    """Raise ValueError listing the columns ``df`` lacks.
+
+    >>> import pandas as pd
+    >>> require_columns(pd.DataFrame({"task": []}), ("task", "passed", "outcome"))
+    Traceback (most recent call last):
+    ...
+    ValueError: the frame lacks columns ['passed', 'outcome']; trial records need at least ['task', 'passed', 'outcome'] plus the grouping columns. Build them with passk_nb.data.records.frame_from_records
+    """  # noqa: E501
+    missing = [col for col in dict.fromkeys(columns) if col not in df.columns]
+    if missing:
+        raise ValueError(
+            f"the frame lacks columns {missing}; trial records need at least {list(ANALYSIS_COLUMNS)} "
+            "plus the grouping columns. Build them with passk_nb.data.records.frame_from_records"
+        )
+
+
+def as_columns(by: str | Sequence[str]) -> tuple[str, ...]:
+    columns = (by,) if isinstance(by, str) else tuple(by)
+    if len(set(columns)) != len(columns):
+        raise ValueError(f"by={list(columns)} repeats a column")
+    return columns
+
+
+def check_k(k: object) -> None:
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+        raise ValueError(f"k must be a whole number ≥ 1; got k={k!r}")
+
+
+def check_options(*, ci: float, n_boot: int, seed: int) -> None:
+    if not 0 < ci < 1:
+        raise ValueError(f"ci must be between 0 and 1 (e.g. 0.95); got ci={ci}")
+    if isinstance(n_boot, bool) or not isinstance(n_boot, int | np.integer) or n_boot < 0:
+        raise ValueError(f"n_boot must be a whole number ≥ 0 (0: no intervals); got n_boot={n_boot!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise ValueError(f"seed must be a whole number ≥ 0; got seed={seed!r}")
+
+
+def check_infra(infra: object) -> None:
+    if infra not in INFRA_MODES:
+        raise ValueError(f"infra must be one of {list(INFRA_MODES)}; got infra={infra!r}")
+
+
+def records_by(by: str | Sequence[str] | None) -> tuple[str, ...]:
+    """``by`` for records stored in the record schema (a parquet folder, before reading it): None
+    is every identity column the schema has.
+
+    >>> records_by(None)[:3], records_by("model")
+    (('suite', 'provider', 'model'), ('model',))
+    """
+    return default_by(pd.DataFrame(columns=list(RECORD_COLUMNS)), by)

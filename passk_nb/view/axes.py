@@ -1,0 +1,113 @@
+"""What every plot shares: a new Axes when none is given, the title, the legend outside the data,
+the choice between records and a precomputed frame, and which group columns a label needs.
+
+>>> ax = new_axes(None)
+>>> set_title(ax, None, "default title"); ax.get_title(loc="left")
+'default title'
+>>> import matplotlib.pyplot as plt; plt.close("all")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import Any
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.axes import Axes
+
+#: The default figure size of a plot, in inches.
+FIGSIZE = (7.5, 4.0)
+
+
+def new_axes(ax: Axes | None, figsize: tuple[float, float] = FIGSIZE) -> Axes:
+    """``ax``, or the Axes of a new figure of ``figsize`` (constrained layout)."""
+    if ax is not None:
+        return ax
+    _, ax = plt.subplots(figsize=figsize, layout="constrained")
+    return ax
+
+
+def set_title(ax: Axes, title: str | None, default: str) -> None:
+    """The title at the left: ``default`` for None, none for ``""``."""
+    text = default if title is None else title
+    if text:
+        ax.set_title(text, loc="left", fontsize="medium")
+
+
+def legend_outside(ax: Axes, **options: Any) -> None:
+    """The legend to the right of the data, top-aligned, small and frameless."""
+    ax.legend(
+        loc="upper left",
+        bbox_to_anchor=(1.02, 1.0),
+        borderaxespad=0,
+        frameon=False,
+        fontsize="small",
+        title_fontsize="small",
+        **options,
+    )
+
+
+def data_or_frame(
+    data: pd.DataFrame | None, frame: pd.DataFrame | None, name: str, keyword: str = ""
+) -> None:
+    """Raise unless exactly one of trial records (``data``) and a ``name()`` frame is given (as
+    ``keyword=``, by default ``name=``).
+
+    >>> data_or_frame(None, None, "plan")
+    Traceback (most recent call last):
+    ...
+    ValueError: give trial records as data, or a plan() frame as plan=, not both or neither
+    """
+    if (data is None) == (frame is None):
+        raise ValueError(
+            f"give trial records as data, or a {name}() frame as {keyword or name}=, not both or neither"
+        )
+
+
+def require_frame(frame: pd.DataFrame, columns: Collection[str], name: str, how: str) -> None:
+    """Raise when the ``name=`` frame lacks a column the statistic ``how`` returns."""
+    missing = sorted(set(columns) - set(frame.columns))
+    if missing:
+        raise ValueError(f"{name}= takes the frame {how} returns; this one lacks columns {missing}")
+
+
+def reject_frame(data: pd.DataFrame, columns: Collection[str], name: str) -> None:
+    """Raise when ``data`` is a ``name()`` frame rather than trial records."""
+    if set(columns) <= set(data.columns):
+        raise ValueError(f"data looks like a {name}() frame, not trial records: pass it as {name}=frame")
+
+
+def label_columns(frame: pd.DataFrame, by: Sequence[str], *, minimal: bool = True) -> tuple[str, ...]:
+    """The columns of ``by`` a label needs: for the default ``by`` (``minimal``), those that tell
+    the groups apart, without repeats; a ``by`` the caller chose is shown whole.
+
+    ``prompt_name`` goes when ``prompt_hash`` is there (its label shows the name); a column goes
+    when the others already separate the groups (``run_id`` next to ``model``).
+
+    >>> frame = pd.DataFrame({"model": ["a", "b"], "run_id": ["r1", "r2"]})
+    >>> label_columns(frame, ("model", "run_id")), label_columns(frame, ("model", "run_id"), minimal=False)
+    (('model',), ('model', 'run_id'))
+    """
+    columns = [col for col in by if not (col == "prompt_name" and "prompt_hash" in by)]
+    if not minimal or not columns or frame.empty:
+        return tuple(columns)
+    n_groups = len(frame[columns].drop_duplicates())
+    for col in reversed(list(columns)):
+        rest = [c for c in columns if c != col]
+        if rest and len(frame[rest].drop_duplicates()) == n_groups and col != "task":
+            columns = rest
+    return tuple(columns)
+
+
+def luminance(color: str | Sequence[float]) -> float:
+    """Perceived brightness of a colour in [0, 1]: write black text on it above 0.5, else white.
+
+    >>> round(luminance("#ffffff"), 6), luminance((0.0, 0.0, 0.0, 1.0))
+    (1.0, 0.0)
+    """
+    if isinstance(color, str):
+        r, g, b = (int(color[i : i + 2], 16) / 255 for i in (1, 3, 5))
+    else:
+        r, g, b = (float(v) for v in color[:3])
+    return 0.299 * r + 0.587 * g + 0.114 * b
