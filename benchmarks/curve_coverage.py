@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 from coverage import PRIORS  # noqa: E402  (benchmarks/ is on sys.path)
 
-from passk_nb.stats.counts import group_ids
+from passk_nb.stats._grouping import group_ids
 from passk_nb.stats.summary import METRICS, _summary, curve
 
 

@@ -10,20 +10,33 @@ scipy's while thousands of tasks take milliseconds.
 >>> import numpy as np
 >>> fisher_exact_2x2(c_a=[4, 3, 2], n_a=4, c_b=[0, 1, 2], n_b=4).round(4)
 array([0.0286, 0.4857, 1.    ])
+
+:func:`boschloo_exact_2x2` is the unconditional test of the same tables (no margin held fixed):
+its p-value is the largest chance, over the unknown common success rate, of a table at least as
+extreme, bounded between the points of a fine grid so that its size never exceeds alpha.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy.special import gammaln, xlogy
 from scipy.stats import hypergeom
 
-__all__ = ["fisher_exact_2x2"]
+__all__ = ["boschloo_exact_2x2", "fisher_exact_2x2"]
 
 #: scipy's relative tolerance for "as probable as the observed table" (``fisher_exact``).
 _RELATIVE_TIE = 1e-14
 #: Probabilities evaluated per chunk (bounds memory for many large tables).
 _CHUNK_CELLS = 2_000_000
+#: Largest amount by which a Boschloo p-value may exceed the true supremum (its grid's bound).
+_GRID_SLACK = 1e-6
+#: Most points in the Boschloo nuisance grid (more trials: a larger, still rigorous, slack).
+_GRID_MAX = 2**15
+#: Relative tolerance for "a table whose Fisher p is at most the observed one" (mirror tables).
+_LEVEL_TIE = 1e-9
 
 
 def fisher_exact_2x2(c_a: ArrayLike, n_a: ArrayLike, c_b: ArrayLike, n_b: ArrayLike) -> np.ndarray:
@@ -46,14 +59,7 @@ def fisher_exact_2x2(c_a: ArrayLike, n_a: ArrayLike, c_b: ArrayLike, n_b: ArrayL
     """
     arrays = np.broadcast_arrays(*(np.asarray(x) for x in (c_a, n_a, c_b, n_b)))
     shape = arrays[0].shape
-    columns = [_whole_numbers(x, name) for x, name in zip(arrays, ("c_a", "n_a", "c_b", "n_b"), strict=True)]
-    for c, n, side in ((columns[0], columns[1], "a"), (columns[2], columns[3], "b")):
-        bad = (c < 0) | (c > n)
-        if bad.any():
-            raise ValueError(
-                "successes must be between 0 and the trials in every table; "
-                f"c_{side}={c[bad][:5].tolist()}, n_{side}={n[bad][:5].tolist()} break it"
-            )
+    columns = _tables(arrays)
     if not columns[0].size:
         return np.empty(shape)
     tables, inverse = unique_rows(np.column_stack(columns))
@@ -69,6 +75,80 @@ def fisher_exact_2x2(c_a: ArrayLike, n_a: ArrayLike, c_b: ArrayLike, n_b: ArrayL
         rows = todo[start : start + step]
         p[rows] = _fisher_varying(tables[rows])
     return p[inverse.ravel()].reshape(shape)
+
+
+def boschloo_exact_2x2(c_a: ArrayLike, n_a: ArrayLike, c_b: ArrayLike, n_b: ArrayLike) -> np.ndarray:
+    """Two-sided Boschloo p-values of the tables ``[[c_a, n_a - c_a], [c_b, n_b - c_b]]``, size held.
+
+    Boschloo's test orders tables by their Fisher p-value and takes, as p-value, the supremum over
+    the common success rate π of the chance (two independent binomials at π) of a table with a
+    Fisher p at most the observed one. The supremum is taken on a grid of π fine enough that,
+    with the bound |f''| ≤ N(N − 1)·max|Δ²b| of the Bernstein polynomial f between grid points,
+    the p-value is never below the true supremum (by at most 1e-6 for N ≤ 180 trials): a search
+    such as ``scipy.stats.boschloo_exact``'s default misses the maximum and rejects too often
+    (3/4 vs 0/4: 0.047 where the chance at π = ½ is 0.070). Never larger than Fisher's p.
+    Arguments broadcast like :func:`fisher_exact_2x2`'s.
+
+    >>> boschloo_exact_2x2([4, 3, 2], 4, 0, 4).round(4)  # Fisher: 0.0286, 0.1429, 0.4286
+    array([0.0078, 0.0703, 0.1785])
+    """
+    arrays = np.broadcast_arrays(*(np.asarray(x) for x in (c_a, n_a, c_b, n_b)))
+    shape = arrays[0].shape
+    columns = _tables(arrays)
+    fisher = fisher_exact_2x2(*columns)
+    if not fisher.size:
+        return np.empty(shape)
+    tables, inverse = unique_rows(np.column_stack(columns))
+    p = fisher_exact_2x2(*tables.T)
+    margins, which = unique_rows(tables[:, [1, 3]])
+    for m, (m_a, m_b) in enumerate(margins):
+        rows = np.flatnonzero(which == m)
+        if m_a > 0 and m_b > 0:
+            bound = _boschloo_margins(int(m_a), int(m_b), tables[rows, 0], tables[rows, 2])
+            p[rows] = np.minimum(p[rows], bound)
+    return p[inverse.ravel()].reshape(shape)
+
+
+def _boschloo_margins(n_a: int, n_b: int, c_a: np.ndarray, c_b: np.ndarray) -> np.ndarray:
+    """Boschloo's p of the tables (c_a, c_b) with trials (n_a, n_b): the supremum over π of
+    f(π) = P_π(Fisher p ≤ the observed one), bounded between the points of a grid."""
+    x, y = (g.ravel() for g in np.meshgrid(np.arange(n_a + 1), np.arange(n_b + 1), indexing="ij"))
+    total, s = n_a + n_b, x + y
+    conditional = np.exp(_log_choose(n_a, x) + _log_choose(n_b, y) - _log_choose(total, s))
+    # Fisher's two-sided p of every table: the conditional mass at most as probable, per stratum s.
+    statistic = np.empty(x.size)
+    for stratum in range(total + 1):
+        at = np.flatnonzero(s == stratum)
+        mass = np.sort(conditional[at])
+        upto = np.searchsorted(mass, conditional[at] * (1 + _LEVEL_TIE), side="right")
+        statistic[at] = np.cumsum(mass)[upto - 1]
+    observed = statistic[c_a * (n_b + 1) + c_b]
+    # f is the Bernstein polynomial sum_s b_s·Binom(s; N, π), b_s = P(region | x + y = s).
+    inside = statistic[None, :] <= observed[:, None] * (1 + _LEVEL_TIE)
+    b = np.zeros((observed.size, total + 1))
+    np.add.at(b.T, s, (inside * conditional).T)
+    curvature = total * (total - 1) * np.abs(np.diff(b, 2, axis=1)).max(axis=1, initial=0.0)
+    points = int(min(_GRID_MAX, np.ceil(np.sqrt(2 * total * (total - 1) / (8 * _GRID_SLACK))) + 1))
+    grid = np.linspace(0.0, 1.0, max(points, 2))
+    return np.minimum(_bernstein_max(b, grid) + curvature * (grid[1] - grid[0]) ** 2 / 8, 1.0)
+
+
+def _log_choose(n: int, k: np.ndarray) -> np.ndarray:
+    return np.asarray(gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1))
+
+
+def _bernstein_max(b: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """max over ``grid`` of each row's Bernstein polynomial sum_s b_s·Binom(s; N, π)."""
+    total = b.shape[1] - 1
+    best = np.zeros(len(b))
+    step = max(1, _CHUNK_CELLS // (total + 1))
+    s = np.arange(total + 1)[:, None]
+    log_choose = _log_choose(total, s)
+    for start in range(0, grid.size, step):
+        pi = grid[None, start : start + step]
+        basis = np.exp(log_choose + xlogy(s, pi) + xlogy(total - s, 1 - pi))  # Binom(s; N, π)
+        best = np.maximum(best, (b @ basis).max(axis=1))
+    return best
 
 
 def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -93,6 +173,19 @@ def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             return rows[first], inverse.ravel()
     unique_, inverse_ = np.unique(rows, axis=0, return_inverse=True)
     return unique_, inverse_.ravel()
+
+
+def _tables(arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """The four columns (c_a, n_a, c_b, n_b) as flat int64, refused unless 0 ≤ c ≤ n everywhere."""
+    columns = [_whole_numbers(x, name) for x, name in zip(arrays, ("c_a", "n_a", "c_b", "n_b"), strict=True)]
+    for c, n, side in ((columns[0], columns[1], "a"), (columns[2], columns[3], "b")):
+        bad = (c < 0) | (c > n)
+        if bad.any():
+            raise ValueError(
+                "successes must be between 0 and the trials in every table; "
+                f"c_{side}={c[bad][:5].tolist()}, n_{side}={n[bad][:5].tolist()} break it"
+            )
+    return columns
 
 
 def _whole_numbers(x: np.ndarray, name: str) -> np.ndarray:

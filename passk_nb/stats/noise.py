@@ -5,10 +5,14 @@ From records with repeated trials per task, :func:`noise_floor` gives, per group
 - ``icc``: the intra-class correlation of success within tasks (one-way ANOVA estimator);
   near 1, a task's trials agree and the tasks differ; near 0, every trial is a coin flip;
 - ``flip_rate``: the share of tasks whose outcome (all of ``k`` trials pass) flips between two
-  independent re-runs of the same configuration, computed exactly from c and n (the unbiased
-  2·(pass^k − pass^2k) per task), not by resampling;
+  independent re-runs of the same configuration, computed exactly from c and n, not by
+  resampling;
 - ``min_difference``: the smallest difference between two single runs of the suite (``trials``
-  per task each) that exceeds run-to-run noise at 95 %, from the unbiased per-task variance.
+  per task each) that exceeds run-to-run noise at 95 %.
+
+Both take, per task, the larger of the unbiased estimate and the Jeffreys posterior mean, so a
+task that never failed (or never passed) in the pilot still counts as able to: the unbiased
+value alone is 0 there, and a flaky task that happened to show 4/4 made the floor too low.
 
 And :func:`g_pass_at_k`, graded reliability G-pass@k_τ (Liu et al. 2024): the chance that at
 least ⌈τ·k⌉ of k trials succeed, estimated without bias from c of n (hypergeometric tail).
@@ -23,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 from scipy import stats as sps
+from scipy.special import betaln
 
 from passk_nb.stats._grouping import group_ids
 from passk_nb.stats.checks import check_k
@@ -71,6 +76,30 @@ def run_variance(n: np.ndarray, c: np.ndarray, k: int, trials: int) -> np.ndarra
     return weights @ x**2 - np.asarray(pass_hat_k(n, c, 2 * k), dtype=float)
 
 
+def jeffreys_run_variance(n: np.ndarray, c: np.ndarray, k: int, trials: int) -> np.ndarray:
+    """Per task, the Jeffreys posterior mean of the variance of pass^k from ``trials`` new trials.
+
+    Under p ~ Beta(c + ½, n − c + ½): E[X²] averages over the beta-binomial law of the new
+    successes, E[p^2k] is a ratio of beta functions. Positive whenever 0 < k ≤ trials.
+    """
+    a, b = np.asarray(c, float) + 0.5, np.asarray(n - c, float) + 0.5
+    x = np.asarray(pass_hat_k(trials, np.arange(trials + 1), k), dtype=float)
+    weights = sps.betabinom.pmf(np.arange(trials + 1)[None, :], trials, a[:, None], b[:, None])
+    return weights @ x**2 - _posterior_moment(a, b, 2 * k)
+
+
+def jeffreys_flip(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
+    """Per task, the Jeffreys posterior mean of 2(p^k − p^2k): the chance that two re-runs of k
+    trials disagree on "all k pass"."""
+    a, b = np.asarray(c, float) + 0.5, np.asarray(n - c, float) + 0.5
+    return 2 * (_posterior_moment(a, b, k) - _posterior_moment(a, b, 2 * k))
+
+
+def _posterior_moment(a: np.ndarray, b: np.ndarray, m: int) -> np.ndarray:
+    """E[p^m] under Beta(a, b)."""
+    return np.exp(betaln(a + m, b) - betaln(a, b))
+
+
 def icc(n: np.ndarray, c: np.ndarray) -> float:
     """One-way ANOVA intra-class correlation of binary outcomes in tasks of n trials, c passes.
 
@@ -102,11 +131,13 @@ def noise_floor(
 
     Columns: ``n_tasks``; ``icc`` (intra-class correlation of success within tasks);
     ``flip_rate`` (the expected share of tasks whose outcome — all of k trials pass — differs
-    between two independent re-runs, exact from c and n); ``sd_run`` (the standard deviation of
-    one run's suite pass^k with ``trials`` trials per task, over re-runs of these tasks);
-    ``min_difference`` (1.96 · √2 · sd_run: a difference between two such runs smaller than this
-    is within run-to-run noise at 95 %); ``note`` (why a value is NaN: it needs n ≥ 2k trials
-    per task, and n ≥ ``trials``).
+    between two independent re-runs); ``sd_run`` (the standard deviation of one run's suite
+    pass^k with ``trials`` trials per task, over re-runs of these tasks); ``min_difference``
+    (1.96 · √2 · sd_run: a difference between two such runs smaller than this is within
+    run-to-run noise at 95 %); ``note`` (why a value is NaN: it needs n ≥ 2k trials per task,
+    and n ≥ ``trials``). Per task, flip rate and variance are the larger of the unbiased
+    estimate and the Jeffreys posterior mean (never 0 from finite trials; the unbiased value
+    alone let two re-runs exceed ``min_difference`` in 10 % of pairs, not 5 %).
 
     {df_or_folder}
     {k}
@@ -118,8 +149,8 @@ def noise_floor(
     >>> df = pd.DataFrame({"task": list("aaaabbbbcccc"), "passed": [1, 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0]})
     >>> df = df.astype({"passed": bool}).assign(outcome=lambda d: d["passed"].map({True: "pass", False: "x"}))
     >>> out = noise_floor(df, by=())
-    >>> round(float(out["flip_rate"].iloc[0]), 4)  # task b: 2·2·2/(4·3) = 2/3; a and c never flip
-    0.2222
+    >>> round(float(out["flip_rate"].iloc[0]), 4)  # b: 2·2·2/(4·3) = 2/3; a, c: 2·(E p − E p²) = 0.15
+    0.3222
     """
     check_k(k)
     trials = k if trials is None else trials
@@ -146,7 +177,9 @@ def noise_floor(
             )
         else:
             flip = 2 * (np.asarray(pass_hat_k(n, c, k)) - np.asarray(pass_hat_k(n, c, 2 * k)))
-            sd = np.sqrt(max(float(run_variance(n, c, k, trials).sum()), 0.0)) / n.size
+            flip = np.maximum(flip, jeffreys_flip(n, c, k))
+            variance = np.maximum(run_variance(n, c, k, trials), jeffreys_run_variance(n, c, k, trials))
+            sd = np.sqrt(float(variance.sum())) / n.size
             row.update(
                 flip_rate=float(np.mean(flip)),
                 sd_run=sd,

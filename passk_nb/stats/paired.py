@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Sequence
-from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -15,7 +14,7 @@ from passk_nb.stats._grouping import group_ids, group_means, group_sums
 from passk_nb.stats.checks import check_k, check_options, require_columns
 from passk_nb.stats.counts import counted_folder, counts
 from passk_nb.stats.estimators import pass_at_k, pass_hat_k
-from passk_nb.stats.exact import fisher_exact_2x2, unique_rows
+from passk_nb.stats.exact import boschloo_exact_2x2, fisher_exact_2x2, unique_rows
 from passk_nb.stats.intervals import (
     check_method,
     fixed_task_variance,
@@ -28,6 +27,8 @@ from passk_nb.stats.summary import DECLINED, METRICS, warn_declined
 
 #: Per-task tests of :func:`flips`; the first is the default.
 TESTS: tuple[str, ...] = ("fisher", "boschloo")
+#: The vectorised two-sided test behind each name of ``TESTS``.
+_EXACT = {"fisher": fisher_exact_2x2, "boschloo": boschloo_exact_2x2}
 #: Multiple-testing families of :func:`flips`; the first is the default.
 FAMILIES: tuple[str, ...] = ("tarone", "all")
 
@@ -187,7 +188,8 @@ def flips(
     {infra}
     test: the per-task two-sided test: ``"fisher"`` (Fisher's exact, default) or ``"boschloo"``
     (Boschloo's exact unconditional test, more powerful at small n: 4/4 → 0/4 gives p = 0.0078
-    where Fisher gives 0.029; slower).
+    where Fisher gives 0.029; its p-value is a rigorous supremum over the nuisance rate, so
+    neither test ever rejects more than alpha of tasks whose rate did not change).
     family: ``"tarone"`` (default): Benjamini–Hochberg across only the tasks whose trial counts
     and total successes can reach p ≤ alpha at all (Tarone's screen, which uses only the margins,
     on which Fisher's test conditions; a task that passed every trial under both arms cannot show
@@ -277,19 +279,10 @@ def _tarone(reachable: np.ndarray, alpha: float) -> np.ndarray:
 def _tests(test: str, table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per row (c_a, n_a, c_b, n_b) of ``table``: the p-value, the smallest p of a complete flip
     (``min_p``) and the smallest p any split of the row's total successes could give (Tarone's
-    bound). Fisher: every table of every task in one :func:`~passk_nb.stats.exact.fisher_exact_2x2`
-    call (equal to scipy's p-values); Boschloo: scipy per distinct table."""
+    bound). Every table of every task in one call of the vectorised test of
+    :mod:`~passk_nb.stats.exact` (Fisher's equals scipy's; Boschloo's holds its size)."""
+    exact = _EXACT[test]
     c_a, n_a, c_b, n_b = table.T
-    if test != "fisher":
-        p_value = np.array([_p_value(test, *map(int, row)) for row in table])
-        min_p = np.array([_p_value(test, int(a), int(a), 0, int(b)) for a, b in zip(n_a, n_b, strict=True)])
-        reachable = np.array(
-            [
-                _min_p_given_margins(test, int(a), int(b), int(s))
-                for a, b, s in zip(n_a, n_b, c_a + c_b, strict=True)
-            ]
-        )
-        return p_value, min_p, reachable
     # Tarone's bound: every split x of each distinct margin (n_a, n_b, successes), all at once.
     margins, inverse = unique_rows(np.column_stack([n_a, n_b, c_a + c_b]))
     m_a, m_b, m_s = margins.T
@@ -297,35 +290,16 @@ def _tests(test: str, table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
     size = high - low + 1
     which = np.repeat(np.arange(len(margins)), size)
     x = low[which] + np.arange(size.sum()) - np.repeat(np.cumsum(size) - size, size)
-    splits = fisher_exact_2x2(x, m_a[which], m_s[which] - x, m_b[which])
+    splits = exact(x, m_a[which], m_s[which] - x, m_b[which])
     bound = np.minimum.reduceat(splits, np.cumsum(size) - size)
-    return (
-        fisher_exact_2x2(c_a, n_a, c_b, n_b),
-        fisher_exact_2x2(n_a, n_a, 0, n_b),
-        bound[inverse.ravel()],
-    )
-
-
-@lru_cache(maxsize=4096)
-def _p_value(test: str, c_a: int, n_a: int, c_b: int, n_b: int) -> float:
-    table = [[c_a, n_a - c_a], [c_b, n_b - c_b]]
-    if test == "boschloo":
-        if (c_a + c_b) in (0, n_a + n_b):  # no successes or no failures: nothing to test
-            return 1.0
-        return float(min(1.0, sps.boschloo_exact(table, alternative="two-sided").pvalue))
-    return float(sps.fisher_exact(table, alternative="two-sided").pvalue)
-
-
-@lru_cache(maxsize=4096)
-def _min_p_given_margins(test: str, n_a: int, n_b: int, successes: int) -> float:
-    """The smallest p any split of ``successes`` between the arms could give (Tarone's bound)."""
-    low, high = max(0, successes - n_b), min(n_a, successes)
-    return min(_p_value(test, x, n_a, successes - x, n_b) for x in range(low, high + 1))
+    return exact(c_a, n_a, c_b, n_b), exact(n_a, n_a, 0, n_b), bound[inverse.ravel()]
 
 
 def _trials_needed(test: str, p_max: float) -> int | None:
     """Fewest trials per arm for which a complete flip n/n → 0/n has p ≤ p_max (None above 60)."""
-    return next((n for n in range(1, 61) if _p_value(test, n, n, 0, n) <= p_max), None)
+    n = np.arange(1, 61)
+    reach = np.flatnonzero(_EXACT[test](n, n, 0, n) <= p_max)
+    return int(n[reach[0]]) if reach.size else None
 
 
 def _warn_power(out: pd.DataFrame, gid: np.ndarray, reachable: np.ndarray, alpha: float, test: str) -> None:

@@ -1,28 +1,30 @@
 """Rank many arms (models, prompts) at once, and say which of them are tied.
 
-Every pair of arms is compared on pass^k over the same tasks (paired t-test on the per-task
-unbiased values), the p-values are corrected for the number of pairs (Holm, or
-Benjamini–Hochberg), and arms are grouped into tiers: going down the ranking, an arm starts a
-new tier only when it is significantly worse than the best arm of the current tier. Rank
-intervals come from a bootstrap over tasks that draws the same tasks for every arm. A
-leaderboard top that is a statistical tie gets one tier and overlapping rank intervals.
+Each arm's pass^k and interval are :func:`~passk_nb.stats.summary.summarize`'s, and every pair of
+arms is compared by :func:`~passk_nb.stats.paired.compare` over the same tasks; a pair differs
+when compare's interval at the multiplicity-corrected level (Holm, or Benjamini–Hochberg) excludes
+0. Tiers are the finest split of the ranking that keeps every pair that does not differ inside one
+tier, so two arms whose compare interval contains 0 are never in different tiers. Rank intervals
+come from the same decisions: an arm ranks below the arms that differ from it from above, and
+above those that differ from it from below (simultaneous, as the correction is).
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import warnings
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from passk_nb.stats._grouping import group_ids
 from passk_nb.stats.checks import check_k, check_options
 from passk_nb.stats.counts import counted_folder, counts
-from passk_nb.stats.estimators import pass_hat_k
+from passk_nb.stats.paired import compare
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
+from passk_nb.stats.summary import summarize
 
 CORRECTIONS = ("holm", "bh")
 
@@ -46,16 +48,19 @@ def rank(
 
     Only tasks with at least k usable trials under every arm are used (a warning says how
     many were left out). One row per (group, arm), best first: ``pass^k`` with its ``ci``
-    Student-t interval over tasks (``lo``, ``hi``), ``rank`` (1 = best), ``rank_lo`` /
-    ``rank_hi`` (bootstrap over tasks, same draw for every arm), ``tier`` (arms in one tier are
-    not significantly different from the tier's best at ``alpha`` after ``correction``:
-    "holm" or "bh"), ``n_tasks``. With ``pairs=True``: one row per pair of arms instead, with
-    ``diff`` (a − b), ``p`` (paired t-test over tasks) and ``p_adjusted``, ``significant``.
+    interval (``lo``, ``hi``, ``ci_method``: summarize's on these tasks), ``rank`` (1 = best),
+    ``rank_lo`` / ``rank_hi`` (1 + the arms that differ from it from above; the arms less those
+    that differ from it from below: a bootstrap of ranks over few tasks is too narrow), ``tier`` (a new
+    tier starts only where every arm above differs from every arm below: compare's interval of
+    the pair at the level that ``correction``, "holm" or "bh", gives ``alpha`` excludes 0),
+    ``n_tasks``. With ``pairs=True``: one row per pair of arms instead, with ``diff`` (b − a),
+    compare's ``lo``/``hi`` at ``ci``, ``ci_adjusted`` (the corrected level the decision used)
+    and ``significant``. Pairs compare declines (fewer than its ``min_tasks``) never differ.
 
     {df_or_folder}
     on: the column whose values are the arms.
     {k}
-    {by} (Besides ``on``, which is never a grouping column here.)
+    {paired_by}
     {ci}
     {n_boot}
     {seed}
@@ -74,32 +79,49 @@ def rank(
     check_options(ci=ci, n_boot=n_boot, seed=seed)
     if correction not in CORRECTIONS:
         raise ValueError(f"correction must be one of {list(CORRECTIONS)}; got correction={correction!r}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be between 0 and 1; got alpha={alpha}")
     df = counted_folder(df, by, on)
     if on not in df.columns:
         raise ValueError(f"on={on!r} is not a column; the arms are the values of a column such as 'model'")
-    by_ = tuple(col for col in default_by(df, by) if col != on)
+    by_ = _shared_by(df, by, on)
     table = counts(df, by=(*by_, on), infra=infra)
     gid, keys = group_ids(table, by_)
+    options = {"k": k, "ci": ci, "n_boot": n_boot, "seed": seed}
     frames = []
     for g in range(len(keys)):
         sub = table[gid == g]
         group = {col: keys.iloc[g][col] for col in by_}
-        x, arms = _matrix(sub, on, k)
+        arms, data = _common_tasks(sub, on, k)
         if len(arms) < 2:
             raise ValueError(
                 f"rank needs at least two arms (values of {on!r}) sharing tasks; got {list(arms)}"
             )
-        out = (
-            _pairs(x, arms, alpha, correction)
-            if pairs
-            else _ranking(x, arms, k, ci, n_boot, seed, alpha, correction)
-        )
+        data = data[[*by_, on, "task", "n", "c"]]
+        tests = _pairs(data, arms, on, by_, options, alpha, correction)
+        out = tests if pairs else _ranking(data, arms, on, by_, options, tests)
         frames.append(out.assign(**group)[[*by_, *out.columns]])
     return pd.concat(frames, ignore_index=True)
 
 
-def _matrix(sub: pd.DataFrame, on: str, k: int) -> tuple[np.ndarray, list[object]]:
-    """Per-task pass^k, arms × tasks, over the tasks every arm ran at least k times."""
+def _shared_by(df: pd.DataFrame, by: str | Sequence[str] | None, on: str) -> tuple[str, ...]:
+    """``by`` as columns; by default the identity columns except ``on`` and any column no value of
+    which every arm shares (an agent's fingerprint), as :func:`compare` and :func:`flips` group."""
+    if by is not None:
+        return tuple(col for col in default_by(df, by) if col != on)
+    values = [frame for _, frame in df.groupby(on, sort=False, dropna=False)]
+
+    def shared(col: str) -> bool:
+        common = set(values[0][col].dropna().unique())
+        for frame in values[1:]:
+            common &= set(frame[col].dropna().unique())
+        return bool(common)
+
+    return tuple(col for col in default_by(df, None) if col != on and shared(col))
+
+
+def _common_tasks(sub: pd.DataFrame, on: str, k: int) -> tuple[list[object], pd.DataFrame]:
+    """The arms and the counts of the tasks every arm ran at least k times."""
     usable = sub[sub["n"] >= k]
     arms = list(dict.fromkeys(sub[on]))
     tasks_per_arm = usable.groupby(on, sort=False)["task"].apply(set)
@@ -116,87 +138,120 @@ def _matrix(sub: pd.DataFrame, on: str, k: int) -> tuple[np.ndarray, list[object
         raise ValueError(
             f"rank needs at least 2 tasks every arm ran at least k={k} times; found {len(common)}"
         )
-    rows = usable[usable["task"].isin(common)].sort_values([on, "task"])
-    x = np.vstack(
-        [
-            np.asarray(pass_hat_k(r["n"].to_numpy(), r["c"].to_numpy(), k), dtype=float)
-            for _, r in ((a, rows[rows[on] == a]) for a in arms)
-        ]
-    )
-    return x, arms
+    return arms, usable[usable["task"].isin(common)].sort_values([on, "task"])
 
 
-def _adjust(p: np.ndarray, correction: str) -> np.ndarray:
-    if correction == "bh":
-        return np.asarray(sps.false_discovery_control(p, method="bh"))
-    order = np.argsort(p)
-    m = p.size
-    adjusted = np.maximum.accumulate(np.minimum((m - np.arange(m)) * p[order], 1.0))
-    out = np.empty(m)
-    out[order] = adjusted
-    return out
-
-
-def _pairs(x: np.ndarray, arms: list[object], alpha: float, correction: str) -> pd.DataFrame:
-    """Paired t-test over tasks for every pair of arms (rows of x), corrected p-values."""
-    i, j = np.triu_indices(len(arms), 1)
-    d = x[i] - x[j]
-    tasks = x.shape[1]
-    mean, sd = d.mean(1), d.std(1, ddof=1)
-    constant = np.isclose(sd, 0.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = mean / (sd / np.sqrt(tasks))
-    p = np.where(constant, np.where(np.isclose(mean, 0.0), 1.0, 0.0), 2 * sps.t.sf(np.abs(t), tasks - 1))
-    out = pd.DataFrame({"a": [arms[a] for a in i], "b": [arms[b] for b in j], "diff": mean, "p": p})
-    out["p_adjusted"] = _adjust(p, correction)
-    out["significant"] = out["p_adjusted"] < alpha
-    return out
-
-
-def _ranking(
-    x: np.ndarray,
+def _pairs(
+    data: pd.DataFrame,
     arms: list[object],
-    k: int,
-    ci: float,
-    n_boot: int,
-    seed: int,
+    on: str,
+    by: tuple[str, ...],
+    options: dict[str, int | float],
     alpha: float,
     correction: str,
 ) -> pd.DataFrame:
-    tasks = x.shape[1]
-    mean = x.mean(1)
-    half = sps.t.ppf((1 + ci) / 2, tasks - 1) * x.std(1, ddof=1) / np.sqrt(tasks)
+    """Every pair of arms by :func:`compare` (pass^k), decided at Holm's or Benjamini–Hochberg's
+    level. Both are run on compare's intervals alone: a pair's p ≤ level exactly when its
+    interval at ``ci = 1 − level`` excludes 0, so no p-value is computed here."""
+    pair_list = list(itertools.combinations(arms, 2))
+    m = len(pair_list)
+
+    def excludes_zero(chosen: list[int], level: float) -> dict[int, bool]:
+        out = {}
+        for i in chosen:
+            row = _compare_row(data, on, by, pair_list[i], {**options, "ci": 1 - level})
+            out[i] = bool(row["lo"] > 0 or row["hi"] < 0)  # NaN (declined): never differs
+        return out
+
+    significant, level_used = np.zeros(m, dtype=bool), np.full(m, alpha / m)
+    if correction == "holm":  # step down: reject all p ≤ alpha/(remaining), until none is
+        while not significant.all():
+            remaining = [int(j) for j in np.flatnonzero(~significant)]
+            level = alpha / len(remaining)
+            level_used[remaining] = level
+            new = [i for i, rejected in excludes_zero(remaining, level).items() if rejected]
+            if not new:
+                break
+            significant[new] = True
+    else:  # step up: the largest i with #(p ≤ i·alpha/m) ≥ i, found by i ← #(p ≤ i·alpha/m)
+        i = m
+        while i > 0:
+            decided = excludes_zero(list(range(m)), i * alpha / m)
+            count = sum(decided.values())
+            if count >= i:
+                significant[[j for j, rejected in decided.items() if rejected]] = True
+                break
+            i = count
+        level_used[:] = max(i, 1) * alpha / m
+    rows = [_compare_row(data, on, by, pair, options) for pair in pair_list]
+    return pd.DataFrame(
+        {
+            "a": [a for a, _ in pair_list],
+            "b": [b for _, b in pair_list],
+            "diff": [row["diff"] for row in rows],
+            "lo": [row["lo"] for row in rows],
+            "hi": [row["hi"] for row in rows],
+            "ci_adjusted": 1 - level_used,
+            "significant": significant,
+        }
+    )
+
+
+def _compare_row(
+    data: pd.DataFrame,
+    on: str,
+    by: tuple[str, ...],
+    pair: tuple[object, object],
+    options: dict[str, int | float],
+) -> pd.Series:
+    """compare()'s pass^k row for one pair of arms (b − a), through its public signature."""
+    a, b = pair
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # declines and left-out tasks: said once by rank
+        out = compare(data[data[on].isin(pair)], on=on, a=a, b=b, by=by, **options)  # type: ignore[arg-type]
+    return out[out["metric"] == "pass^k"].iloc[0]
+
+
+def _ranking(
+    data: pd.DataFrame,
+    arms: list[object],
+    on: str,
+    by: tuple[str, ...],
+    options: dict[str, int | float],
+    tests: pd.DataFrame,
+) -> pd.DataFrame:
+    summary = summarize(data, by=(*by, on), **options).set_index(on).loc[arms]  # type: ignore[arg-type]
+    mean = summary["pass^k"].to_numpy(dtype=float)
     order = np.argsort(-mean, kind="stable")
     point_rank = np.empty(len(arms), dtype=int)
     point_rank[order] = np.arange(1, len(arms) + 1)
-    if n_boot > 0:
-        rng = np.random.default_rng(seed)
-        draws = rng.integers(0, tasks, size=(n_boot, tasks))
-        boot = x[:, draws].mean(2)  # arms × n_boot
-        ranks = sps.rankdata(-boot, axis=0, method="min")
-        rank_lo, rank_hi = np.quantile(ranks, [(1 - ci) / 2, (1 + ci) / 2], axis=1, method="nearest")
-    else:
-        rank_lo = rank_hi = np.full(len(arms), np.nan)
-    significant = _pairs(x, arms, alpha, correction)
-    differs = {(r.a, r.b): r.significant for r in significant.itertuples()}
-    tier = np.empty(len(arms), dtype=int)
-    current, leader = 1, order[0]
-    for i in order:
-        if i != leader and differs.get((arms[leader], arms[i]), differs.get((arms[i], arms[leader]), False)):
-            current, leader = current + 1, i
-        tier[i] = current
+    index = {arm: i for i, arm in enumerate(arms)}
+    above, below = np.zeros(len(arms), dtype=int), np.zeros(len(arms), dtype=int)
+    # A cut between ranking positions r − 1 and r is allowed only if no tied pair straddles it.
+    cut = np.ones(len(arms), dtype=bool)
+    for pair in tests.itertuples():
+        i, j = index[pair.a], index[pair.b]
+        better, worse = (i, j) if point_rank[i] < point_rank[j] else (j, i)
+        if pair.significant:
+            above[worse] += 1
+            below[better] += 1
+        else:
+            cut[point_rank[better] : point_rank[worse]] = False
+    cut[0] = True
+    tier_at = np.cumsum(cut)
     out = pd.DataFrame(
         {
             "arm": arms,
-            "k": k,
+            "k": options["k"],
             "pass^k": mean,
-            "lo": np.clip(mean - half, 0, 1),
-            "hi": np.clip(mean + half, 0, 1),
+            "lo": summary["pass^k_lo"].to_numpy(dtype=float),
+            "hi": summary["pass^k_hi"].to_numpy(dtype=float),
+            "ci_method": summary["ci_method"].to_numpy(),
             "rank": point_rank,
-            "rank_lo": rank_lo.astype(int) if n_boot > 0 else rank_lo,
-            "rank_hi": rank_hi.astype(int) if n_boot > 0 else rank_hi,
-            "tier": tier,
-            "n_tasks": tasks,
+            "rank_lo": 1 + above,
+            "rank_hi": len(arms) - below,
+            "tier": tier_at[point_rank - 1],
+            "n_tasks": data["task"].nunique(),
         }
     )
     return out.sort_values("rank").reset_index(drop=True)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from passk_nb.stats.exact import fisher_exact_2x2
+from passk_nb.stats.exact import boschloo_exact_2x2, fisher_exact_2x2
+from passk_nb.stats.paired import flips
 
 
 def scipy_fisher(c_a: int, n_a: int, c_b: int, n_b: int) -> float:
@@ -96,3 +99,100 @@ def test_unique_rows_equals_numpy_unique_along_rows(high: int) -> None:
     np.testing.assert_array_equal(got, expected)
     np.testing.assert_array_equal(inverse, expected_inverse.ravel())
     np.testing.assert_array_equal(got[inverse], rows)
+
+
+TESTS = {"fisher": fisher_exact_2x2, "boschloo": boschloo_exact_2x2}
+
+
+@functools.cache
+def all_p_values(name: str, n_a: int, n_b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    x, y = (g.ravel() for g in np.meshgrid(np.arange(n_a + 1), np.arange(n_b + 1), indexing="ij"))
+    return x, y, TESTS[name](x, n_a, y, n_b)
+
+
+def worst_size(name: str, n_a: int, n_b: int, alpha: float, grid: np.ndarray) -> float:
+    """The largest chance, over the common success rate on ``grid``, that test ``name`` rejects at
+    alpha two arms of n_a and n_b trials sharing that rate (the rejected tables' null probability)."""
+    x, y, p = all_p_values(name, n_a, n_b)
+    rejected = p <= alpha
+    chance = sps.binom.pmf(x[rejected, None], n_a, grid) * sps.binom.pmf(y[rejected, None], n_b, grid)
+    return float(chance.sum(axis=0).max(initial=0.0))
+
+
+@pytest.mark.parametrize("name", TESTS)
+@pytest.mark.parametrize("alpha", [0.01, 0.05, 0.1])
+def test_exact_tests_hold_their_size_up_to_twelve_trials_per_arm(name: str, alpha: float) -> None:
+    """Exact size: for every n_a, n_b ≤ 12, the null probability of the rejected tables at the
+    worst common success rate (a grid of 4001 rates) never exceeds alpha."""
+    grid = np.linspace(0, 1, 4001)
+    sizes = {
+        (n_a, n_b): worst_size(name, n_a, n_b, alpha, grid)
+        for n_a, n_b in itertools.product(range(1, 13), repeat=2)
+    }
+    worst = max(sizes, key=sizes.__getitem__)
+    assert sizes[worst] <= alpha, f"{name} at n_a, n_b = {worst} rejects {sizes[worst]:.4f} > {alpha}"
+    assert max(sizes.values()) > alpha / 2  # the tests are not trivially conservative
+
+
+def test_scipy_default_boschloo_search_overshoots_where_ours_does_not() -> None:
+    """3/4 vs 0/4: scipy's coarse nuisance search gives 0.047; the chance at π = ½ of a table at
+    least as extreme is 18/256 = 0.0703, which the p-value must not undercut."""
+    assert sps.boschloo_exact([[3, 1], [0, 4]]).pvalue < 0.05  # the flaw this module fixes
+    p = boschloo_exact_2x2([3, 4], 4, [0, 1], 4)
+    assert p == pytest.approx([18 / 256, 18 / 256], abs=1e-6) and (p >= 18 / 256).all()
+
+
+def test_boschloo_is_never_above_fisher_and_gains_at_small_n() -> None:
+    tables = every_table(8)
+    fisher, boschloo = fisher_exact_2x2(*tables.T), boschloo_exact_2x2(*tables.T)
+    assert (boschloo <= fisher + 1e-15).all()
+    assert boschloo_exact_2x2(4, 4, 0, 4) == pytest.approx(2 / 256, abs=1e-6)  # 2·½⁴·½⁴ at π = ½
+    assert ((boschloo < 0.05) & (fisher >= 0.05)).any()
+
+
+def test_boschloo_equals_a_brute_force_supremum() -> None:
+    """Unequal arms (5 vs 7 trials): the p-value is the maximum over π of the region's chance."""
+    grid = np.linspace(0, 1, 20001)
+    for c_a, c_b in [(5, 1), (4, 0), (0, 5), (3, 6)]:
+        x, y = (g.ravel() for g in np.meshgrid(np.arange(6), np.arange(8), indexing="ij"))
+        region = fisher_exact_2x2(x, 5, y, 7) <= fisher_exact_2x2(c_a, 5, c_b, 7) * (1 + 1e-9)
+        chance = sps.binom.pmf(x[region, None], 5, grid) * sps.binom.pmf(y[region, None], 7, grid)
+        brute = chance.sum(axis=0).max()
+        assert float(boschloo_exact_2x2(c_a, 5, c_b, 7)) == pytest.approx(brute, abs=2e-6)
+        assert float(boschloo_exact_2x2(c_a, 5, c_b, 7)) >= brute - 1e-12
+
+
+def test_boschloo_refuses_impossible_tables_and_keeps_shapes() -> None:
+    with pytest.raises(ValueError, match="between 0 and the trials"):
+        boschloo_exact_2x2(5, 4, 0, 4)
+    assert boschloo_exact_2x2(np.array([[4, 0], [2, 1]]), 4, 0, 4).shape == (2, 2)
+    assert boschloo_exact_2x2([], [], [], []).shape == (0,)
+    assert boschloo_exact_2x2([0, 3], [0, 3], [0, 3], [4, 3]).tolist() == [1.0, 1.0]  # no trials; all pass
+
+
+def marks_frame(marks: dict[tuple[str, str], str]) -> pd.DataFrame:
+    df = pd.DataFrame(
+        [
+            {"task": t, "model": "m", "prompt_hash": p, "passed": m == "1"}
+            for (p, t), ms in marks.items()
+            for m in ms
+        ]
+    )
+    return df.assign(outcome=np.where(df["passed"], "pass", "wrong_state"))
+
+
+def test_flips_boschloo_no_longer_flags_three_of_four_against_none() -> None:
+    """scipy's default search gave p = 0.047 for 3/4 → 0/4; under a common rate ½ the tables at
+    least as extreme have chance 0.0703, so a size-holding test must not call it a flip."""
+    df = marks_frame({("p1", "t1"): "1110", ("p2", "t1"): "0000", ("p1", "t2"): "1111", ("p2", "t2"): "1000"})
+    out = flips(df, a="p1", b="p2", test="boschloo", family="all")
+    assert (out["p_value"] > 0.05).all() and not out["flip"].any()
+    assert out["p_value"].tolist() == pytest.approx([18 / 256] * 2, abs=1e-6)
+
+
+@pytest.mark.parametrize("test", ["fisher", "boschloo"])
+@pytest.mark.parametrize("mark", ["1111", "0000"])
+def test_flips_on_all_pass_and_all_fail_suites_find_nothing(test: str, mark: str) -> None:
+    df = marks_frame({(p, t): mark for p in ("p1", "p2") for t in ("t1", "t2", "t3")})
+    out = flips(df, a="p1", b="p2", test=test)
+    assert (out["p_value"] == 1.0).all() and not out["tested"].any() and not out["flip"].any()
