@@ -53,7 +53,8 @@ CHAT_PATHS = {"ollama": "/api/chat", "openai": "/v1/chat/completions", "anthropi
 class Fault:
     """What the server does instead of answering normally."""
 
-    # "status", "drop", "hang", "not_json", "no_text", "echo_headers", and hostile bodies:
+    # "status", "drop", "hang", "not_json", "no_text", "echo_headers" (an error quoting the
+    # credentials sent), "quote_headers" (a normal reply whose text quotes them), and hostile bodies:
     # "trickle" (one byte every `seconds`), "endless" (a chunked body that never ends),
     # "big" (`size` bytes), "gzip_bomb" (a small gzip body that inflates to `size` bytes)
     kind: str
@@ -355,6 +356,17 @@ class FakeServer:
                             k: seen.headers[k] for k in ("authorization", "x-api-key") if k in seen.headers
                         }
                         self._send(fault.status, json.dumps({"error": "bad credentials", **keys}))
+                        return
+                    if fault.kind == "quote_headers":
+                        keys = {
+                            k: seen.headers[k] for k in ("authorization", "x-api-key") if k in seen.headers
+                        }
+                        quoted = f"You sent {json.dumps(keys)}"
+                        if seen.body.get("tools"):
+                            reply = server.native_json(seen.body, quoted, [])
+                        else:
+                            reply = server.reply_json(seen.body, quoted, 10, 10)
+                        self._send(200, json.dumps(reply))
                         return
                     if fault.kind == "drop":
                         self.close_connection = True
