@@ -54,7 +54,8 @@ class Fault:
     """What the server does instead of answering normally."""
 
     # "status", "drop", "hang", "not_json", "no_text", "echo_headers" (an error quoting the
-    # credentials sent), "quote_headers" (a normal reply whose text quotes them), and hostile bodies:
+    # credentials sent), "quote_headers" (a normal reply whose text quotes them), "usage" (a normal
+    # reply reporting `size` input and output tokens), and hostile bodies:
     # "trickle" (one byte every `seconds`), "endless" (a chunked body that never ends),
     # "big" (`size` bytes), "gzip_bomb" (a small gzip body that inflates to `size` bytes)
     kind: str
@@ -208,7 +209,9 @@ class FakeServer:
             calls.append({"id": call_id, "name": call.name, "arguments": call.arguments})
         return reply.text, calls
 
-    def native_json(self, body: dict[str, Any], text: str, calls: list[dict[str, Any]]) -> dict[str, Any]:
+    def native_json(
+        self, body: dict[str, Any], text: str, calls: list[dict[str, Any]], n_in: int = 11, n_out: int = 5
+    ) -> dict[str, Any]:
         """A reply in the wire's native tool-calling format."""
         model = body.get("model")
         if self.wire == "openai":
@@ -227,7 +230,7 @@ class FakeServer:
                     }
                     for c in calls
                 ]
-            return chat_completion(model, message, "tool_calls" if calls else "stop", 11, 5)
+            return chat_completion(model, message, "tool_calls" if calls else "stop", n_in, n_out)
         if self.wire == "ollama":
             ollama_message: dict[str, Any] = {"role": "assistant", "content": text}
             if calls:
@@ -240,8 +243,8 @@ class FakeServer:
                 "message": ollama_message,
                 "done": True,
                 "done_reason": "stop",
-                "prompt_eval_count": 11,
-                "eval_count": 5,
+                "prompt_eval_count": n_in,
+                "eval_count": n_out,
             }
         content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
         content += [
@@ -256,7 +259,7 @@ class FakeServer:
             "content": content,
             "stop_reason": "tool_use" if calls else "end_turn",
             "stop_sequence": None,
-            "usage": {"input_tokens": 11, "output_tokens": 5},
+            "usage": {"input_tokens": n_in, "output_tokens": n_out},
         }
 
     def _next_fault(self, body: Any) -> Fault | None:
@@ -386,13 +389,16 @@ class FakeServer:
                     if fault.kind == "no_text":
                         self._send(200, json.dumps({"done": True, "choices": [], "content": []}))
                         return
+                usage = {"n_in": fault.size, "n_out": fault.size} if fault and fault.kind == "usage" else {}
                 if seen.body.get("tools"):
                     native_text, calls = server.native_message(seen.body)
-                    self._send(200, json.dumps(server.native_json(seen.body, native_text, calls)))
+                    self._send(200, json.dumps(server.native_json(seen.body, native_text, calls, **usage)))
                     return
                 text = server.reply_text(seen.body)
-                n_in = sum(len(m["content"]) for m in server.messages_of(seen.body)) // 4 + 1
-                n_out = len(text) // 4 + 1
+                n_in = usage.get(
+                    "n_in", sum(len(m["content"]) for m in server.messages_of(seen.body)) // 4 + 1
+                )
+                n_out = usage.get("n_out", len(text) // 4 + 1)
                 if server.wire == "anthropic" and seen.body.get("stream"):
                     self._stream_anthropic(seen.body, text, n_in, n_out)
                     return
