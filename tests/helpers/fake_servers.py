@@ -55,7 +55,9 @@ class Fault:
 
     # "status", "drop", "hang", "not_json", "no_text", "echo_headers" (an error quoting the
     # credentials sent), "quote_headers" (a normal reply whose text quotes them), "usage" (a normal
-    # reply reporting `size` input and output tokens), and hostile bodies:
+    # reply reporting `size` input and output tokens), "refusal" (the model refuses with the text
+    # `body`: OpenAI `content: null` + `refusal`, Anthropic `stop_reason: "refusal"`, Ollama plain
+    # text, its only form), and hostile bodies:
     # "trickle" (one byte every `seconds`), "endless" (a chunked body that never ends),
     # "big" (`size` bytes), "gzip_bomb" (a small gzip body that inflates to `size` bytes)
     kind: str
@@ -371,6 +373,9 @@ class FakeServer:
                             reply = server.reply_json(seen.body, quoted, 10, 10)
                         self._send(200, json.dumps(reply))
                         return
+                    if fault.kind == "refusal":
+                        self._send(200, json.dumps(server.refusal_json(seen.body, fault.body)))
+                        return
                     if fault.kind == "drop":
                         self.close_connection = True
                         try:
@@ -495,6 +500,16 @@ class FakeServer:
                 self.close_connection = True
 
         return Handler
+
+    def refusal_json(self, body: dict[str, Any], text: str) -> dict[str, Any]:
+        """A refusal in the wire's own form (``text`` may be empty for Anthropic)."""
+        if self.wire == "openai":
+            message = {"role": "assistant", "content": None, "refusal": text}
+            return chat_completion(body.get("model"), message, "stop", 10, 5)
+        reply = self.reply_json(body, text, 10, 5)
+        if self.wire == "anthropic":
+            reply["content"], reply["stop_reason"] = reply["content"] if text else [], "refusal"
+        return reply
 
     def reply_json(self, body: dict[str, Any], text: str, n_in: int, n_out: int) -> dict[str, Any]:
         model = body.get("model")
