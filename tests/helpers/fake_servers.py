@@ -634,6 +634,17 @@ if mode == "spawn":  # a helper process of its own, as the real CLI starts, then
     with open(os.environ["FAKE_CLAUDE_HELPER_PID"], "w") as f:
         f.write(str(helper.pid))
     time.sleep(30)
+if mode in ("spawn_setsid", "spawn_daemon"):  # a helper in a session of its own (setsid), then hang
+    import subprocess
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    starter = ("import os, subprocess, sys; p = subprocess.Popen(" + repr(sleeper)
+               + ", start_new_session=True)"
+               + "; open(os.environ['FAKE_CLAUDE_HELPER_PID'], 'w').write(str(p.pid))")
+    if mode == "spawn_setsid":
+        exec(starter)
+    else:  # daemonised: started by an intermediate process that exits, so its parent is gone
+        subprocess.run([sys.executable, "-c", starter])
+    time.sleep(30)
 if mode == "garbage":
     sys.stderr.write("crashed; key was " + os.environ.get("ANTHROPIC_API_KEY", "") + "\n")
     print("Segmentation fault")
@@ -662,7 +673,8 @@ def write_fake_claude(folder: Path, log: Path, suite: str = "orders") -> Path:
     the step by the number of ``[assistant]`` blocks, and prints the CLI's JSON
     result with the next step of the task's known-good script. ``FAKE_CLAUDE_MODE``
     selects a failure instead: ``not_logged_in``, ``sleep``, ``spawn`` (starts a helper process,
-    writes its pid to ``$FAKE_CLAUDE_HELPER_PID``, hangs), ``garbage``,
+    writes its pid to ``$FAKE_CLAUDE_HELPER_PID``, hangs), ``spawn_setsid`` (the helper calls
+    setsid), ``spawn_daemon`` (the helper calls setsid and its parent exits), ``garbage``,
     ``echo_key``, ``old`` (a ``--help`` without ``--bare``).
     """
     from passk_nb.harness.suites import get_suite
