@@ -649,6 +649,10 @@ if mode == "garbage":
     sys.stderr.write("crashed; key was " + os.environ.get("ANTHROPIC_API_KEY", "") + "\n")
     print("Segmentation fault")
     sys.exit(139)
+if mode == "quote_key":  # the model's answer quotes the key it was given
+    answer = json.dumps({{"answer": "your key: " + os.environ.get("ANTHROPIC_API_KEY", "")}})
+    print(json.dumps({{"type": "result", "is_error": False, "result": answer}}))
+    sys.exit(0)
 if mode == "echo_key":
     print(json.dumps({{"type": "result", "is_error": True,
                       "result": "invalid x-api-key " + os.environ.get("ANTHROPIC_API_KEY", "")}}))
@@ -674,7 +678,7 @@ def write_fake_claude(folder: Path, log: Path, suite: str = "orders") -> Path:
     result with the next step of the task's known-good script. ``FAKE_CLAUDE_MODE``
     selects a failure instead: ``not_logged_in``, ``sleep``, ``spawn`` (starts a helper process,
     writes its pid to ``$FAKE_CLAUDE_HELPER_PID``, hangs), ``spawn_setsid`` (the helper calls
-    setsid), ``spawn_daemon`` (the helper calls setsid and its parent exits), ``garbage``,
+    setsid), ``spawn_daemon`` (the helper calls setsid and its parent exits), ``garbage``, ``quote_key``,
     ``echo_key``, ``old`` (a ``--help`` without ``--bare``).
     """
     from passk_nb.harness.suites import get_suite

@@ -374,7 +374,7 @@ class ClaudeCodeProvider(BaseProvider):
         if isinstance(models, dict) and models:
             meta["resolved_model"] = ",".join(models)
         return Reply(
-            text,
+            self.redact.known(text),  # the CLI's key, should the model quote it
             input_tokens=sum(inputs) if inputs else None,
             output_tokens=output if isinstance(output, int) else None,
             attempts=1,
