@@ -62,6 +62,17 @@ _pacing = threading.local()
 
 
 @contextlib.contextmanager
+def _in_this_thread(slot: threading.local, name: str, value: Any) -> Iterator[None]:
+    """``slot.<name> = value`` for the calls inside, then what it was before."""
+    previous = getattr(slot, name, None)
+    setattr(slot, name, value)
+    try:
+        yield
+    finally:
+        setattr(slot, name, previous)
+
+
+@contextlib.contextmanager
 def pace_scope(before_request: Callable[[], None]) -> Iterator[None]:
     """Run the calls in this thread with ``before_request`` called before every request a backend sends.
 
@@ -75,12 +86,8 @@ def pace_scope(before_request: Callable[[], None]) -> Iterator[None]:
     >>> pace_request(); len(waited)
     2
     """
-    previous = getattr(_pacing, "before", None)
-    _pacing.before = before_request
-    try:
+    with _in_this_thread(_pacing, "before", before_request):
         yield
-    finally:
-        _pacing.before = previous
 
 
 def pace_request() -> None:
@@ -104,12 +111,8 @@ def cancel_scope(event: threading.Event) -> Iterator[None]:
     >>> before, after, cancelled()
     (False, True, False)
     """
-    previous = getattr(_scope, "event", None)
-    _scope.event = event
-    try:
+    with _in_this_thread(_scope, "event", event):
         yield
-    finally:
-        _scope.event = previous
 
 
 def cancelled() -> bool:
