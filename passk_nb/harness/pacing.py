@@ -14,6 +14,14 @@ an estimate (its messages' characters / 4) and the reply's real count
 (``input_tokens + output_tokens``, or the estimate for the output when the
 backend reports none) is settled afterwards, so the next requests wait for it.
 
+Every request on the wire is paced, whichever method sent it (``chat``,
+``chat_native``) and retries included: a network backend waits for the limiter
+before each attempt (:func:`~passk_nb.harness.providers.base.pace_request`),
+another backend once per call. No single request waits longer than one window
+(60 s): one request is charged at most one minute's budget, so a reply reporting
+absurd usage cannot stall the run (and counts no model can produce are kept as
+unknown, :func:`~passk_nb.harness.providers.base.check_usage`).
+
 >>> RateLimit.parse("600rpm,90000tpm")
 RateLimit(requests_per_min=600.0, tokens_per_min=90000.0)
 >>> clock = FakeClock()
@@ -34,9 +42,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from passk_nb.harness.providers.base import cancellable_sleep
+from passk_nb.harness.providers.base import Reply, cancellable_sleep, check_usage, pace_scope
 
-__all__ = ["RateLimit", "RateLimiter", "Paced", "FakeClock", "estimate_tokens"]
+__all__ = ["RateLimit", "RateLimiter", "Paced", "FakeClock", "estimate_tokens", "WINDOW_S"]
+
+#: The longest any one request waits, and the most one request is charged: one minute's budget.
+WINDOW_S = 60.0
 
 _PART = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(rpm|tpm|rps|tps)\s*$", re.IGNORECASE)
 _UNIT = {"rpm": ("requests", 1.0), "rps": ("requests", 60.0), "tpm": ("tokens", 1.0), "tps": ("tokens", 60.0)}
@@ -118,7 +129,11 @@ class _Schedule:
         return max(now, self.tat - self.tolerance)
 
     def spend(self, at: float, units: float) -> None:
-        self.tat = max(self.tat, at) + units * self.interval
+        self.tat = max(self.tat, at) + self.charge(units)
+
+    def charge(self, units: float) -> float:
+        """Seconds of budget ``units`` take, at most one window (a single request never owes more)."""
+        return max(-WINDOW_S, min(WINDOW_S, units * self.interval))
 
 
 class RateLimiter:
@@ -159,6 +174,8 @@ class RateLimiter:
                 at = max(at, self._requests.earliest(now))
             if self._tokens is not None:
                 at = max(at, self._tokens.earliest(now))
+            at = min(at, now + WINDOW_S)  # no single wait longer than a window
+            if self._tokens is not None:
                 self._tokens.spend(at, tokens)
             if self._requests is not None:
                 self._requests.spend(at, 1.0)
@@ -169,11 +186,12 @@ class RateLimiter:
         return max(0.0, wait)
 
     def settle(self, estimated: float, actual: float) -> None:
-        """Charge the difference between a request's estimated and actual tokens."""
+        """Charge the difference between a request's estimated and actual tokens (at most a window)."""
         if self._tokens is None or actual == estimated:
             return
         with self._lock:
-            self._tokens.tat += (actual - estimated) * self._tokens.interval
+            tokens = self._tokens
+            tokens.tat += tokens.charge(min(actual, tokens.rate * WINDOW_S)) - tokens.charge(estimated)
 
 
 def estimate_tokens(messages: Any) -> int:
@@ -187,7 +205,10 @@ def estimate_tokens(messages: Any) -> int:
 
 
 class Paced:
-    """A provider whose ``chat`` waits for ``limiter`` first (everything else is the provider's).
+    """A provider whose every request waits for ``limiter`` first (everything else is the provider's).
+
+    ``chat`` and ``chat_native`` are paced. A backend with ``paces_each_request`` (the network
+    backends) waits before each request it sends, retries included; any other once per call.
 
     >>> clock = FakeClock()
     >>> class Echo:
@@ -205,15 +226,35 @@ class Paced:
         return getattr(self._provider, name)
 
     def chat(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
-        estimate = estimate_tokens(messages) if self._limiter.limit.tokens_per_min else 0
-        self._limiter.acquire(estimate)
-        reply = self._provider.chat(messages, *args, **kwargs)
-        if self._limiter.limit.tokens_per_min:
+        return self._send(self._provider.chat, messages, *args, **kwargs)
+
+    def chat_native(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
+        return self._send(self._provider.chat_native, messages, *args, **kwargs)
+
+    def _send(self, send: Callable[..., Any], messages: Any, *args: Any, **kwargs: Any) -> Any:
+        tpm = self._limiter.limit.tokens_per_min
+        estimate = estimate_tokens(messages) if tpm else 0
+        if getattr(self._provider, "paces_each_request", False):
+
+            def wait() -> None:
+                self._limiter.acquire(estimate)
+
+            with pace_scope(wait):
+                reply = send(messages, *args, **kwargs)
+        else:
+            self._limiter.acquire(estimate)
+            reply = send(messages, *args, **kwargs)
+        if tpm:
+            if isinstance(reply, Reply):
+                reply = check_usage(reply)
             text = reply if isinstance(reply, str) else getattr(reply, "text", "")
-            used_in = getattr(reply, "input_tokens", None)
-            used_out = getattr(reply, "output_tokens", None)
-            actual = (estimate if used_in is None else used_in) + (
-                len(str(text)) // 4 + 1 if used_out is None else used_out
-            )
-            self._limiter.settle(estimate, actual)
+            used_in = _count(getattr(reply, "input_tokens", None), estimate)
+            used_out = _count(getattr(reply, "output_tokens", None), len(str(text)) // 4 + 1)
+            self._limiter.settle(estimate, used_in + used_out)
         return reply
+
+
+def _count(reported: Any, otherwise: float) -> float:
+    """A reported token count, or ``otherwise`` when there is none (or it is not a number)."""
+    ok = isinstance(reported, int | float) and not isinstance(reported, bool) and math.isfinite(reported)
+    return float(reported) if ok else otherwise

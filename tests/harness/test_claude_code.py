@@ -7,11 +7,13 @@ Anthropic-format server, then checks what the CLI actually sent.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -142,17 +144,24 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_a_timeout_ends_the_clis_whole_process_group(fake_claude, tmp_path, monkeypatch):
+@pytest.mark.parametrize("mode", ["spawn", "spawn_setsid", "spawn_daemon"])
+def test_a_timeout_ends_the_clis_whole_process_tree(mode, fake_claude, tmp_path, monkeypatch):
+    """A helper in the CLI's group, one that called setsid, and one that daemonised (setsid, then
+    its parent exited): each is ended with the CLI."""
     pid_file = tmp_path / "helper.pid"
-    monkeypatch.setenv("FAKE_CLAUDE_MODE", "spawn")
+    monkeypatch.setenv("FAKE_CLAUDE_MODE", mode)
     monkeypatch.setenv("FAKE_CLAUDE_HELPER_PID", str(pid_file))
-    df = _run(tmp_path, tasks=["refund-delivered"], timeout=1.5)
-    assert "no result within 1.5 s" in df["error"].iloc[0]
+    df = _run(tmp_path, tasks=["refund-delivered"], timeout=3)
+    assert "no result within 3 s" in df["error"].iloc[0]
     helper = int(pid_file.read_text())
     deadline = time.monotonic() + 10
     while _alive(helper) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(helper), "the CLI's helper process outlived the timeout"
+    try:
+        assert not _alive(helper), "the CLI's helper process outlived the timeout"
+    finally:
+        with contextlib.suppress(OSError):
+            os.kill(helper, signal.SIGKILL)
 
 
 def test_a_nul_in_a_claude_code_prompt_fails_before_the_first_trial(fake_claude, tmp_path):

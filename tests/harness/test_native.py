@@ -531,3 +531,38 @@ def test_native_transcripts_regrade_to_the_same_verdicts(tmp_path):
     again = passk_nb.regrade(df)
     assert not again["regrade_changed"].any()
     assert (again["outcome"] == df["outcome"]).all() and df["outcome"].eq("pass").sum() >= 4
+
+
+@pytest.mark.network_local
+@pytest.mark.parametrize("protocol", ["json", "native"])
+def test_a_refusal_is_the_models_answer_the_same_on_every_backend(protocol, tmp_path, monkeypatch):
+    """OpenAI ``content: null`` + ``refusal``, Anthropic ``stop_reason: "refusal"``, Ollama's plain
+    text: the model's reply (never infra), the same outcome everywhere, the refusal text kept."""
+    from passk_nb.harness.providers import NETWORK_PROVIDERS
+    from tests.helpers.fake_servers import FakeServer, Fault, clean_backend_env, run_against
+
+    clean_backend_env(monkeypatch)
+    words = "I can't help with refunds."
+    outcomes = {}
+    for wire in NETWORK_PROVIDERS:
+        with FakeServer(wire, rule=lambda body: Fault("refusal", body=words)) as server:
+            df = run_against(
+                wire, server, tmp_path / wire, tasks=["refund-delivered"], protocol=protocol, max_attempts=1
+            )
+        assert df["attempts"].iloc[0] >= 1
+        outcomes[wire] = df["outcome"].iloc[0]
+        assert words in df["transcript"].iloc[0], wire
+        if wire != "ollama":  # Ollama has no refusal field: its refusal is plain text
+            assert '"refusal": true' in df["provider_meta"].iloc[0], wire
+    assert set(outcomes.values()) == {"format_error" if protocol == "json" else "wrong_state"}, outcomes
+
+
+@pytest.mark.network_local
+@pytest.mark.parametrize("protocol", ["json", "native"])
+def test_an_anthropic_refusal_without_text_is_the_models_empty_reply(protocol, tmp_path, monkeypatch):
+    from tests.helpers.fake_servers import FakeServer, Fault, clean_backend_env, run_against
+
+    clean_backend_env(monkeypatch)
+    with FakeServer("anthropic", rule=lambda body: Fault("refusal", body="")) as server:
+        df = run_against("anthropic", server, tmp_path, tasks=["refund-delivered"], protocol=protocol)
+    assert df["outcome"].tolist() == ["format_error"]  # as Ollama's empty reply

@@ -17,7 +17,8 @@ import pytest
 
 import passk_nb
 from passk_nb.cli.main import main as cli_main
-from passk_nb.harness.providers import make_provider
+from passk_nb.harness.pacing import WINDOW_S, FakeClock, Paced, RateLimiter
+from passk_nb.harness.providers import NETWORK_PROVIDERS, make_provider
 from passk_nb.harness.providers.anthropic import sdk_takes_temperature
 from passk_nb.harness.providers.retry import RetryPolicy, parse_retry_after
 from passk_nb.harness.suites import get_suite
@@ -329,3 +330,88 @@ def test_passk_run_selects_each_backend(wire, tmp_path, capsys):
         )
     out = capsys.readouterr().out
     assert status == 0 and f"{wire}/test-model" in out and "5/5 pass" in out
+
+
+# -- pacing: every request on the wire waits for the limiter -------------------------------------
+MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": SUITE.tasks[0].prompt}]
+
+
+@pytest.mark.network_local
+@pytest.mark.parametrize("method", ["chat", "chat_native"])
+@pytest.mark.parametrize("wire", NETWORK_PROVIDERS)
+def test_every_request_a_network_backend_sends_is_paced_retries_included(wire, method):
+    """Each first attempt answered 503, then the reply: two requests per call, both through the
+    limiter, whichever method sent them (a FakeClock: counted, not timed)."""
+    clock = FakeClock()
+    limiter = RateLimiter("60rpm", burst_s=0, clock=clock, sleep=clock.sleep)
+    with FakeServer(wire, rule=lambda body: None) as server:
+        provider = make_provider(wire, "m", base_url=server.url, **FAST)
+        paced = Paced(provider, limiter)
+        for _ in range(3):
+            server.faults.append(Fault.http(503))
+            if method == "chat":
+                paced.chat(MESSAGES)
+            else:
+                paced.chat_native(MESSAGES, SUITE.tool_definitions())
+        sent = len(server.chat_requests())
+        provider.close()
+    assert sent == 6 and limiter.started == 6
+    assert clock.now >= 5.0  # 60 rpm, no burst: the 6th request at 5 s
+
+
+@pytest.mark.parametrize("method", ["chat", "chat_native"])
+def test_a_backend_that_does_not_pace_each_request_is_paced_once_per_call(method):
+    clock = FakeClock()
+    limiter = RateLimiter("60rpm", burst_s=0, clock=clock, sleep=clock.sleep)
+    paced = Paced(make_provider("scripted"), limiter)
+    for _ in range(3):
+        if method == "chat":
+            paced.chat(MESSAGES)
+        else:
+            paced.chat_native(MESSAGES, SUITE.tool_definitions())
+    assert limiter.started == 3 and clock.now == 2.0
+
+
+@pytest.mark.network_local
+def test_a_native_run_with_a_rate_limit_paces_what_the_server_sees(tmp_path):
+    with FakeServer("openai", keep_alive=True) as server:
+        df = run("openai", server, tmp_path, trials=2, concurrency=16, rate_limit="240rpm", protocol="native")
+        times = [r.t for r in server.chat_requests()]
+    assert df["outcome"].eq("pass").all() and len(times) == df["n_turns"].sum() > 20
+    # 4 per second, 4 at once: unpaced they all go within a fraction of a second
+    assert max(times) - min(times) >= (len(times) - 4) / 4 * 0.95
+
+
+# -- usage no model can produce -------------------------------------------------------------------
+def test_no_single_request_waits_longer_than_a_window_whatever_it_reports():
+    clock = FakeClock()
+    limiter = RateLimiter("6000tpm", clock=clock, sleep=clock.sleep)
+    limiter.acquire(tokens=10)
+    limiter.settle(10, 10**12)
+    assert limiter.acquire(tokens=10) <= WINDOW_S
+    assert limiter.acquire(tokens=10**12) <= WINDOW_S  # nor a huge estimate
+    assert limiter.acquire(tokens=10) <= WINDOW_S
+
+
+@pytest.mark.network_local
+@pytest.mark.parametrize("tokens", [10**8, 10**12])
+@pytest.mark.parametrize("protocol", ["json", "native"])
+def test_a_reply_reporting_impossible_usage_is_kept_as_unknown_and_cannot_stall_the_run(
+    tokens, protocol, tmp_path
+):
+    with FakeServer("openai", faults=[Fault("usage", size=tokens)]) as server:
+        df = run(
+            "openai",
+            server,
+            tmp_path,
+            tasks=["refund-delivered", "cancel-pending-lookup"],
+            trials=3,
+            concurrency=1,
+            rate_limit="600000tpm",
+            protocol=protocol,
+            trial_timeout=30,
+        )
+    assert df["outcome"].eq("pass").all(), df["error"].tolist()
+    assert df["input_tokens"].max() < 10**6  # the first trial's count was not believed
+    notes = [json.loads(m).get("usage_note", "") for m in df["provider_meta"]]
+    assert sum(f"input_tokens={tokens} reported" in note for note in notes) == 1

@@ -95,6 +95,18 @@ def test_the_key_given_to_the_claude_cli_stays_out_of_its_errors(mode, tmp_path,
     assert df["outcome"].tolist() == ["infra_error"] and KEY not in every_cell(tmp_path / "runs")
 
 
+def test_the_key_quoted_in_a_claude_cli_answer_is_masked(tmp_path, monkeypatch):
+    write_fake_claude(tmp_path / "bin", tmp_path / "calls.jsonl")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.setenv("FAKE_CLAUDE_MODE", "quote_key")
+    df = passk_nb.run(
+        "claude-code", "m", tasks=["refund-delivered"], trials=1, progress=False, out=tmp_path / "runs"
+    )
+    assert df["final_answer"].tolist() == ["your key: [REDACTED]"]  # the model's answer, masked
+    assert KEY not in every_cell(tmp_path / "runs")
+
+
 def test_redactor_masks_credentials_it_was_not_told_about():
     redact = Redactor()
     text = redact(

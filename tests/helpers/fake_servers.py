@@ -53,7 +53,11 @@ CHAT_PATHS = {"ollama": "/api/chat", "openai": "/v1/chat/completions", "anthropi
 class Fault:
     """What the server does instead of answering normally."""
 
-    # "status", "drop", "hang", "not_json", "no_text", "echo_headers", and hostile bodies:
+    # "status", "drop", "hang", "not_json", "no_text", "echo_headers" (an error quoting the
+    # credentials sent), "quote_headers" (a normal reply whose text quotes them), "usage" (a normal
+    # reply reporting `size` input and output tokens), "refusal" (the model refuses with the text
+    # `body`: OpenAI `content: null` + `refusal`, Anthropic `stop_reason: "refusal"`, Ollama plain
+    # text, its only form), and hostile bodies:
     # "trickle" (one byte every `seconds`), "endless" (a chunked body that never ends),
     # "big" (`size` bytes), "gzip_bomb" (a small gzip body that inflates to `size` bytes)
     kind: str
@@ -207,7 +211,9 @@ class FakeServer:
             calls.append({"id": call_id, "name": call.name, "arguments": call.arguments})
         return reply.text, calls
 
-    def native_json(self, body: dict[str, Any], text: str, calls: list[dict[str, Any]]) -> dict[str, Any]:
+    def native_json(
+        self, body: dict[str, Any], text: str, calls: list[dict[str, Any]], n_in: int = 11, n_out: int = 5
+    ) -> dict[str, Any]:
         """A reply in the wire's native tool-calling format."""
         model = body.get("model")
         if self.wire == "openai":
@@ -226,7 +232,7 @@ class FakeServer:
                     }
                     for c in calls
                 ]
-            return chat_completion(model, message, "tool_calls" if calls else "stop", 11, 5)
+            return chat_completion(model, message, "tool_calls" if calls else "stop", n_in, n_out)
         if self.wire == "ollama":
             ollama_message: dict[str, Any] = {"role": "assistant", "content": text}
             if calls:
@@ -239,8 +245,8 @@ class FakeServer:
                 "message": ollama_message,
                 "done": True,
                 "done_reason": "stop",
-                "prompt_eval_count": 11,
-                "eval_count": 5,
+                "prompt_eval_count": n_in,
+                "eval_count": n_out,
             }
         content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
         content += [
@@ -255,7 +261,7 @@ class FakeServer:
             "content": content,
             "stop_reason": "tool_use" if calls else "end_turn",
             "stop_sequence": None,
-            "usage": {"input_tokens": 11, "output_tokens": 5},
+            "usage": {"input_tokens": n_in, "output_tokens": n_out},
         }
 
     def _next_fault(self, body: Any) -> Fault | None:
@@ -356,6 +362,20 @@ class FakeServer:
                         }
                         self._send(fault.status, json.dumps({"error": "bad credentials", **keys}))
                         return
+                    if fault.kind == "quote_headers":
+                        keys = {
+                            k: seen.headers[k] for k in ("authorization", "x-api-key") if k in seen.headers
+                        }
+                        quoted = f"You sent {json.dumps(keys)}"
+                        if seen.body.get("tools"):
+                            reply = server.native_json(seen.body, quoted, [])
+                        else:
+                            reply = server.reply_json(seen.body, quoted, 10, 10)
+                        self._send(200, json.dumps(reply))
+                        return
+                    if fault.kind == "refusal":
+                        self._send(200, json.dumps(server.refusal_json(seen.body, fault.body)))
+                        return
                     if fault.kind == "drop":
                         self.close_connection = True
                         try:
@@ -374,13 +394,16 @@ class FakeServer:
                     if fault.kind == "no_text":
                         self._send(200, json.dumps({"done": True, "choices": [], "content": []}))
                         return
+                usage = {"n_in": fault.size, "n_out": fault.size} if fault and fault.kind == "usage" else {}
                 if seen.body.get("tools"):
                     native_text, calls = server.native_message(seen.body)
-                    self._send(200, json.dumps(server.native_json(seen.body, native_text, calls)))
+                    self._send(200, json.dumps(server.native_json(seen.body, native_text, calls, **usage)))
                     return
                 text = server.reply_text(seen.body)
-                n_in = sum(len(m["content"]) for m in server.messages_of(seen.body)) // 4 + 1
-                n_out = len(text) // 4 + 1
+                n_in = usage.get(
+                    "n_in", sum(len(m["content"]) for m in server.messages_of(seen.body)) // 4 + 1
+                )
+                n_out = usage.get("n_out", len(text) // 4 + 1)
                 if server.wire == "anthropic" and seen.body.get("stream"):
                     self._stream_anthropic(seen.body, text, n_in, n_out)
                     return
@@ -477,6 +500,16 @@ class FakeServer:
                 self.close_connection = True
 
         return Handler
+
+    def refusal_json(self, body: dict[str, Any], text: str) -> dict[str, Any]:
+        """A refusal in the wire's own form (``text`` may be empty for Anthropic)."""
+        if self.wire == "openai":
+            message = {"role": "assistant", "content": None, "refusal": text}
+            return chat_completion(body.get("model"), message, "stop", 10, 5)
+        reply = self.reply_json(body, text, 10, 5)
+        if self.wire == "anthropic":
+            reply["content"], reply["stop_reason"] = reply["content"] if text else [], "refusal"
+        return reply
 
     def reply_json(self, body: dict[str, Any], text: str, n_in: int, n_out: int) -> dict[str, Any]:
         model = body.get("model")
@@ -601,10 +634,25 @@ if mode == "spawn":  # a helper process of its own, as the real CLI starts, then
     with open(os.environ["FAKE_CLAUDE_HELPER_PID"], "w") as f:
         f.write(str(helper.pid))
     time.sleep(30)
+if mode in ("spawn_setsid", "spawn_daemon"):  # a helper in a session of its own (setsid), then hang
+    import subprocess
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    starter = ("import os, subprocess, sys; p = subprocess.Popen(" + repr(sleeper)
+               + ", start_new_session=True)"
+               + "; open(os.environ['FAKE_CLAUDE_HELPER_PID'], 'w').write(str(p.pid))")
+    if mode == "spawn_setsid":
+        exec(starter)
+    else:  # daemonised: started by an intermediate process that exits, so its parent is gone
+        subprocess.run([sys.executable, "-c", starter])
+    time.sleep(30)
 if mode == "garbage":
     sys.stderr.write("crashed; key was " + os.environ.get("ANTHROPIC_API_KEY", "") + "\n")
     print("Segmentation fault")
     sys.exit(139)
+if mode == "quote_key":  # the model's answer quotes the key it was given
+    answer = json.dumps({{"answer": "your key: " + os.environ.get("ANTHROPIC_API_KEY", "")}})
+    print(json.dumps({{"type": "result", "is_error": False, "result": answer}}))
+    sys.exit(0)
 if mode == "echo_key":
     print(json.dumps({{"type": "result", "is_error": True,
                       "result": "invalid x-api-key " + os.environ.get("ANTHROPIC_API_KEY", "")}}))
@@ -629,7 +677,8 @@ def write_fake_claude(folder: Path, log: Path, suite: str = "orders") -> Path:
     the step by the number of ``[assistant]`` blocks, and prints the CLI's JSON
     result with the next step of the task's known-good script. ``FAKE_CLAUDE_MODE``
     selects a failure instead: ``not_logged_in``, ``sleep``, ``spawn`` (starts a helper process,
-    writes its pid to ``$FAKE_CLAUDE_HELPER_PID``, hangs), ``garbage``,
+    writes its pid to ``$FAKE_CLAUDE_HELPER_PID``, hangs), ``spawn_setsid`` (the helper calls
+    setsid), ``spawn_daemon`` (the helper calls setsid and its parent exits), ``garbage``, ``quote_key``,
     ``echo_key``, ``old`` (a ``--help`` without ``--bare``).
     """
     from passk_nb.harness.suites import get_suite

@@ -31,6 +31,7 @@ __all__ = [
     "Reply",
     "PROVIDERS",
     "NATIVE_PROVIDERS",
+    "NETWORK_PROVIDERS",
     "make_provider",
 ]
 
@@ -46,6 +47,11 @@ PROVIDERS: dict[str, str] = {
 
 #: The registered backends with native tool calling (``run(protocol="native")``).
 NATIVE_PROVIDERS: tuple[str, ...] = ("anthropic", "ollama", "openai", "scripted")
+
+#: The registered backends that talk to a server over HTTP (subclasses of
+#: :class:`~passk_nb.harness.providers.http.RemoteProvider`): each must pass the hostile-server
+#: tests (``tests/harness/test_hostile_http.py`` runs them over this tuple, and checks it is complete).
+NETWORK_PROVIDERS: tuple[str, ...] = ("anthropic", "ollama", "openai")
 
 
 def _load(name: str) -> type[BaseProvider]:

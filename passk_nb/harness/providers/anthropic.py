@@ -28,7 +28,13 @@ The key comes from ``$ANTHROPIC_API_KEY`` (another variable with
 The SDK's own retries are switched off (``max_retries=0``): the shared retry
 loop of :mod:`passk_nb.harness.providers.http` retries 429, 5xx, connection errors and
 timeouts, honours ``Retry-After``, and counts attempts the same way as for the
-other backends.
+other backends. The SDK's HTTP client reads every reply through a guarded transport
+(:func:`guarded_client`): the same whole-reply deadline (``timeout``), body caps
+(``max_body_bytes``, ``max_decompressed_bytes``), cancellation, refused redirects and
+classification of failures as the HTTP backends, with the same code.
+
+A refusal (``stop_reason: "refusal"``) is the model's answer: its text (empty if it
+gave none) is the reply, with ``refusal: true`` in ``provider_meta``.
 
 >>> system, turns = to_anthropic_messages([
 ...     {"role": "system", "content": "Be brief."},
@@ -42,6 +48,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import time
 from functools import cache
 from typing import Any
 
@@ -55,6 +62,7 @@ __all__ = [
     "to_anthropic_native",
     "anthropic_tools",
     "sdk_takes_temperature",
+    "guarded_client",
 ]
 
 
@@ -69,6 +77,34 @@ def _sdk() -> Any:
 def sdk_takes_temperature() -> bool:
     """Whether the installed SDK can send ``temperature`` (SDK 2.x and API version 2026-10-21 cannot)."""
     return "temperature" in inspect.signature(_sdk().resources.messages.Messages.create).parameters
+
+
+def guarded_client(provider: RemoteProvider, limits: Any) -> Any:
+    """The SDK's own HTTP client (``anthropic.DefaultHttpxClient``: its proxies and socket options)
+    reading each reply whole, as the HTTP backends do: within ``provider.timeout`` in all, under its
+    body caps, stopping when the trial is given up on. A failure (429/5xx, 4xx, a redirect, which is
+    not followed, an empty body) raises the provider's own :class:`Transient` / :class:`ProviderError`,
+    which :meth:`AnthropicProvider._create_once` takes back from the SDK's wrapping.
+    ``limits``: the connection-pool limits (the SDK's ``httpx2.Limits``).
+    """
+    anthropic = _sdk()
+    httpx2 = importlib.import_module(type(limits).__module__.split(".")[0])
+    dropped = ("content-encoding", "content-length", "transfer-encoding")
+
+    class GuardedClient(anthropic.DefaultHttpxClient):  # type: ignore[name-defined]
+        def send(self, request: Any, *, stream: bool = False, **kwargs: Any) -> Any:
+            where = f"{request.method} {request.url.path}"
+            deadline = time.monotonic() + provider.timeout
+            response = super().send(request, stream=True, **kwargs)
+            try:
+                raw = provider.read_body(response, where, deadline)
+            finally:
+                response.close()
+            provider.check_reply(response, raw, where)
+            headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in dropped]
+            return httpx2.Response(response.status_code, headers=headers, content=raw, request=request)
+
+    return GuardedClient(limits=limits, follow_redirects=False)
 
 
 def to_anthropic_messages(messages: list[Message]) -> tuple[str | None, list[dict[str, str]]]:
@@ -196,8 +232,13 @@ class AnthropicProvider(RemoteProvider):
                 f"anthropic SDK {anthropic.__version__} has no temperature: the API version it "
                 "sends rejects sampling parameters; leave temperature unset for anthropic"
             )
+        self._retired: list[Any] = []
         self._client = anthropic.Anthropic(
-            api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout
+            api_key=self._api_key,
+            base_url=self.base_url,
+            max_retries=0,
+            timeout=self.timeout,
+            http_client=guarded_client(self, anthropic.DEFAULT_CONNECTION_LIMITS),
         )
 
     def _create_once(self, request: dict[str, Any]) -> Any:
@@ -208,6 +249,8 @@ class AnthropicProvider(RemoteProvider):
             raise Transient("timeout", f"no reply within {self.timeout:g} s") from None
         except anthropic.APIConnectionError as exc:
             cause = exc.__cause__
+            if isinstance(cause, ProviderError | Transient):  # raised by guarded_client
+                raise cause from None
             detail = f"{type(cause).__name__}: {cause}" if cause else str(exc)
             raise Transient("connection error", detail) from None
         except anthropic.APIStatusError as exc:
@@ -251,7 +294,8 @@ class AnthropicProvider(RemoteProvider):
             for i, block in enumerate(blocks)
             if native and getattr(block, "type", None) == "tool_use"
         ]
-        if not texts and not calls:
+        refused = getattr(response, "stop_reason", None) == "refusal"
+        if not texts and not calls and not refused:
             raise ProviderError(
                 "Anthropic reply has no text content block" + (" and no tool_use block" if native else "")
             )
@@ -260,15 +304,14 @@ class AnthropicProvider(RemoteProvider):
             "".join(texts),
             input_tokens=getattr(usage, "input_tokens", None),
             output_tokens=getattr(usage, "output_tokens", None),
-            meta={"resolved_model": getattr(response, "model", None)},
+            meta={"resolved_model": getattr(response, "model", None)}
+            | ({"refusal": True} if refused else {}),
             tool_calls=calls,
         )
 
     def chat(self, messages: list[Message]) -> Reply:
         request = self.request(messages)
-        reply, attempts = self.retrier.call(lambda: self.read_reply(self._create_once(request)))
-        reply.attempts = attempts
-        return reply
+        return self.send(lambda: self.read_reply(self._create_once(request)))
 
     def chat_native(self, messages: list[Message], tools: list[dict[str, Any]]) -> Reply:
         """One reply with ``tools`` offered; its ``tool_use`` blocks in ``Reply.tool_calls``."""
@@ -277,9 +320,7 @@ class AnthropicProvider(RemoteProvider):
         if request["system"] is None:
             del request["system"]
         request["tools"] = anthropic_tools(tools)
-        reply, attempts = self.retrier.call(lambda: self.read_reply(self._create_once(request), native=True))
-        reply.attempts = attempts
-        return reply
+        return self.send(lambda: self.read_reply(self._create_once(request), native=True))
 
     def meta(self) -> dict[str, Any]:
         anthropic = _sdk()
@@ -295,17 +336,15 @@ class AnthropicProvider(RemoteProvider):
     def size_pool(self, concurrency: int) -> None:
         """One shared pool for all trials (the SDK client); above the SDK's 100 kept-alive
         connections, a pool that keeps one per request in flight."""
-        if concurrency > self.SDK_KEEPALIVE and not getattr(self, "_retired", None):
-            anthropic = _sdk()
-            limits_type: Any = type(anthropic.DEFAULT_CONNECTION_LIMITS)  # the httpx the SDK uses
+        if concurrency > self.SDK_KEEPALIVE and not self._retired:
+            limits_type: Any = type(_sdk().DEFAULT_CONNECTION_LIMITS)  # the httpx the SDK uses
             limits = limits_type(
                 max_connections=concurrency, max_keepalive_connections=concurrency, keepalive_expiry=30.0
             )
-            http_client = anthropic.DefaultHttpxClient(limits=limits)
             self._retired = [self._client]
-            self._client = self._client.with_options(http_client=http_client)
+            self._client = self._client.with_options(http_client=guarded_client(self, limits))
 
     def close(self) -> None:
         """Close the SDK's HTTP connections."""
-        for client in [*getattr(self, "_retired", []), self._client]:
+        for client in [*self._retired, self._client]:
             client.close()

@@ -34,7 +34,7 @@ import contextlib
 import copy
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 from urllib.parse import urlsplit
@@ -51,9 +51,50 @@ __all__ = [
     "url_host",
     "cancel_scope",
     "cancelled",
+    "pace_scope",
+    "pace_request",
+    "MAX_USAGE_TOKENS",
+    "check_usage",
 ]
 
 _scope = threading.local()
+_pacing = threading.local()
+
+
+@contextlib.contextmanager
+def _in_this_thread(slot: threading.local, name: str, value: Any) -> Iterator[None]:
+    """``slot.<name> = value`` for the calls inside, then what it was before."""
+    previous = getattr(slot, name, None)
+    setattr(slot, name, value)
+    try:
+        yield
+    finally:
+        setattr(slot, name, previous)
+
+
+@contextlib.contextmanager
+def pace_scope(before_request: Callable[[], None]) -> Iterator[None]:
+    """Run the calls in this thread with ``before_request`` called before every request a backend sends.
+
+    The rate limiter (:class:`~passk_nb.harness.pacing.Paced`) sets it; a backend whose
+    ``paces_each_request`` is true calls :func:`pace_request` before each request, retries
+    included, so every request on the wire waits for the limit, whatever method sent it.
+
+    >>> waited = []
+    >>> with pace_scope(lambda: waited.append(1)):
+    ...     pace_request(); pace_request()
+    >>> pace_request(); len(waited)
+    2
+    """
+    with _in_this_thread(_pacing, "before", before_request):
+        yield
+
+
+def pace_request() -> None:
+    """Wait for the rate limit, if one is set for this thread (see :func:`pace_scope`)."""
+    before = getattr(_pacing, "before", None)
+    if before is not None:
+        before()
 
 
 @contextlib.contextmanager
@@ -70,12 +111,8 @@ def cancel_scope(event: threading.Event) -> Iterator[None]:
     >>> before, after, cancelled()
     (False, True, False)
     """
-    previous = getattr(_scope, "event", None)
-    _scope.event = event
-    try:
+    with _in_this_thread(_scope, "event", event):
         yield
-    finally:
-        _scope.event = previous
 
 
 def cancelled() -> bool:
@@ -119,6 +156,34 @@ class AgentError(Exception):
         super().__init__(message)
         self.details = details
         self.stops_run = stops_run
+
+
+#: Most tokens one request can use: more than any model's context (2**24, 16.8M). A reply
+#: reporting more is not believed (:func:`check_usage`).
+MAX_USAGE_TOKENS = 2**24
+
+
+def check_usage(reply: Reply) -> Reply:
+    """``reply`` with token counts that cannot be true (negative, or above :data:`MAX_USAGE_TOKENS`)
+    set to unknown (None), and a note saying what was reported in ``meta["usage_note"]``.
+
+    One reply reporting 10**12 tokens would otherwise stall a tokens-per-minute run for years.
+
+    >>> reply = check_usage(Reply("hi", input_tokens=10**12, output_tokens=3))
+    >>> reply.input_tokens, reply.output_tokens, reply.meta["usage_note"]
+    (None, 3, 'input_tokens=1000000000000 reported: not possible (a count is 0 to 16777216), kept as unknown')
+    """
+    notes = []
+    for name in ("input_tokens", "output_tokens"):
+        value = getattr(reply, name)
+        if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value <= MAX_USAGE_TOKENS:
+            notes.append(f"{name}={value} reported")
+            setattr(reply, name, None)
+    if notes:
+        reply.meta["usage_note"] = (
+            f"{', '.join(notes)}: not possible (a count is 0 to {MAX_USAGE_TOKENS}), kept as unknown"
+        )
+    return reply
 
 
 class ProviderError(RuntimeError):
@@ -171,6 +236,9 @@ class BaseProvider:
     user_code: bool = False
     #: True for backends that speak their API's native tool calling (:meth:`chat_native`).
     native_tools: ClassVar[bool] = False
+    #: True for backends that call :func:`pace_request` before every request they send
+    #: (retries included); the rate limiter paces the others once per ``chat`` call.
+    paces_each_request: ClassVar[bool] = False
 
     def __init__(
         self,

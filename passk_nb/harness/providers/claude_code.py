@@ -74,6 +74,7 @@ import signal
 import subprocess
 import tempfile
 import time
+import uuid
 from typing import Any
 
 from passk_nb.harness.arguments import check_seconds
@@ -129,12 +130,65 @@ def _version(text: str) -> str:
     return match.group(0) if match else short(text, 60)
 
 
-def _end_group(proc: subprocess.Popen[str]) -> None:
-    """Kill ``proc``'s whole process group (the CLI and everything it started) and reap the CLI."""
+#: The environment variable that marks every process of one CLI call (inherited by its helpers).
+CALL_MARKER = "PASSK_CLAUDE_CALL"
+
+
+def call_tree(root: int, marker: str) -> set[int]:
+    """The processes of one CLI call: ``root``'s descendants (a walk of ``/proc`` by parent pid),
+    and every process whose environment holds ``CALL_MARKER=marker`` — which finds a helper that
+    called ``setsid`` or was re-parented after its parent exited. Empty where ``/proc`` is missing.
+
+    >>> child = subprocess.Popen(["sleep", "5"])
+    >>> child.pid in call_tree(os.getpid(), "any") or not os.path.isdir("/proc")
+    True
+    >>> child.kill(); child.wait()
+    -9
+    """
+    tag = f"{CALL_MARKER}={marker}".encode()
+    children: dict[int, list[int]] = {}
+    found: set[int] = set()
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
+        entries = [e.name for e in os.scandir("/proc") if e.name.isdigit()]
+    except OSError:
+        return found
+    for name in entries:
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+            ppid = int(stat[stat.rindex(b")") + 2 :].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(name))
+        with contextlib.suppress(OSError), open(f"/proc/{name}/environ", "rb") as f:
+            if tag in f.read().split(b"\0"):
+                found.add(int(name))
+    todo = [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    found.discard(os.getpid())
+    return found
+
+
+def _end_group(proc: subprocess.Popen[str], marker: str = "") -> None:
+    """End the CLI call's whole process tree and reap the CLI: its process group, then every
+    process :func:`call_tree` finds (stopped first, so none can start another meanwhile; walked
+    twice, for a helper started during the first walk)."""
+    for _ in range(2):
+        tree = call_tree(proc.pid, marker) if marker else set()
+        for pid in tree:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGSTOP)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            proc.kill()
+        for pid in tree:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
     try:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL not delivered
@@ -320,7 +374,7 @@ class ClaudeCodeProvider(BaseProvider):
         if isinstance(models, dict) and models:
             meta["resolved_model"] = ",".join(models)
         return Reply(
-            text,
+            self.redact.known(text),  # the CLI's key, should the model quote it
             input_tokens=sum(inputs) if inputs else None,
             output_tokens=output if isinstance(output, int) else None,
             attempts=1,
@@ -328,12 +382,15 @@ class ClaudeCodeProvider(BaseProvider):
         )
 
     def _call(self, cmd: list[str], prompt: str, workdir: str) -> subprocess.CompletedProcess[str]:
-        """Run one CLI call in its own process group; on timeout or cancellation end the whole group.
+        """Run one CLI call in its own process group; on timeout or cancellation end its whole tree.
 
         The CLI starts helpers of its own: ending only the CLI would leave them
-        running. The call is given up when ``timeout`` passes or the trial is
-        given up on (``trial_timeout``), whichever comes first.
+        running. Each call's processes carry a marker in their environment, so
+        helpers that left the group (``setsid``) are found too (:func:`call_tree`).
+        The call is given up when ``timeout`` passes or the trial is given up on
+        (``trial_timeout``), whichever comes first.
         """
+        marker = uuid.uuid4().hex
         try:
             proc = subprocess.Popen(
                 cmd,
@@ -342,7 +399,7 @@ class ClaudeCodeProvider(BaseProvider):
                 stderr=subprocess.PIPE,
                 text=True,
                 cwd=workdir,
-                env=self._env(),
+                env={**self._env(), CALL_MARKER: marker},
                 shell=False,
                 start_new_session=True,  # its own process group, ended as a whole below
             )
@@ -357,12 +414,12 @@ class ClaudeCodeProvider(BaseProvider):
             except subprocess.TimeoutExpired:
                 pending = None  # already sent; communicate() keeps what it read so far
                 if cancelled():
-                    _end_group(proc)
+                    _end_group(proc, marker)
                     raise provider_error(
                         "the trial was given up on (trial_timeout); claude CLI ended", 1
                     ) from None
                 if time.monotonic() >= deadline:
-                    _end_group(proc)
+                    _end_group(proc, marker)
                     raise provider_error(f"claude CLI gave no result within {self.timeout:g} s", 1) from None
 
     @staticmethod

@@ -45,7 +45,14 @@ import httpx
 
 from passk_nb.harness.arguments import check_seconds
 from passk_nb.harness.protocol import ACTION_SCHEMA
-from passk_nb.harness.providers.base import BaseProvider, Message, ProviderError, Reply, cancelled
+from passk_nb.harness.providers.base import (
+    BaseProvider,
+    Message,
+    ProviderError,
+    Reply,
+    cancelled,
+    check_usage,
+)
 from passk_nb.harness.providers.redact import BODY_EXCERPT_CHARS, Redactor, short
 from passk_nb.harness.providers.retry import (
     Retrier,
@@ -147,8 +154,8 @@ def want_http2(http2: bool | None, base_url: str | None) -> bool:
     return http2
 
 
-def _normalise_url(url: str) -> tuple[str, httpx.BasicAuth | None, list[str]]:
-    """``(url without credentials or trailing slash, basic auth from them, the secrets in them)``.
+def _normalise_url(url: str) -> tuple[str, tuple[str, str] | None, list[str]]:
+    """``(url without credentials or trailing slash, (user, password) from them, the secrets in them)``.
 
     The secrets are the password and the ``Basic`` header value built from the
     credentials, so that both are masked wherever they might be echoed.
@@ -164,7 +171,7 @@ def _normalise_url(url: str) -> tuple[str, httpx.BasicAuth | None, list[str]]:
     auth, secrets = None, []
     if parts.username or parts.password:
         user, password = unquote(parts.username or ""), unquote(parts.password or "")
-        auth = httpx.BasicAuth(user, password)
+        auth = (user, password)
         secrets = [password, parts.password or "", base64.b64encode(f"{user}:{password}".encode()).decode()]
     netloc = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
     if parts.port:
@@ -193,16 +200,30 @@ class RemoteProvider(BaseProvider):
       see :class:`RetryPolicy`;
     - ``api_key_env``: the environment variable holding the API key (default:
       the backend's, e.g. ``OPENAI_API_KEY``; None: send none). The key is
-      read once, sent only in a header, and masked in every message.
+      read once, sent only in a header, and masked in every message;
+    - ``max_body_bytes`` (default 32 MiB) and ``max_decompressed_bytes`` (default
+      128 MiB) cap the reply on the wire and once decompressed; a larger reply fails
+      the request (not retried). Redirects are not followed: a 3xx says where it points.
 
     The base URL is ``base_url``, else the class's environment variable
     (``base_url_env``), else ``default_base_url``. Credentials in the URL
-    (``http://user:pass@host``) become basic auth and never reach a record.
+    (``http://user:pass@host``) become basic auth and never reach a record; with
+    a backend that sends its key as ``Authorization`` too, a key *and* URL
+    credentials are refused (only one of them could be sent).
+
+    Every secret the provider knows (the key, the URL's password and ``Basic``
+    value) is masked in errors, logs and in the model's own replies (text, tool
+    calls, metadata), so a server that echoes a header cannot put it in a record.
+    Token counts no model can produce (above :data:`MAX_USAGE_TOKENS`) are kept
+    as unknown, with a note in ``provider_meta``.
     """
 
     default_base_url: ClassVar[str] = "http://127.0.0.1"
     base_url_env: ClassVar[str | None] = None
     default_api_key_env: ClassVar[str | None] = None
+    #: The header the API key goes in (``Authorization: Bearer``, or e.g. ``x-api-key``).
+    key_header: ClassVar[str] = "authorization"
+    paces_each_request = True
 
     def __init__(
         self,
@@ -220,6 +241,8 @@ class RemoteProvider(BaseProvider):
         backoff_max: float = 30.0,
         retry_after_max: float = 120.0,
         api_key_env: str | None = "",
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
     ):
         if not model:
             raise ValueError(f"the {self.name} provider needs a model name (model=... / --model)")
@@ -230,7 +253,7 @@ class RemoteProvider(BaseProvider):
         if from_env and "://" not in from_env:  # OLLAMA_HOST is often host:port
             from_env = "http://" + from_env.strip()
         url = base_url or from_env or self.default_base_url
-        clean_url, self._auth, url_secrets = _normalise_url(url)
+        clean_url, self._credentials, url_secrets = _normalise_url(url)
         super().__init__(model, temperature=temperature, seed=seed, base_url=clean_url, json_mode=json_mode)
         if json_schema and not json_mode:
             raise ValueError("json_schema=True constrains JSON mode: pass json_mode=True too")
@@ -242,6 +265,20 @@ class RemoteProvider(BaseProvider):
         self.api_key_env = self.default_api_key_env if api_key_env == "" else api_key_env
         api_key = os.environ.get(self.api_key_env) if self.api_key_env else None
         self._api_key = api_key or None
+        if self._api_key and self._credentials and self.key_header == "authorization":
+            raise ValueError(
+                f"the base URL has credentials (sent as Authorization: Basic) and ${self.api_key_env} "
+                f"is set (sent as Authorization: Bearer): only one can be sent. Remove the credentials "
+                f"from the URL, or (where the {self.name} backend needs no key) unset "
+                f"${self.api_key_env} or pass api_key_env=None"
+            )
+        for name, value in (
+            ("max_body_bytes", max_body_bytes),
+            ("max_decompressed_bytes", max_decompressed_bytes),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a whole number of bytes ≥ 1, got {value!r}")
+        self.max_body_bytes, self.max_decompressed_bytes = max_body_bytes, max_decompressed_bytes
         self.redact = Redactor([api_key, *url_secrets])
         self.retry_policy = RetryPolicy(
             max_attempts=max_attempts,
@@ -259,125 +296,26 @@ class RemoteProvider(BaseProvider):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
 
+    def send(self, request: Callable[[], Reply]) -> Reply:
+        """``request()`` with retries (each attempt paced), then the reply as the model's: known
+        secrets masked in its text, calls and metadata, impossible token counts unknown."""
+        reply, attempts = self.retrier.call(request)
+        reply = check_usage(self.redact.known(reply))
+        reply.attempts = attempts
+        return reply
+
     def excerpt(self, text: str, limit: int = BODY_EXCERPT_CHARS) -> str:
         """``text`` on one line with secrets masked, then cut (masked first: no half secret survives)."""
         return short(self.redact(text), limit)
 
-    def output_constraint(self) -> str:
-        return "schema" if self.json_schema else super().output_constraint()
-
-    def meta(self) -> dict[str, Any]:
-        """Settings that change what is measured or how hard the backend was tried."""
-        return {
-            "max_tokens": self.max_tokens,
-            "timeout_s": self.timeout,
-            "max_attempts": self.retry_policy.max_attempts,
-            **({"json_schema": schema_id(self.json_schema)} if self.json_schema else {}),
-        }
-
-
-def action_schema(json_schema: bool | dict[str, Any]) -> dict[str, Any]:
-    """The schema to send: the given one, or the generic :data:`~passk_nb.harness.protocol.ACTION_SCHEMA`."""
-    return json_schema if isinstance(json_schema, dict) else ACTION_SCHEMA
-
-
-class HTTPProvider(RemoteProvider):
-    """A :class:`RemoteProvider` that speaks JSON over HTTP through one shared connection pool.
-
-    Subclasses set ``path``, build the request body (:meth:`request_body`) and
-    read the reply (:meth:`read_reply`); :meth:`post_reply` does the request,
-    the classification of failures and the retries.
-
-    Options on top of :class:`RemoteProvider`'s: ``max_body_bytes`` (default
-    32 MiB) and ``max_decompressed_bytes`` (default 128 MiB) cap the reply on
-    the wire and once decompressed; a larger reply fails the request (not
-    retried). Redirects are not followed: a 3xx says where it points.
-
-    One connection pool (:class:`ConnectionPool`: httpx clients of at most 32
-    connections each) serves the provider and all its ``with_seed`` copies, from every
-    worker thread. ``run()`` sizes it to the run's concurrency (:meth:`size_pool`): one
-    kept-alive connection per trial in flight, never more in all.
-    ``max_connections`` fixes the size instead (e.g. below the concurrency, for a
-    server that accepts few connections). ``http2``: offer HTTP/2 (see :func:`want_http2`;
-    default: on for ``https://`` when the ``h2`` package is installed).
-    """
-
-    path: str = "/"
-
-    def request_body(self, messages: list[Message]) -> dict[str, Any]:
-        raise NotImplementedError
-
-    @staticmethod
-    def read_reply(data: dict[str, Any]) -> Reply:
-        raise NotImplementedError
-
-    def chat(self, messages: list[Message]) -> Reply:
-        return self.post_reply(self.path, self.request_body(messages), self.read_reply)
-
-    def __init__(
-        self,
-        model: str | None = None,
-        *,
-        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-        max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
-        max_connections: int | None = None,
-        http2: bool | None = None,
-        **options: Any,
-    ):
-        super().__init__(model, **options)
-        for name, value in (
-            ("max_body_bytes", max_body_bytes),
-            ("max_decompressed_bytes", max_decompressed_bytes),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a whole number of bytes ≥ 1, got {value!r}")
-        self.max_body_bytes, self.max_decompressed_bytes = max_body_bytes, max_decompressed_bytes
-        if max_connections is not None:
-            pool_limits(max_connections)  # checks it
-        self.max_connections = max_connections
-        self.http2 = want_http2(http2, self.base_url)
-        self._retired: list[ConnectionPool] = []
-        self._pool = ConnectionPool(self._make_client, max_connections or DEFAULT_POOL_SIZE)
-
-    @property
-    def pool_size(self) -> int:
-        """Connections the shared pool holds at most (its size)."""
-        return self._pool.size
-
-    def _make_client(self, size: int) -> httpx.Client:
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        return httpx.Client(
-            base_url=self.base_url or "",
-            auth=self._auth,
-            headers=headers,
-            timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
-            follow_redirects=False,
-            limits=pool_limits(size),
-            http2=self.http2,
-        )
-
-    def size_pool(self, concurrency: int) -> None:
-        """Make the shared pool hold ``concurrency`` connections (unless ``max_connections`` fixed it).
-
-        Called by ``run()`` before the first trial. The pool only grows; a replaced
-        pool is closed with the provider, so requests still using it finish.
-        """
-        if self.max_connections is None and concurrency > self.pool_size:
-            self._retired.append(self._pool)
-            self._pool = ConnectionPool(self._make_client, concurrency)
-
-    def close(self) -> None:
-        """Close the HTTP connections (the provider is unusable afterwards)."""
-        for pool in [*self._retired, self._pool]:
-            pool.close()
-
-    def _read_body(self, response: httpx.Response, where: str, deadline: float) -> bytes:
+    def read_body(self, response: Any, where: str, deadline: float) -> bytes:
         """The reply body, read chunk by chunk within the request's deadline and the size caps.
 
         Reading stops when the trial was given up on (``trial_timeout``), when
         the whole reply takes longer than ``timeout`` seconds (a server that
         trickles one byte at a time), or when the body on the wire or
         decompressed grows past ``max_body_bytes`` / ``max_decompressed_bytes``.
+        ``response`` is an httpx response, or one of the same API (the Anthropic SDK's).
         """
         chunks: list[bytes] = []
         size = 0
@@ -407,20 +345,12 @@ class HTTPProvider(RemoteProvider):
                 )
         return b"".join(chunks)
 
-    def _post_once(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        where = f"POST {path}"
-        if cancelled():
-            raise ProviderError(f"{where}: the trial was given up on (trial_timeout); request not sent")
-        deadline = time.monotonic() + self.timeout
-        try:
-            with self._pool.client() as client, client.stream("POST", path, json=body) as response:
-                raw = self._read_body(response, where, deadline)
-        except httpx.TimeoutException:
-            raise Transient("timeout", f"{where}: no reply within {self.timeout:g} s") from None
-        except httpx.UnsupportedProtocol as exc:  # a bad base URL: retrying cannot help
-            raise ProviderError(f"{where}: {exc}") from None
-        except (httpx.TransportError, httpx.DecodingError) as exc:
-            raise Transient("connection error", f"{where}: {type(exc).__name__}: {exc}") from None
+    def check_reply(self, response: Any, raw: bytes, where: str) -> str:
+        """The text of a 2xx reply with a body; otherwise the failure, classified for the retry loop.
+
+        429 and 5xx are :class:`Transient` (429 pauses the whole provider); other 4xx, a
+        redirect (not followed) and an empty body are :class:`ProviderError`.
+        """
         status = response.status_code
         text = raw.decode(response.encoding or "utf-8", errors="replace")
         if status == 429 or status >= 500:
@@ -444,6 +374,118 @@ class HTTPProvider(RemoteProvider):
                 f"reply to {where} is empty (HTTP {status}, {self.excerpt(kind, 80)}): the server "
                 "answered without a body"
             )
+        return text
+
+    def output_constraint(self) -> str:
+        return "schema" if self.json_schema else super().output_constraint()
+
+    def meta(self) -> dict[str, Any]:
+        """Settings that change what is measured or how hard the backend was tried."""
+        return {
+            "max_tokens": self.max_tokens,
+            "timeout_s": self.timeout,
+            "max_attempts": self.retry_policy.max_attempts,
+            **({"json_schema": schema_id(self.json_schema)} if self.json_schema else {}),
+        }
+
+
+def action_schema(json_schema: bool | dict[str, Any]) -> dict[str, Any]:
+    """The schema to send: the given one, or the generic :data:`~passk_nb.harness.protocol.ACTION_SCHEMA`."""
+    return json_schema if isinstance(json_schema, dict) else ACTION_SCHEMA
+
+
+class HTTPProvider(RemoteProvider):
+    """A :class:`RemoteProvider` that speaks JSON over HTTP through one shared connection pool.
+
+    Subclasses set ``path``, build the request body (:meth:`request_body`) and
+    read the reply (:meth:`read_reply`); :meth:`post_reply` does the request,
+    the classification of failures and the retries.
+
+    One connection pool (:class:`ConnectionPool`: httpx clients of at most 32
+    connections each) serves the provider and all its ``with_seed`` copies, from every
+    worker thread. ``run()`` sizes it to the run's concurrency (:meth:`size_pool`): one
+    kept-alive connection per trial in flight, never more in all.
+    ``max_connections`` fixes the size instead (e.g. below the concurrency, for a
+    server that accepts few connections). ``http2``: offer HTTP/2 (see :func:`want_http2`;
+    default: on for ``https://`` when the ``h2`` package is installed).
+    """
+
+    path: str = "/"
+
+    def request_body(self, messages: list[Message]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    @staticmethod
+    def read_reply(data: dict[str, Any]) -> Reply:
+        raise NotImplementedError
+
+    def chat(self, messages: list[Message]) -> Reply:
+        return self.post_reply(self.path, self.request_body(messages), self.read_reply)
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        max_connections: int | None = None,
+        http2: bool | None = None,
+        **options: Any,
+    ):
+        super().__init__(model, **options)
+        if max_connections is not None:
+            pool_limits(max_connections)  # checks it
+        self.max_connections = max_connections
+        self.http2 = want_http2(http2, self.base_url)
+        self._retired: list[ConnectionPool] = []
+        self._pool = ConnectionPool(self._make_client, max_connections or DEFAULT_POOL_SIZE)
+
+    @property
+    def pool_size(self) -> int:
+        """Connections the shared pool holds at most (its size)."""
+        return self._pool.size
+
+    def _make_client(self, size: int) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        return httpx.Client(
+            base_url=self.base_url or "",
+            auth=httpx.BasicAuth(*self._credentials) if self._credentials else None,
+            headers=headers,
+            timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
+            follow_redirects=False,
+            limits=pool_limits(size),
+            http2=self.http2,
+        )
+
+    def size_pool(self, concurrency: int) -> None:
+        """Make the shared pool hold ``concurrency`` connections (unless ``max_connections`` fixed it).
+
+        Called by ``run()`` before the first trial. The pool only grows; a replaced
+        pool is closed with the provider, so requests still using it finish.
+        """
+        if self.max_connections is None and concurrency > self.pool_size:
+            self._retired.append(self._pool)
+            self._pool = ConnectionPool(self._make_client, concurrency)
+
+    def close(self) -> None:
+        """Close the HTTP connections (the provider is unusable afterwards)."""
+        for pool in [*self._retired, self._pool]:
+            pool.close()
+
+    def _post_once(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        where = f"POST {path}"
+        if cancelled():
+            raise ProviderError(f"{where}: the trial was given up on (trial_timeout); request not sent")
+        deadline = time.monotonic() + self.timeout
+        try:
+            with self._pool.client() as client, client.stream("POST", path, json=body) as response:
+                raw = self.read_body(response, where, deadline)
+        except httpx.TimeoutException:
+            raise Transient("timeout", f"{where}: no reply within {self.timeout:g} s") from None
+        except httpx.UnsupportedProtocol as exc:  # a bad base URL: retrying cannot help
+            raise ProviderError(f"{where}: {exc}") from None
+        except (httpx.TransportError, httpx.DecodingError) as exc:
+            raise Transient("connection error", f"{where}: {type(exc).__name__}: {exc}") from None
+        text = self.check_reply(response, raw, where)
+        status, kind = response.status_code, response.headers.get("content-type", "no content type")
         try:
             data = json.loads(raw)
         except ValueError:
@@ -464,9 +506,7 @@ class HTTPProvider(RemoteProvider):
         A :class:`ProviderError` from ``read`` (a missing field) is not retried
         and carries the number of attempts made.
         """
-        reply, attempts = self.retrier.call(lambda: read(self._post_once(path, body)))
-        reply.attempts = attempts
-        return reply
+        return self.send(lambda: read(self._post_once(path, body)))
 
 
 def get_field(data: Any, path: str, kind: type, *, where: str) -> Any:

@@ -5,7 +5,9 @@ APIs all speak it. Sends ``temperature``, ``seed`` (the runner's per-trial
 seed) and ``max_tokens``; with ``json_mode`` it also sends ``response_format:
 {"type": "json_object"}`` (plus ``"schema"``, the action protocol's JSON Schema,
 with ``json_schema=True``: llama.cpp's form of schema-constrained output).
-Reads ``choices[0].message.content`` and the token counts in ``usage``.
+Reads ``choices[0].message.content`` and the token counts in ``usage``. A refusal
+(``content: null`` with a ``refusal`` text) is the model's answer: the refusal
+text is the reply, with ``refusal: true`` in ``provider_meta``.
 
 Native tool calling (``run(protocol="native")``): the suite's tools go out as
 ``tools: [{"type": "function", "function": {name, description, parameters}}]``
@@ -60,6 +62,26 @@ def function_calls(message: dict[str, Any], where: str, path: str) -> tuple[str,
         call_id = c.get("id") if isinstance(c.get("id"), str) and c.get("id") else f"call_{i}"
         calls.append(NativeCall(call_id, function.get("name") or "", function.get("arguments")))
     return (content if isinstance(content, str) else ""), calls
+
+
+def refusal(data: dict[str, Any]) -> Reply | None:
+    """The model's refusal as its reply (``message.refusal`` when there is no content and no call),
+    or None: a refusal is the model's answer, never a backend failure.
+
+    >>> refusal({"choices": [{"message": {"content": None, "refusal": "I can't help."}}]}).text
+    "I can't help."
+    """
+    message = get_field(data, "choices.0.message", dict, where="chat-completions reply")
+    text = message.get("refusal")
+    content = message.get("content")
+    if not isinstance(text, str) or message.get("tool_calls") or isinstance(content, str) and content:
+        return None
+    return Reply(
+        text,
+        input_tokens=get_count(data, "usage.prompt_tokens"),
+        output_tokens=get_count(data, "usage.completion_tokens"),
+        meta={"refusal": True},
+    )
 
 
 def openai_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -161,6 +183,9 @@ class OpenAIProvider(HTTPProvider):
     @staticmethod
     def read_reply(data: dict[str, Any]) -> Reply:
         """The reply text and token counts of a chat-completions answer."""
+        refused = refusal(data)
+        if refused is not None:
+            return refused
         text = get_field(data, "choices.0.message.content", str, where="chat-completions reply")
         return Reply(
             text,
@@ -183,6 +208,9 @@ class OpenAIProvider(HTTPProvider):
     @staticmethod
     def read_native_reply(data: dict[str, Any]) -> Reply:
         """The text, tool calls and token counts of a chat-completions answer with tools offered."""
+        refused = refusal(data)
+        if refused is not None:
+            return refused
         message = get_field(data, "choices.0.message", dict, where="chat-completions reply")
         content, calls = function_calls(message, "chat-completions reply", "choices.0.message")
         return Reply(

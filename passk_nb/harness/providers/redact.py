@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import re
 from collections.abc import Callable, Iterable
-from typing import ClassVar
+from typing import Any, ClassVar
 
 REDACTED = "[REDACTED]"
 
@@ -80,6 +81,30 @@ class Redactor:
         for pattern, replace in self._PATTERNS:
             out = pattern.sub(replace, out)
         return out
+
+    def known(self, value: Any) -> Any:
+        """``value`` with the known secrets masked, in text and inside lists, dicts and dataclasses.
+
+        For what a model wrote (reply text, tool calls): only the secrets the run knows
+        are masked, so text that merely looks like a credential reaches the grader as written.
+
+        >>> Redactor(["sk-live-1234"]).known({"text": ["key sk-live-1234", 3], "api_key=x": None})
+        {'text': ['key [REDACTED]', 3], 'api_key=x': None}
+        """
+        if not self._secrets:
+            return value
+        if isinstance(value, str):
+            for secret in self._secrets:
+                value = value.replace(secret, REDACTED)
+            return value
+        if isinstance(value, list | tuple):
+            return type(value)(self.known(v) for v in value)
+        if isinstance(value, dict):
+            return {self.known(k): self.known(v) for k, v in value.items()}
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            fields = {f.name: self.known(getattr(value, f.name)) for f in dataclasses.fields(value)}
+            return dataclasses.replace(value, **fields)
+        return value
 
     def __repr__(self) -> str:
         n = len(self._secrets)

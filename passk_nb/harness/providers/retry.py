@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from passk_nb.harness.providers.base import ProviderError, cancellable_sleep, cancelled
+from passk_nb.harness.providers.base import ProviderError, cancellable_sleep, cancelled, pace_request
 from passk_nb.harness.providers.redact import Redactor, short
 
 log = logging.getLogger("passk_nb.harness.providers")
@@ -115,6 +115,7 @@ class Transient(Exception):
 class Retrier:
     """Runs a request with retries (see :class:`RetryPolicy`) and returns ``(result, attempts)``.
 
+    Every attempt waits for the run's rate limit first (:func:`~.base.pace_request`).
     The request is a function that returns the result, raises
     :class:`Transient` (retried) or raises :class:`ProviderError` (not
     retried). One retrier is shared by a provider and its ``with_seed`` copies,
@@ -160,6 +161,7 @@ class Retrier:
                 raise provider_error(
                     "the trial was given up on (trial_timeout); no further attempts", attempt - 1
                 )
+            pace_request()
             try:
                 return request(), attempt
             except ProviderError as exc:
