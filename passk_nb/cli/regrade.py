@@ -7,8 +7,9 @@ No model is called: each trial's transcript is replayed against the suite's seed
 state (:func:`passk_nb.regrade`). The originals stay untouched; the re-graded records are
 written as new run folders, one per original run, under ``--out`` (default: the same data
 folder). A re-graded record names the checks it was graded with in ``provider_meta``
-(``{"grader": {"suite", "checks", "passk_nb", "regraded_from"}}``, ``checks`` a 12-hex
-fingerprint of the suite's check functions, refusal rules and claim vocabulary), gets its
+(``{"grader": {"suite", "checks", "passk_nb", "regraded_from"}}``, ``checks`` the suite's
+fingerprint, :func:`~passk_nb.harness.fingerprint.suite_fingerprint`, the one a run's identity
+holds), gets its
 own ``run_id``, and its ``config`` label gains ``checks=<fingerprint>`` so that no analysis
 pools two gradings of the same trials.
 """
@@ -76,20 +77,6 @@ def import_suite(text: str) -> Any:
     return suite
 
 
-def checks_fingerprint(suite: Any) -> str:
-    """12 hex characters that change when any of the suite's checks changes.
-
-    >>> from passk_nb.harness.suites import get_suite
-    >>> len(checks_fingerprint(get_suite("orders")))
-    12
-    """
-    from passk_nb.harness.fingerprint import fingerprint
-
-    checks = tuple((t.id, t.check) for t in suite.tasks)
-    rules = repr([(t.id, t.refusal) for t in suite.tasks]) + repr(suite.claims)
-    return fingerprint((checks, rules))
-
-
 def regraded_records(df: pd.DataFrame, again: pd.DataFrame, grader: dict[str, str]) -> pd.DataFrame:
     """The re-graded rows as records of new runs: new ``run_id``, ``config`` and ``provider_meta``."""
     out = again[list(COLUMNS)].copy()
@@ -122,6 +109,7 @@ def _cmd_regrade(args: argparse.Namespace) -> int:
     from passk_nb._version import __version__
     from passk_nb.data.records import SCHEMA
     from passk_nb.data.store import write_part
+    from passk_nb.harness.fingerprint import suite_fingerprint
     from passk_nb.harness.regrade import RegradeError, regrade
     from passk_nb.harness.suites import get_suite
 
@@ -139,7 +127,7 @@ def _cmd_regrade(args: argparse.Namespace) -> int:
     changed_rows: list[pd.DataFrame] = []
     for suite_name, part in df.groupby("suite", sort=True):
         grading = suite if suite is not None else get_suite(str(suite_name))
-        grader = {"suite": grading.name, "checks": checks_fingerprint(grading), "passk_nb": __version__}
+        grader = {"suite": grading.name, "checks": suite_fingerprint(grading), "passk_nb": __version__}
         try:
             again = regrade(part.reset_index(drop=True), suite=grading)
         except RegradeError as exc:

@@ -36,6 +36,7 @@ from passk_nb.harness.arguments import (
 )
 from passk_nb.harness.batch import execute_trials, load_trials
 from passk_nb.harness.episode import run_episode
+from passk_nb.harness.fingerprint import blind_spots, suite_fingerprint
 from passk_nb.harness.pacing import Paced, RateLimit, RateLimiter
 from passk_nb.harness.providers import NATIVE_PROVIDERS, BaseProvider, make_provider
 from passk_nb.harness.shards import parse_shard, select_shard
@@ -146,9 +147,12 @@ def run(
 
     Records go to ``out/<run_id>/`` as parquet. The run id is a hash of everything
     that decides what is measured (see :class:`~passk_nb.harness.spec.RunSpec`):
-    suite, backend, model, host, prompt hash, temperature, backend seed, JSON mode,
-    limits, backend settings and, for a Python agent, a fingerprint of its code
-    (or ``version`` when given: it pins the identity). Re-running the same spec into
+    the suite (a fingerprint of its tasks, checks, scripts, tools, initial state,
+    prompts and claim vocabulary: an edited suite is a new run), backend, model,
+    host, prompt hash, temperature, backend seed, JSON mode, limits, backend settings
+    and, for a Python agent, a fingerprint of its code (or ``version`` when given: it
+    pins the identity; an agent reading objects that the fingerprint sees by type only
+    resumes only with a ``version``). Re-running the same spec into
     the same folder runs only the trials that are missing (and those that ended in
     an infrastructure error), so a killed run resumes where it stopped and a larger
     ``trials`` extends an earlier run. Trial ``i`` sends seed ``backend_seed + i``
@@ -233,6 +237,10 @@ def run(
     if version is not None:
         provider_options["version"] = version
     backend = make_provider(provider, model, **provider_options)
+    # what a Python agent reads that its fingerprint sees by type only: such a run resumes only
+    # under a version= the user pins
+    pinned = version is not None or not backend.user_code or backend is provider
+    unseen = [] if pinned else blind_spots(provider)
     if protocol == "native" and not backend.native_tools:
         if created:
             backend.close()
@@ -261,6 +269,7 @@ def run(
             on_record=on_record,
             trial_timeout=trial_timeout,
             limiter=limiter,
+            unseen=unseen,
         )
     finally:
         if created:
@@ -286,6 +295,7 @@ def _run_trials(
     on_record: Callable[[dict[str, Any]], None] | None,
     trial_timeout: float | None,
     limiter: RateLimiter | None = None,
+    unseen: Sequence[str] = (),
 ) -> pd.DataFrame:
     described = backend.describe()
     spec = RunSpec(
@@ -301,6 +311,7 @@ def _run_trials(
         max_format_errors=max_format_errors,
         settings=identity_settings(described["provider_meta"]),
         protocol=protocol,
+        suite_fingerprint=suite_fingerprint(the_suite),
     )
     run_id = spec.run_id
     base = {
@@ -318,6 +329,12 @@ def _run_trials(
     out_dir = out
     note_changes(out_dir, spec)
     done = existing_trials(out_dir, run_id)
+    if done and unseen:
+        raise ValueError(
+            f"{out_dir} holds {len(done)} trials of this agent's run {run_id}, but its fingerprint sees "
+            f"{', '.join(unseen)} by type only (an edit there would not show): pass version='...' "
+            "(a name you change whenever the agent changes) to resume a run, or write to a new out= folder"
+        )
     todo = [(t, i) for t in task_ids for i in range(trials) if (t, i) not in done]
     if done:
         log.info("run %s: %d trials already in %s, %d to run", run_id, len(done), out_dir, len(todo))

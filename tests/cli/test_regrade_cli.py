@@ -5,8 +5,9 @@ import textwrap
 
 import passk_nb
 from passk_nb.cli.main import main
-from passk_nb.cli.regrade import checks_fingerprint, import_suite
+from passk_nb.cli.regrade import import_suite
 from passk_nb.data.store import part_files
+from passk_nb.harness.fingerprint import suite_fingerprint
 from tests.harness.test_regrade import flawed_agent
 
 LENIENT = '''
@@ -70,12 +71,12 @@ def test_a_changed_check_writes_a_new_run_with_exactly_the_expected_flips(tmp_pa
 
     suite = import_suite("lenient_suite:SUITE")
     meta = json.loads(again["provider_meta"].iloc[0])
-    assert meta["grader"]["checks"] == checks_fingerprint(suite)
+    assert meta["grader"]["checks"] == suite_fingerprint(suite)
     assert meta["grader"]["suite"] == "orders-lenient"
     assert meta["grader"]["regraded_from"] == df["run_id"].iloc[0]
     assert meta["fingerprint"] == json.loads(df["provider_meta"].iloc[0])["fingerprint"]
-    assert again["config"].str.endswith(f"checks={checks_fingerprint(suite)}").all()
-    assert checks_fingerprint(suite) != checks_fingerprint(passk_nb.get_suite("orders"))
+    assert again["config"].str.endswith(f"checks={suite_fingerprint(suite)}").all()
+    assert suite_fingerprint(suite) != suite_fingerprint(passk_nb.get_suite("orders"))
 
     # the same checks again: refused, nothing overwritten
     assert main(["regrade", str(runs), "--suite", "lenient_suite:SUITE", "--out", str(out)]) == 2

@@ -192,3 +192,58 @@ def test_the_readme_suite_example_runs_as_written(tmp_path):
     assert check_suite(namespace["SUITE"]) == []
     df = passk_nb.run("scripted", suite=namespace["SUITE"], trials=1, out=tmp_path, progress=False)
     assert df["outcome"].tolist() == ["pass"]
+
+
+def _ticket_suite(status, doc="Close a ticket."):
+    from passk_nb.harness.suites.build import answer, call, make_suite, task
+
+    def close_ticket(state, ticket_id: str) -> dict:
+        state["tickets"][ticket_id]["status"] = "closed"
+        return {"closed": ticket_id}
+
+    close_ticket.__doc__ = doc
+    return make_suite(
+        "tickets",
+        instructions="You close support tickets.",
+        tools=[close_ticket],
+        initial_state=lambda: {"tickets": {"T1": {"status": "open"}}},
+        tasks=[
+            task(
+                "close-t1",
+                "Please close ticket T1.",
+                expect={"tickets.T1.status": status},
+                script=[call("close_ticket", ticket_id="T1"), answer("Closed T1.")],
+            )
+        ],
+    )
+
+
+def test_an_edited_suite_is_a_new_run_and_says_why(tmp_path):
+    import warnings
+
+    old = passk_nb.run("scripted", suite=_ticket_suite("Closed"), trials=2, out=tmp_path, progress=False)
+    assert set(old["outcome"]) == {"wrong_state"}
+    with pytest.warns(UserWarning, match="suite 'tickets' changed since the runs in .* resumes none"):
+        new = passk_nb.run("scripted", suite=_ticket_suite("closed"), trials=2, out=tmp_path, progress=False)
+    assert set(new["outcome"]) == {"pass"} and new["run_id"].iloc[0] != old["run_id"].iloc[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the same suite again: resumes, no warning
+        same = passk_nb.run("scripted", suite=_ticket_suite("closed"), trials=2, out=tmp_path, progress=False)
+    assert same["run_id"].iloc[0] == new["run_id"].iloc[0]
+
+
+def test_the_suite_fingerprint_sees_checks_tools_prompts_and_state():
+    from passk_nb.harness.fingerprint import suite_fingerprint
+
+    base = suite_fingerprint(_ticket_suite("closed"))
+    assert suite_fingerprint(_ticket_suite("closed")) == base
+    assert suite_fingerprint(_ticket_suite("Closed")) != base  # an expect value
+    assert suite_fingerprint(_ticket_suite("closed", doc="Shut a ticket.")) != base  # a tool's description
+    orders = passk_nb.get_suite("orders")
+    from dataclasses import replace
+
+    edited_task = replace(orders.tasks[0], prompt=orders.tasks[0].prompt + " Thanks.")
+    edited = replace(orders, tasks=(edited_task, *orders.tasks[1:]))
+    assert suite_fingerprint(edited) != suite_fingerprint(orders)
+    more = replace(orders, initial_state=lambda: {**orders.initial_state(), "extra": 1})
+    assert suite_fingerprint(more) != suite_fingerprint(orders)
