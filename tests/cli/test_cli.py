@@ -287,3 +287,49 @@ def test_quick_commands_do_not_load_the_statistics(argv):
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.splitlines()[-1] == "[]"
+
+
+HERE_SUITE = '''
+from passk_nb.harness.suites import answer, call, make_suite, task
+
+
+def close_ticket(state, ticket_id: str) -> dict:
+    """Close a ticket."""
+    state["tickets"][ticket_id]["status"] = "closed"
+    return {"closed": ticket_id}
+
+
+SUITE = make_suite(
+    "tickets-here",
+    instructions="You close support tickets.",
+    tools=[close_ticket],
+    initial_state=lambda: {"tickets": {"T1": {"status": "open"}}},
+    tasks=[
+        task(
+            "close-t1",
+            "Please close ticket T1.",
+            expect={"tickets.T1.status": "closed"},
+            script=[call("close_ticket", ticket_id="T1"), answer("Closed T1.")],
+        )
+    ],
+)
+'''
+
+
+@pytest.mark.parametrize(
+    "spelling", ["desk_in_cwd:SUITE", "./desk_in_file.py:SUITE", "sub/desk_in_sub.py:SUITE"]
+)
+def test_every_suite_command_loads_a_suite_from_where_it_lives(tmp_path, monkeypatch, capsys, spelling):
+    name = spelling.split(":")[0].rsplit("/", 1)[-1].removesuffix(".py")
+    folder = tmp_path / "sub" if spelling.startswith("sub/") else tmp_path
+    folder.mkdir(exist_ok=True)
+    (folder / f"{name}.py").write_text(HERE_SUITE)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, name, raising=False)
+    assert main(["check-suite", spelling]) == 0, capsys.readouterr()
+    assert main(["tasks", "--suite", spelling]) == 0
+    assert "close-t1" in capsys.readouterr().out
+    assert main(["run", "--suite", spelling, "--trials", "1", "--k", "1", "--out", str(tmp_path / "r")]) == 0
+    assert "records:" in capsys.readouterr().out
+    assert passk_nb.load(tmp_path / "r")["passed"].all()
+    monkeypatch.delitem(sys.modules, name, raising=False)
