@@ -50,7 +50,7 @@ from passk_nb.harness.spec import (
     resolve_prompt,
 )
 from passk_nb.harness.suites import get_suite
-from passk_nb.harness.suites.base import Suite
+from passk_nb.harness.suites.base import Suite, SuiteError
 from passk_nb.harness.suites.build import native_prompt
 
 log = logging.getLogger("passk_nb")
@@ -95,6 +95,8 @@ def _trial_record(
     started = dt.datetime.now(dt.UTC)
     try:
         fields = run_episode(suite, suite.task(task_id), bound, **episode_options)
+    except SuiteError:  # the suite's own check is wrong: no trial can be judged; stop the run
+        raise
     except Exception as exc:  # a harness bug must not stop the run; it is kept, visibly, as infra
         log.exception("harness error in task %s trial %d", task_id, trial)
         fields = _infra(started, f"harness error: {type(exc).__name__}: {exc}")
