@@ -149,11 +149,11 @@ def schema_label(suite: str, json_schema: Any) -> str | None:
         return "generic"
     if not isinstance(json_schema, str):
         return None
-    from passk_nb.harness.suites import get_suite
+    from passk_nb.harness.suites import builtin_suite
 
-    try:
-        own = schema_id(get_suite(suite).action_schema())
-    except ValueError:  # a suite this process cannot import: name the schema by its hash
+    try:  # a record's suite name is data: only a built-in or registered suite is looked up
+        own = schema_id(builtin_suite(suite).action_schema())
+    except ValueError:  # another suite: name the schema by its hash
         own = None
     return None if json_schema == own else json_schema.removeprefix("sha256:")
 

@@ -289,31 +289,11 @@ def test_quick_commands_do_not_load_the_statistics(argv):
     assert result.stdout.splitlines()[-1] == "[]"
 
 
-HERE_SUITE = '''
-from passk_nb.harness.suites import answer, call, make_suite, task
+HERE_SUITE = """
+from tests.harness.test_suites import _ticket_suite
 
-
-def close_ticket(state, ticket_id: str) -> dict:
-    """Close a ticket."""
-    state["tickets"][ticket_id]["status"] = "closed"
-    return {"closed": ticket_id}
-
-
-SUITE = make_suite(
-    "tickets-here",
-    instructions="You close support tickets.",
-    tools=[close_ticket],
-    initial_state=lambda: {"tickets": {"T1": {"status": "open"}}},
-    tasks=[
-        task(
-            "close-t1",
-            "Please close ticket T1.",
-            expect={"tickets.T1.status": "closed"},
-            script=[call("close_ticket", ticket_id="T1"), answer("Closed T1.")],
-        )
-    ],
-)
-'''
+SUITE = _ticket_suite()
+"""
 
 
 @pytest.mark.parametrize(

@@ -195,8 +195,8 @@ def test_the_readme_suite_example_runs_as_written(tmp_path):
     assert df["outcome"].tolist() == ["pass"]
 
 
-def _ticket_suite(status, doc="Close a ticket."):
-    from passk_nb.harness.suites.build import answer, call, make_suite, task
+def _ticket_suite(status="closed", *, doc="Close a ticket.", script=None, **task_options):
+    """A one-task suite; ``task_options`` replace its ``expect`` (e.g. ``check=``)."""
 
     def close_ticket(state, ticket_id: str) -> dict:
         state["tickets"][ticket_id]["status"] = "closed"
@@ -212,8 +212,8 @@ def _ticket_suite(status, doc="Close a ticket."):
             task(
                 "close-t1",
                 "Please close ticket T1.",
-                expect={"tickets.T1.status": status},
-                script=[call("close_ticket", ticket_id="T1"), answer("Closed T1.")],
+                script=script or [call("close_ticket", ticket_id="T1"), answer("Closed T1.")],
+                **(task_options or {"expect": {"tickets.T1.status": status}}),
             )
         ],
     )
@@ -250,42 +250,19 @@ def test_the_suite_fingerprint_sees_checks_tools_prompts_and_state():
     assert suite_fingerprint(more) != suite_fingerprint(orders)
 
 
-def _one_task_suite(script=None, **task_options):
-    def close_ticket(state, ticket_id: str) -> dict:
-        """Close a ticket."""
-        state["tickets"][ticket_id]["status"] = "closed"
-        return {"closed": ticket_id}
-
-    options = task_options or {"expect": {"tickets.T1.status": "closed"}}
-    return make_suite(
-        "tickets",
-        instructions="You close support tickets.",
-        tools=[close_ticket],
-        initial_state=lambda: {"tickets": {"T1": {"status": "open"}}},
-        tasks=[
-            task(
-                "close-t1",
-                "Please close ticket T1.",
-                script=script or [call("close_ticket", ticket_id="T1"), answer("Closed T1.")],
-                **options,
-            )
-        ],
-    )
-
-
 def test_a_script_calling_a_missing_tool_or_wrong_argument_is_refused_when_the_suite_is_built():
     with pytest.raises(
         ValueError, match=r"task 'close-t1', script step 1 calls unknown tool 'close_tiket'.*close_ticket"
     ):
-        _one_task_suite([call("close_tiket", ticket_id="T1"), answer("Closed.")])
+        _ticket_suite(script=[call("close_tiket", ticket_id="T1"), answer("Closed.")])
     with pytest.raises(
         ValueError, match=r"close_ticket\(ticket_id: string\) with missing 'ticket_id', unexpected 'id'"
     ):
-        _one_task_suite([call("close_ticket", id="T1"), answer("Closed.")])
+        _ticket_suite(script=[call("close_ticket", id="T1"), answer("Closed.")])
 
 
 def test_check_suite_says_why_a_known_good_script_fails(capsys, tmp_path, monkeypatch):
-    suite = _one_task_suite(expect={"tickets.T1.stauts": "closed"})  # a typo in the path
+    suite = _ticket_suite("closed", expect={"tickets.T1.stauts": "closed"})  # a typo in the path
     problems = check_suite(suite)
     assert "ends as 'wrong_state', not 'pass': tickets.T1.stauts was not changed" in problems[0]
 
@@ -294,7 +271,7 @@ def test_a_check_may_return_a_bool_and_a_made_up_outcome_names_the_task(tmp_path
     def closed(before, after):
         return after["tickets"]["T1"]["status"] == "closed"
 
-    suite = _one_task_suite(check=closed)
+    suite = _ticket_suite(check=closed)
     assert check_suite(suite) == []
     df = passk_nb.run("scripted", suite=suite, trials=1, out=tmp_path, progress=False)
     assert df["outcome"].tolist() == ["pass"]
@@ -302,7 +279,7 @@ def test_a_check_may_return_a_bool_and_a_made_up_outcome_names_the_task(tmp_path
     def made_up(before, after):
         return Verdict("passed", "looks fine")
 
-    bad = _one_task_suite(check=made_up)
+    bad = _ticket_suite(check=made_up)
     message = (
         r"suite 'tickets', task 'close-t1': its check returned the outcome 'passed', which is not one of"
     )
