@@ -313,3 +313,12 @@ def test_every_suite_command_loads_a_suite_from_where_it_lives(tmp_path, monkeyp
     assert "records:" in capsys.readouterr().out
     assert passk_nb.load(tmp_path / "r")["passed"].all()
     monkeypatch.delitem(sys.modules, name, raising=False)
+
+
+def test_a_suite_file_named_like_a_loaded_module_never_shadows_it(tmp_path, monkeypatch):
+    import json
+
+    (tmp_path / "json.py").write_text(HERE_SUITE)
+    monkeypatch.chdir(tmp_path)
+    assert passk_nb.get_suite(str(tmp_path / "json.py") + ":SUITE").name == "tickets"
+    assert sys.modules["json"] is json

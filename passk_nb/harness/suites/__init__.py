@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from passk_nb.data.claims import ClaimVocabulary
+from passk_nb.data.ids import content_id
 from passk_nb.harness.suites.bank import SUITE as BANK
 from passk_nb.harness.suites.base import Refusal, Suite, Verdict
 from passk_nb.harness.suites.build import answer, call, make_suite, task, tool
@@ -116,8 +117,13 @@ def _load_file(path: Path) -> Any:
     if not path.is_file():
         raise ImportError(f"no file {str(path)!r}")
     name = path.stem
-    if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(path.resolve()):
-        return sys.modules[name]
+    loaded = sys.modules.get(name)
+    if loaded is not None and getattr(loaded, "__file__", None) == str(path.resolve()):
+        return loaded
+    if loaded is not None:  # a file named like a module already loaded (json.py): never shadow it
+        name = f"passk_suite_{content_id(str(path.resolve()))}_{name}"
+        if name in sys.modules:
+            return sys.modules[name]
     loader_spec = importlib.util.spec_from_file_location(name, path.resolve())
     if loader_spec is None or loader_spec.loader is None:
         raise ImportError(f"{str(path)!r} is not a Python file")
