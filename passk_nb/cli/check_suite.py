@@ -9,8 +9,6 @@ Exit 0 when every check passes, 1 with one line per problem otherwise.
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 
 from passk_nb.cli.common import CliError
 
@@ -24,7 +22,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "task, an agent that does nothing fails every task, checks are deterministic, and tools answer "
         "bad arguments with a tool error instead of raising.",
     )
-    p.add_argument("suite", help="a built-in suite name (orders, bank) or module:SUITE")
+    p.add_argument(
+        "suite", help="a built-in suite name (orders, bank), module:SUITE or path/to/suite.py:SUITE"
+    )
     p.set_defaults(func=_cmd_check_suite)
     return p
 
@@ -33,8 +33,6 @@ def _cmd_check_suite(args: argparse.Namespace) -> int:
     from passk_nb.harness.suites import get_suite
     from passk_nb.harness.suites.checks import check_suite
 
-    if os.getcwd() not in sys.path:  # `module:SUITE` finds modules in the current folder
-        sys.path.insert(0, os.getcwd())
     try:
         suite = get_suite(args.suite)
     except ValueError as exc:

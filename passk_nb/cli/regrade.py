@@ -7,8 +7,9 @@ No model is called: each trial's transcript is replayed against the suite's seed
 state (:func:`passk_nb.regrade`). The originals stay untouched; the re-graded records are
 written as new run folders, one per original run, under ``--out`` (default: the same data
 folder). A re-graded record names the checks it was graded with in ``provider_meta``
-(``{"grader": {"suite", "checks", "passk_nb", "regraded_from"}}``, ``checks`` a 12-hex
-fingerprint of the suite's check functions, refusal rules and claim vocabulary), gets its
+(``{"grader": {"suite", "checks", "passk_nb", "regraded_from"}}``, ``checks`` the suite's
+fingerprint, :func:`~passk_nb.harness.fingerprint.suite_fingerprint`, the one a run's identity
+holds), gets its
 own ``run_id``, and its ``config`` label gains ``checks=<fingerprint>`` so that no analysis
 pools two gradings of the same trials.
 """
@@ -16,7 +17,6 @@ pools two gradings of the same trials.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 from pathlib import Path
 from typing import Any
@@ -44,50 +44,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument(
         "--suite",
         metavar="MODULE:NAME",
-        help="the suite to grade with, as module:attribute (default: each record's registered suite)",
+        help="the suite to grade with: a built-in name, module:NAME or path/to/suite.py:NAME (default: "
+        "each record's built-in suite; a module the records name is never imported)",
     )
     p.add_argument("--out", type=Path, help="data folder for the re-graded runs (default: PATH itself)")
     p.set_defaults(func=_cmd_regrade)
     return p
-
-
-def import_suite(text: str) -> Any:
-    """The :class:`~passk_nb.harness.suites.base.Suite` named by ``module:attribute``.
-
-    >>> import_suite("passk_nb.harness.suites.orders:SUITE").name
-    'orders'
-    """
-    from passk_nb.harness.suites.base import Suite
-
-    module_name, sep, attribute = text.partition(":")
-    if not sep or not module_name or not attribute:
-        raise CliError(f"--suite must look like module:NAME (e.g. mysuite:SUITE), got {text!r}")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise CliError(
-            f"cannot import {module_name!r} for --suite: {exc}; run from the folder that holds it "
-            "or install it"
-        ) from None
-    suite = getattr(module, attribute, None)
-    if not isinstance(suite, Suite):
-        found = "nothing" if suite is None else type(suite).__name__
-        raise CliError(f"{text} is {found}, not a Suite; name the module attribute that holds the suite")
-    return suite
-
-
-def checks_fingerprint(suite: Any) -> str:
-    """12 hex characters that change when any of the suite's checks changes.
-
-    >>> from passk_nb.harness.suites import get_suite
-    >>> len(checks_fingerprint(get_suite("orders")))
-    12
-    """
-    from passk_nb.harness.fingerprint import fingerprint
-
-    checks = tuple((t.id, t.check) for t in suite.tasks)
-    rules = repr([(t.id, t.refusal) for t in suite.tasks]) + repr(suite.claims)
-    return fingerprint((checks, rules))
 
 
 def regraded_records(df: pd.DataFrame, again: pd.DataFrame, grader: dict[str, str]) -> pd.DataFrame:
@@ -122,8 +84,9 @@ def _cmd_regrade(args: argparse.Namespace) -> int:
     from passk_nb._version import __version__
     from passk_nb.data.records import SCHEMA
     from passk_nb.data.store import write_part
+    from passk_nb.harness.fingerprint import suite_fingerprint
     from passk_nb.harness.regrade import RegradeError, regrade
-    from passk_nb.harness.suites import get_suite
+    from passk_nb.harness.suites import SUITES, get_suite
 
     if not Path(args.path).is_dir():
         raise CliError(f"{args.path} is not a folder; give the data folder `passk run --out` wrote")
@@ -133,13 +96,19 @@ def _cmd_regrade(args: argparse.Namespace) -> int:
     df = df[~is_regrade].reset_index(drop=True)
     if df.empty:
         raise CliError(f"no original trial records under {args.path} to re-grade")
-    suite = import_suite(args.suite) if args.suite else None
+    suite = get_suite(args.suite) if args.suite else None
     out_dir = Path(args.out) if args.out else Path(args.path)
     written: list[str] = []
     changed_rows: list[pd.DataFrame] = []
     for suite_name, part in df.groupby("suite", sort=True):
-        grading = suite if suite is not None else get_suite(str(suite_name))
-        grader = {"suite": grading.name, "checks": checks_fingerprint(grading), "passk_nb": __version__}
+        if suite is None and str(suite_name) not in SUITES:
+            raise CliError(
+                f"the records under {args.path} name suite {str(suite_name)!r}, which is not built in; "
+                "records are data, so regrade never imports code they name: pass --suite module:NAME "
+                "(or path/to/suite.py:NAME) to grade with it"
+            )
+        grading = suite if suite is not None else SUITES[str(suite_name)]
+        grader = {"suite": grading.name, "checks": suite_fingerprint(grading), "passk_nb": __version__}
         try:
             again = regrade(part.reset_index(drop=True), suite=grading)
         except RegradeError as exc:

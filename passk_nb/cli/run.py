@@ -50,7 +50,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     )
     p.add_argument("--model", help="model name as the backend knows it")
     p.add_argument("--base-url", help="backend URL, e.g. http://127.0.0.1:11434 (default: the backend's own)")
-    p.add_argument("--suite", default="orders", help=f"task suite: {', '.join(SUITES)} (default: orders)")
+    p.add_argument(
+        "--suite",
+        default="orders",
+        help=f"task suite: {', '.join(SUITES)}, module:SUITE or path/to/suite.py:SUITE (default: orders)",
+    )
     p.add_argument("--tasks", help="comma-separated task ids (default: all; see `passk tasks`)")
     p.add_argument("--trials", type=positive_int, default=3, help="trials per task, n (default: 3)")
     p.add_argument(

@@ -11,7 +11,11 @@ from passk_nb.harness.suites import get_suite
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``tasks`` subcommand to ``subparsers`` and return its parser."""
     p = subparsers.add_parser("tasks", help="list the tasks of a suite, or print one of its prompts")
-    p.add_argument("--suite", default="orders", help="task suite (default: orders)")
+    p.add_argument(
+        "--suite",
+        default="orders",
+        help="task suite: a name, module:SUITE or path/to/suite.py:SUITE (default: orders)",
+    )
     p.add_argument("--prompt", help="print this system prompt (the listing names the suite's prompts)")
     p.set_defaults(func=_cmd_tasks)
     return p

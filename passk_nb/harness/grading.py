@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from passk_nb.data.claims import Claim, claims_json, unperformed_claims
-from passk_nb.harness.suites.base import Suite, Task, diff_states
+from passk_nb.data.records import OUTCOMES
+from passk_nb.harness.suites.base import Suite, SuiteError, Task, Verdict, diff_states
 
 
 @dataclass(frozen=True)
@@ -60,9 +61,11 @@ def judge(
     The task's check decides on the state alone (``pass``, ``wrong_state``,
     ``unrequested_change``). A refusal task that passed that check must also have looked at
     the record (else ``no_lookup``) and must not claim the refused action (else
-    ``false_claim``).
+    ``false_claim``). A check may return a bool (True: ``pass``, False: ``wrong_state``);
+    anything else than a :class:`Verdict` with an outcome of ``OUTCOMES`` is a
+    :class:`~passk_nb.harness.suites.base.SuiteError` naming the task.
     """
-    verdict = task.check(before, after)
+    verdict = checked_verdict(suite, task, task.check(before, after))
     diff = diff_states(before, after)
     claims = tuple(unperformed_claims(final_answer, diff, suite.claims)) if suite.claims else ()
     outcome, reason = verdict.outcome, verdict.reason
@@ -78,6 +81,30 @@ def judge(
                     f"nothing changed, yet the answer claims: {claimed[0].text!r}",
                 )
     return Judgement(outcome, reason, verdict.ok, claims, tuple(diff))
+
+
+def checked_verdict(suite: Suite, task: Task, value: Any) -> Verdict:
+    """What a task's check returned, as a :class:`Verdict`: a bool is accepted, anything else refused.
+
+    >>> from passk_nb.harness.suites import get_suite
+    >>> suite = get_suite("orders")
+    >>> checked_verdict(suite, suite.tasks[0], False)
+    Verdict(outcome='wrong_state', reason='the check returned False')
+    """
+    if isinstance(value, bool):
+        return (
+            Verdict("pass", "the check returned True")
+            if value
+            else Verdict("wrong_state", "the check returned False")
+        )
+    where = f"suite {suite.name!r}, task {task.id!r}: its check returned"
+    if not isinstance(value, Verdict):
+        raise SuiteError(
+            f"{where} {type(value).__name__} {value!r:.60}; return True/False or Verdict(outcome, reason)"
+        )
+    if value.outcome not in OUTCOMES:
+        raise SuiteError(f"{where} the outcome {value.outcome!r}, which is not one of {list(OUTCOMES)}")
+    return value
 
 
 def tool_result_text(result: dict[str, Any]) -> str:

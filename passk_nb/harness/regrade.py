@@ -24,7 +24,7 @@ import pandas as pd
 
 from passk_nb.data.transcript import parse_transcript
 from passk_nb.harness.grading import judge, tool_result_text
-from passk_nb.harness.suites import get_suite
+from passk_nb.harness.suites import builtin_suite, get_suite
 from passk_nb.harness.suites.base import Suite, diff_states
 
 #: Outcomes decided before the check could run: re-grading keeps them.
@@ -38,15 +38,18 @@ class RegradeError(ValueError):
 def regrade(df: pd.DataFrame, suite: str | Suite | None = None) -> pd.DataFrame:
     """``df`` with each trial judged again by the suite's current checks.
 
-    ``suite`` defaults to each row's ``suite`` column (registered suites). Returns a copy
+    ``suite`` (a :class:`Suite` or anything :func:`~passk_nb.harness.suites.get_suite` loads)
+    grades every row; without it, each row's ``suite`` must name a built-in or registered
+    suite: records are data, and a module they name is never imported. Returns a copy
     with ``outcome``, ``passed``, ``state_ok``, ``error`` and ``false_claims`` recomputed,
     plus ``outcome_before`` and ``regrade_changed`` (the verdict changed). Rows that
     cannot be replayed faithfully raise :class:`RegradeError` naming the trial.
     """
     out = df.copy()
     before = df["outcome"].astype(str)
+    grading = None if suite is None else get_suite(suite)
     results = [
-        _regrade_row(row, get_suite(suite if suite is not None else str(row["suite"])))
+        _regrade_row(row, grading if grading is not None else builtin_suite(str(row["suite"])))
         for row in df.to_dict("records")
     ]
     for column in ("outcome", "passed", "state_ok", "error", "false_claims"):

@@ -36,6 +36,7 @@ from passk_nb.harness.arguments import (
 )
 from passk_nb.harness.batch import execute_trials, load_trials
 from passk_nb.harness.episode import run_episode
+from passk_nb.harness.fingerprint import blind_spots, suite_fingerprint
 from passk_nb.harness.pacing import Paced, RateLimit, RateLimiter
 from passk_nb.harness.preflight import check_backend
 from passk_nb.harness.providers import NATIVE_PROVIDERS, BaseProvider, make_provider
@@ -50,7 +51,7 @@ from passk_nb.harness.spec import (
     resolve_prompt,
 )
 from passk_nb.harness.suites import get_suite
-from passk_nb.harness.suites.base import Suite
+from passk_nb.harness.suites.base import Suite, SuiteError
 from passk_nb.harness.suites.build import native_prompt
 
 log = logging.getLogger("passk_nb")
@@ -97,6 +98,8 @@ def _trial_record(
         return _record(
             base, task_id, trial, seed, run_episode(suite, suite.task(task_id), bound, **episode_options)
         )
+    except SuiteError:  # the suite's own check is wrong: no trial can be judged; stop the run
+        raise
     except Exception as exc:  # a harness bug must not stop the run; it is kept, visibly, as infra
         log.exception("harness error in task %s trial %d", task_id, trial)
         return _record(
@@ -150,9 +153,12 @@ def run(
 
     Records go to ``out/<run_id>/`` as parquet. The run id is a hash of everything
     that decides what is measured (see :class:`~passk_nb.harness.spec.RunSpec`):
-    suite, backend, model, host, prompt hash, temperature, backend seed, JSON mode,
-    limits, backend settings and, for a Python agent, a fingerprint of its code
-    (or ``version`` when given: it pins the identity). Re-running the same spec into
+    the suite (a fingerprint of its tasks, checks, scripts, tools, initial state,
+    prompts and claim vocabulary: an edited suite is a new run), backend, model,
+    host, prompt hash, temperature, backend seed, JSON mode, limits, backend settings
+    and, for a Python agent, a fingerprint of its code (or ``version`` when given: it
+    pins the identity; an agent reading objects that the fingerprint sees by type only
+    resumes only with a ``version``). Re-running the same spec into
     the same folder runs only the trials that are missing (and those that ended in
     an infrastructure error), so a killed run resumes where it stopped and a larger
     ``trials`` extends an earlier run. Trial ``i`` sends seed ``backend_seed + i``
@@ -237,6 +243,10 @@ def run(
     if version is not None:
         provider_options["version"] = version
     backend = make_provider(provider, model, **provider_options)
+    # what a Python agent reads that its fingerprint sees by type only: such a run resumes only
+    # under a version= the user pins
+    pinned = version is not None or not backend.user_code or backend is provider
+    unseen = [] if pinned else blind_spots(provider)
     if protocol == "native" and not backend.native_tools:
         if created:
             backend.close()
@@ -265,6 +275,7 @@ def run(
             on_record=on_record,
             trial_timeout=trial_timeout,
             limiter=limiter,
+            unseen=unseen,
         )
     finally:
         if created:
@@ -290,6 +301,7 @@ def _run_trials(
     on_record: Callable[[dict[str, Any]], None] | None,
     trial_timeout: float | None,
     limiter: RateLimiter | None = None,
+    unseen: Sequence[str] = (),
 ) -> pd.DataFrame:
     described = backend.describe()
     spec = RunSpec(
@@ -305,6 +317,7 @@ def _run_trials(
         max_format_errors=max_format_errors,
         settings=identity_settings(described["provider_meta"]),
         protocol=protocol,
+        suite_fingerprint=suite_fingerprint(the_suite),
     )
     run_id = spec.run_id
     base = {
@@ -322,6 +335,12 @@ def _run_trials(
     out_dir = out
     note_changes(out_dir, spec)
     done = existing_trials(out_dir, run_id)
+    if done and unseen:
+        raise ValueError(
+            f"{out_dir} holds {len(done)} trials of this agent's run {run_id}, but its fingerprint sees "
+            f"{', '.join(unseen)} by type only (an edit there would not show): pass version='...' "
+            "(a name you change whenever the agent changes) to resume a run, or write to a new out= folder"
+        )
     todo = [(t, i) for t in task_ids for i in range(trials) if (t, i) not in done]
     if done:
         log.info("run %s: %d trials already in %s, %d to run", run_id, len(done), out_dir, len(todo))

@@ -80,6 +80,9 @@ class RunSpec:
     #: How the agent calls tools (:data:`~passk_nb.harness.protocol.PROTOCOLS`). Left out of the
     #: hash at its default, so the run ids of JSON-protocol runs are those they always had.
     protocol: str = "json"
+    #: :func:`~passk_nb.harness.fingerprint.suite_fingerprint` of the suite: an edited task, check,
+    #: tool or prompt is a new run.
+    suite_fingerprint: str = ""
 
     @property
     def run_id(self) -> str:
@@ -146,11 +149,11 @@ def schema_label(suite: str, json_schema: Any) -> str | None:
         return "generic"
     if not isinstance(json_schema, str):
         return None
-    from passk_nb.harness.suites import get_suite
+    from passk_nb.harness.suites import builtin_suite
 
-    try:
-        own = schema_id(get_suite(suite).action_schema())
-    except ValueError:  # a suite this process cannot import: name the schema by its hash
+    try:  # a record's suite name is data: only a built-in or registered suite is looked up
+        own = schema_id(builtin_suite(suite).action_schema())
+    except ValueError:  # another suite: name the schema by its hash
         own = None
     return None if json_schema == own else json_schema.removeprefix("sha256:")
 
@@ -214,15 +217,27 @@ def normalize_json_mode(value: Any) -> str:
 
 
 def note_changes(out: Path, spec: RunSpec) -> None:
-    """Say so when the folder holds runs of this backend and model that differ only in the prompt
-    text or in the agent's code: what changed is a new run and does not resume them."""
+    """Say so when the folder holds runs of this backend and model that differ only in the suite,
+    the prompt text or the agent's code: what changed is a new run and does not resume them."""
     mine = asdict(spec)
-    same_except = {key for key in mine if key not in ("prompt_hash", "settings")}
-    others = [
+    same_except = {key for key in mine if key not in ("prompt_hash", "settings", "suite_fingerprint")}
+    specs = read_specs(out)
+    alike = [
         other
-        for other in read_specs(out).values()
+        for other in specs.values()
         if all(other.get(key, CONFIG_DEFAULTS.get(key)) == mine[key] for key in same_except)
     ]
+    mine_suite = spec.suite_fingerprint
+    suites = sorted({str(o.get("suite_fingerprint")) for o in alike} - {mine_suite})
+    if suites and spec.run_id not in specs:
+        warnings.warn(
+            f"suite {spec.suite!r} changed since the runs in {out} (suite fingerprint now "
+            f"{spec.suite_fingerprint}, was {', '.join(suites)}: a task, check, tool, script or prompt "
+            "differs), so this is a new run and resumes none of their trials",
+            UserWarning,
+            stacklevel=4,
+        )
+    others = [o for o in alike if o.get("suite_fingerprint") == spec.suite_fingerprint]
     prompts = sorted(
         o["prompt_hash"]
         for o in others

@@ -287,3 +287,38 @@ def test_quick_commands_do_not_load_the_statistics(argv):
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.splitlines()[-1] == "[]"
+
+
+HERE_SUITE = """
+from tests.harness.test_suites import _ticket_suite
+
+SUITE = _ticket_suite()
+"""
+
+
+@pytest.mark.parametrize(
+    "spelling", ["desk_in_cwd:SUITE", "./desk_in_file.py:SUITE", "sub/desk_in_sub.py:SUITE"]
+)
+def test_every_suite_command_loads_a_suite_from_where_it_lives(tmp_path, monkeypatch, capsys, spelling):
+    name = spelling.split(":")[0].rsplit("/", 1)[-1].removesuffix(".py")
+    folder = tmp_path / "sub" if spelling.startswith("sub/") else tmp_path
+    folder.mkdir(exist_ok=True)
+    (folder / f"{name}.py").write_text(HERE_SUITE)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, name, raising=False)
+    assert main(["check-suite", spelling]) == 0, capsys.readouterr()
+    assert main(["tasks", "--suite", spelling]) == 0
+    assert "close-t1" in capsys.readouterr().out
+    assert main(["run", "--suite", spelling, "--trials", "1", "--k", "1", "--out", str(tmp_path / "r")]) == 0
+    assert "records:" in capsys.readouterr().out
+    assert passk_nb.load(tmp_path / "r")["passed"].all()
+    monkeypatch.delitem(sys.modules, name, raising=False)
+
+
+def test_a_suite_file_named_like_a_loaded_module_never_shadows_it(tmp_path, monkeypatch):
+    import json
+
+    (tmp_path / "json.py").write_text(HERE_SUITE)
+    monkeypatch.chdir(tmp_path)
+    assert passk_nb.get_suite(str(tmp_path / "json.py") + ":SUITE").name == "tickets"
+    assert sys.modules["json"] is json

@@ -3,10 +3,15 @@
 import json
 import textwrap
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
 import passk_nb
 from passk_nb.cli.main import main
-from passk_nb.cli.regrade import checks_fingerprint, import_suite
 from passk_nb.data.store import part_files
+from passk_nb.harness.fingerprint import suite_fingerprint
+from passk_nb.harness.suites import get_suite
 from tests.harness.test_regrade import flawed_agent
 
 LENIENT = '''
@@ -68,14 +73,14 @@ def test_a_changed_check_writes_a_new_run_with_exactly_the_expected_flips(tmp_pa
     assert set(flipped["outcome_new"]) == {"pass"}
     assert (merged["transcript_old"] == merged["transcript_new"]).all()
 
-    suite = import_suite("lenient_suite:SUITE")
+    suite = get_suite("lenient_suite:SUITE")
     meta = json.loads(again["provider_meta"].iloc[0])
-    assert meta["grader"]["checks"] == checks_fingerprint(suite)
+    assert meta["grader"]["checks"] == suite_fingerprint(suite)
     assert meta["grader"]["suite"] == "orders-lenient"
     assert meta["grader"]["regraded_from"] == df["run_id"].iloc[0]
     assert meta["fingerprint"] == json.loads(df["provider_meta"].iloc[0])["fingerprint"]
-    assert again["config"].str.endswith(f"checks={checks_fingerprint(suite)}").all()
-    assert checks_fingerprint(suite) != checks_fingerprint(passk_nb.get_suite("orders"))
+    assert again["config"].str.endswith(f"checks={suite_fingerprint(suite)}").all()
+    assert suite_fingerprint(suite) != suite_fingerprint(passk_nb.get_suite("orders"))
 
     # the same checks again: refused, nothing overwritten
     assert main(["regrade", str(runs), "--suite", "lenient_suite:SUITE", "--out", str(out)]) == 2
@@ -98,11 +103,36 @@ def test_bad_suite_arguments_exit_2(tmp_path, monkeypatch, capsys):
     (tmp_path / "lenient_suite.py").write_text(textwrap.dedent(LENIENT))
     monkeypatch.syspath_prepend(str(tmp_path))
     for suite, message in (
-        ("lenient_suite", "must look like module:NAME"),
+        ("lenient_suite", "unknown suite 'lenient_suite'"),
         ("no_such_module_xyz:SUITE", "cannot import 'no_such_module_xyz'"),
-        ("lenient_suite:NOT_A_SUITE", "is int, not a Suite"),
+        ("lenient_suite:NOT_A_SUITE", "is an int, not a Suite"),
     ):
         assert main(["regrade", str(tmp_path / "runs"), "--suite", suite]) == 2
         assert message in capsys.readouterr().err
     assert main(["regrade", str(tmp_path / "nowhere")]) == 2
     assert "is not a folder" in capsys.readouterr().err
+
+
+def test_regrade_never_imports_a_module_the_records_name(tmp_path, monkeypatch, capsys):
+    runs = tmp_path / "runs"
+    df = passk_nb.run("scripted", tasks=["refund-delivered"], trials=1, out=runs, progress=False)
+    (tmp_path / "evilmod.py").write_text(
+        "import pathlib\npathlib.Path('IMPORTED').write_text('ran')\n"
+        "from passk_nb.harness.suites import get_suite\nSUITE = get_suite('orders')\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    forged = df.assign(suite="evilmod:SUITE")
+    with pytest.raises(ValueError, match="records name suite 'evilmod:SUITE'.*never imported.*suite="):
+        passk_nb.regrade(forged)
+    part = part_files(runs)[0]
+    table = pq.read_table(part)
+    table = table.set_column(table.schema.get_field_index("suite"), "suite", pa.array(["evilmod:SUITE"]))
+    pq.write_table(table, part)
+    assert main(["regrade", str(runs)]) == 2
+    assert "never imports code they name: pass --suite" in capsys.readouterr().err
+    assert not (tmp_path / "IMPORTED").exists()
+    # naming the suite yourself still works, with a file path too
+    assert main(["regrade", str(runs), "--suite", "orders", "--out", str(tmp_path / "a")]) == 0
+    assert not (tmp_path / "IMPORTED").exists()
+    assert passk_nb.regrade(forged, suite="orders")["passed"].all()

@@ -186,3 +186,62 @@ def test_runs_constrained_to_different_schemas_get_different_labels():
         ]
     )
     assert len(passk_nb.summarize(df, k=1, n_boot=0)) == 3
+
+
+def _alpha(messages, x):
+    return '{"answer": "alpha"}'
+
+
+def _beta(messages, x):
+    return '{"answer": "beta"}'
+
+
+class Slotted:
+    __slots__ = ("word",)
+
+    def __init__(self, word):
+        self.word = word
+
+    def __call__(self, messages):
+        return json.dumps({"answer": self.word})
+
+
+BIG = list(range(10_001))
+
+
+def _reads_big(messages):
+    return json.dumps({"answer": str(sum(BIG))})
+
+
+def test_partials_slotted_objects_and_large_globals_are_distinct_agents(tmp_path):
+    from functools import partial
+
+    a = passk_nb.run(partial(_alpha, x=1), tasks=FIVE[:1], trials=1, out=tmp_path, progress=False)
+    b = passk_nb.run(partial(_beta, x=1), tasks=FIVE[:1], trials=1, out=tmp_path, progress=False)
+    assert a["final_answer"].tolist() == ["alpha"] and b["final_answer"].tolist() == ["beta"]
+    assert a["run_id"].iloc[0] != b["run_id"].iloc[0]
+    assert fingerprint(partial(_alpha, x=1)) != fingerprint(partial(_alpha, x=2))  # a keyword
+    assert fingerprint(partial(_alpha, 1)) != fingerprint(partial(_alpha, 2))  # an argument
+    one = passk_nb.run(Slotted("one"), tasks=FIVE[:1], trials=1, out=tmp_path, progress=False)
+    two = passk_nb.run(Slotted("two"), tasks=FIVE[:1], trials=1, out=tmp_path, progress=False)
+    assert one["final_answer"].tolist() == ["one"] and two["final_answer"].tolist() == ["two"]
+    before = fingerprint(_reads_big)
+    BIG[5000] = -1
+    try:
+        assert fingerprint(_reads_big) != before  # one item of 10,001 changed: hashed, not truncated
+    finally:
+        BIG[5000] = 5000
+
+
+def test_an_agent_the_fingerprint_cannot_see_into_resumes_only_with_a_version(tmp_path):
+    rng = random.Random(0)
+
+    def agent(messages):
+        return json.dumps({"answer": rng.choice(["a", "b"])})
+
+    passk_nb.run(agent, tasks=FIVE[:1], trials=1, out=tmp_path, progress=False)
+    with pytest.raises(ValueError, match=r"random\.Random by type only.*version="):
+        passk_nb.run(agent, tasks=FIVE[:1], trials=2, out=tmp_path, progress=False)
+    passk_nb.run(agent, version="v1", tasks=FIVE[:1], trials=1, out=tmp_path, progress=False)
+    again = passk_nb.run(agent, version="v1", tasks=FIVE[:1], trials=2, out=tmp_path, progress=False)
+    assert len(again) == 2 and again["run_id"].nunique() == 1

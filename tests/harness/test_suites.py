@@ -1,6 +1,7 @@
 """Writing a suite: typed tools, declarative tasks, check-suite; the bank desk built on it."""
 
 import json
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -11,7 +12,7 @@ import passk_nb
 from passk_nb.cli.main import main
 from passk_nb.harness.episode import run_episode
 from passk_nb.harness.suites import get_suite
-from passk_nb.harness.suites.base import Refusal
+from passk_nb.harness.suites.base import Refusal, Verdict
 from passk_nb.harness.suites.build import answer, call, make_suite, task, tool
 from passk_nb.harness.suites.checks import check_suite
 
@@ -192,3 +193,104 @@ def test_the_readme_suite_example_runs_as_written(tmp_path):
     assert check_suite(namespace["SUITE"]) == []
     df = passk_nb.run("scripted", suite=namespace["SUITE"], trials=1, out=tmp_path, progress=False)
     assert df["outcome"].tolist() == ["pass"]
+
+
+def _ticket_suite(status="closed", *, doc="Close a ticket.", script=None, **task_options):
+    """A one-task suite; ``task_options`` replace its ``expect`` (e.g. ``check=``)."""
+
+    def close_ticket(state, ticket_id: str) -> dict:
+        state["tickets"][ticket_id]["status"] = "closed"
+        return {"closed": ticket_id}
+
+    close_ticket.__doc__ = doc
+    return make_suite(
+        "tickets",
+        instructions="You close support tickets.",
+        tools=[close_ticket],
+        initial_state=lambda: {"tickets": {"T1": {"status": "open"}}},
+        tasks=[
+            task(
+                "close-t1",
+                "Please close ticket T1.",
+                script=script or [call("close_ticket", ticket_id="T1"), answer("Closed T1.")],
+                **(task_options or {"expect": {"tickets.T1.status": status}}),
+            )
+        ],
+    )
+
+
+def test_an_edited_suite_is_a_new_run_and_says_why(tmp_path):
+    import warnings
+
+    old = passk_nb.run("scripted", suite=_ticket_suite("Closed"), trials=2, out=tmp_path, progress=False)
+    assert set(old["outcome"]) == {"wrong_state"}
+    with pytest.warns(UserWarning, match="suite 'tickets' changed since the runs in .* resumes none"):
+        new = passk_nb.run("scripted", suite=_ticket_suite("closed"), trials=2, out=tmp_path, progress=False)
+    assert set(new["outcome"]) == {"pass"} and new["run_id"].iloc[0] != old["run_id"].iloc[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the same suite again: resumes, no warning
+        same = passk_nb.run("scripted", suite=_ticket_suite("closed"), trials=2, out=tmp_path, progress=False)
+    assert same["run_id"].iloc[0] == new["run_id"].iloc[0]
+
+
+def test_the_suite_fingerprint_sees_checks_tools_prompts_and_state():
+    from passk_nb.harness.fingerprint import suite_fingerprint
+
+    base = suite_fingerprint(_ticket_suite("closed"))
+    assert suite_fingerprint(_ticket_suite("closed")) == base
+    assert suite_fingerprint(_ticket_suite("Closed")) != base  # an expect value
+    assert suite_fingerprint(_ticket_suite("closed", doc="Shut a ticket.")) != base  # a tool's description
+    orders = passk_nb.get_suite("orders")
+    from dataclasses import replace
+
+    edited_task = replace(orders.tasks[0], prompt=orders.tasks[0].prompt + " Thanks.")
+    edited = replace(orders, tasks=(edited_task, *orders.tasks[1:]))
+    assert suite_fingerprint(edited) != suite_fingerprint(orders)
+    more = replace(orders, initial_state=lambda: {**orders.initial_state(), "extra": 1})
+    assert suite_fingerprint(more) != suite_fingerprint(orders)
+
+
+def test_a_script_calling_a_missing_tool_or_wrong_argument_is_refused_when_the_suite_is_built():
+    with pytest.raises(
+        ValueError, match=r"task 'close-t1', script step 1 calls unknown tool 'close_tiket'.*close_ticket"
+    ):
+        _ticket_suite(script=[call("close_tiket", ticket_id="T1"), answer("Closed.")])
+    with pytest.raises(
+        ValueError, match=r"close_ticket\(ticket_id: string\) with missing 'ticket_id', unexpected 'id'"
+    ):
+        _ticket_suite(script=[call("close_ticket", id="T1"), answer("Closed.")])
+
+
+def test_check_suite_says_why_a_known_good_script_fails(capsys, tmp_path, monkeypatch):
+    suite = _ticket_suite("closed", expect={"tickets.T1.stauts": "closed"})  # a typo in the path
+    problems = check_suite(suite)
+    assert "ends as 'wrong_state', not 'pass': tickets.T1.stauts was not changed" in problems[0]
+
+
+def test_a_check_may_return_a_bool_and_a_made_up_outcome_names_the_task(tmp_path):
+    def closed(before, after):
+        return after["tickets"]["T1"]["status"] == "closed"
+
+    suite = _ticket_suite(check=closed)
+    assert check_suite(suite) == []
+    df = passk_nb.run("scripted", suite=suite, trials=1, out=tmp_path, progress=False)
+    assert df["outcome"].tolist() == ["pass"]
+
+    def made_up(before, after):
+        return Verdict("passed", "looks fine")
+
+    bad = _ticket_suite(check=made_up)
+    message = (
+        r"suite 'tickets', task 'close-t1': its check returned the outcome 'passed', which is not one of"
+    )
+    assert any(re.search(message, p) for p in check_suite(bad))
+    with pytest.raises(ValueError, match=message):
+        passk_nb.run("scripted", suite=bad, trials=1, out=tmp_path / "bad", progress=False)
+
+
+def test_one_import_builds_a_suite():
+    import passk_nb.harness.suites as suites
+
+    for name in ("make_suite", "task", "tool", "call", "answer", "Refusal", "Verdict", "ClaimVocabulary"):
+        assert hasattr(suites, name), name
+    assert suites.check_suite(BANK) == []

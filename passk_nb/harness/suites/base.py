@@ -23,6 +23,7 @@ from typing import Any
 from passk_nb.data.claims import ClaimVocabulary
 
 __all__ = [
+    "SuiteError",
     "ToolError",
     "Param",
     "Tool",
@@ -33,6 +34,11 @@ __all__ = [
     "diff_states",
     "expect_changes",
 ]
+
+
+class SuiteError(ValueError):
+    """The suite itself is wrong (a script calling a tool it lacks, a check returning no verdict):
+    the suite's author fixes it; no trial is judged with it."""
 
 
 class ToolError(Exception):
@@ -242,6 +248,9 @@ class Suite:
             raise ValueError(f"suite {self.name!r} has duplicate task ids: {ids}")
         if "default" not in self.prompts:
             raise ValueError(f"suite {self.name!r} needs a 'default' prompt")
+        for task in self.tasks:
+            for number, step in enumerate(task.script, 1):
+                _check_step(self, task.id, number, step)
 
     @property
     def task_ids(self) -> list[str]:
@@ -303,6 +312,27 @@ class Suite:
             {"name": tool.name, "description": tool.description, "parameters": tool.parameters()}
             for tool in self.tools.values()
         ]
+
+
+def _check_step(suite: Suite, task_id: str, number: int, step: Mapping[str, Any]) -> None:
+    """A known-good script's step names a tool of the suite and exactly its arguments (or answers)."""
+    where = f"suite {suite.name!r}, task {task_id!r}, script step {number}"
+    if "answer" in step:
+        return
+    name, args = step.get("tool"), step.get("args", {})
+    tool = suite.tools.get(name) if isinstance(name, str) else None
+    if tool is None:
+        raise SuiteError(
+            f"{where} calls unknown tool {name!r}; the suite's tools: {', '.join(suite.tools)} "
+            "(a step is call(tool_name, **args) or answer(text))"
+        )
+    if not isinstance(args, Mapping):
+        raise SuiteError(f"{where}: the arguments of {name!r} must be a dict, got {type(args).__name__}")
+    missing = [p for p in tool.params if p not in args]
+    extra = [a for a in args if a not in tool.params]
+    if missing or extra:
+        wrong = ", ".join([*(f"missing {p!r}" for p in missing), *(f"unexpected {a!r}" for a in extra)])
+        raise SuiteError(f"{where} calls {tool.signature()} with {wrong}")
 
 
 def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> None:

@@ -35,6 +35,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 import typing
@@ -101,6 +102,7 @@ def tool(
 def _tool_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` with KeyError / ValueError turned into a ToolError the model sees."""
 
+    @functools.wraps(fn)  # __wrapped__: the suite's fingerprint hashes fn itself
     def wrapped(state: dict[str, Any], **args: Any) -> Any:
         try:
             return fn(state, **args)
@@ -109,8 +111,6 @@ def _tool_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
         except ValueError as exc:
             raise ToolError(str(exc)) from None
 
-    wrapped.__name__ = fn.__name__
-    wrapped.__doc__ = fn.__doc__
     return wrapped
 
 

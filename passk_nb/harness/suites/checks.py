@@ -17,10 +17,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from passk_nb.data.transcript import parse_transcript
 from passk_nb.harness.episode import run_episode
 from passk_nb.harness.providers.base import BaseProvider, Message
 from passk_nb.harness.providers.scripted import ScriptedProvider
-from passk_nb.harness.suites.base import Suite, Tool
+from passk_nb.harness.suites.base import Suite, SuiteError, Tool
 
 #: Bad values tried for each argument type: none may make a tool raise.
 _BAD_VALUES: dict[str, tuple[Any, ...]] = {
@@ -35,14 +36,25 @@ def check_suite(suite: Suite) -> list[str]:
     prompt = suite.prompts["default"]
     for task in suite.tasks:
         outcomes = []
-        for _ in range(2):
-            result = run_episode(suite, task, ScriptedProvider(suite=suite), system_prompt=prompt)
-            outcomes.append((result["outcome"], result["state_diff"]))
+        try:
+            for _ in range(2):
+                result = run_episode(suite, task, ScriptedProvider(suite=suite), system_prompt=prompt)
+                outcomes.append((result["outcome"], result["state_diff"]))
+        except SuiteError as exc:
+            problems.append(str(exc))
+            continue
         if outcomes[0][0] != "pass":
-            problems.append(f"task {task.id!r}: its known-good script ends as {outcomes[0][0]!r}, not 'pass'")
+            problems.append(
+                f"task {task.id!r}: its known-good script ends as {outcomes[0][0]!r}, not 'pass': "
+                f"{_why(result)}"
+            )
         if outcomes[0] != outcomes[1]:
             problems.append(f"task {task.id!r}: the same script twice gave different outcomes or states")
-        idle = run_episode(suite, task, _DoNothing("do-nothing"), system_prompt=prompt)
+        try:
+            idle = run_episode(suite, task, _DoNothing("do-nothing"), system_prompt=prompt)
+        except SuiteError as exc:
+            problems.append(str(exc))
+            continue
         if idle["outcome"] == "pass" and task.do_nothing_passes is None:
             problems.append(
                 f"task {task.id!r}: an agent that does nothing passes it; make the check require the action "
@@ -53,6 +65,16 @@ def check_suite(suite: Suite) -> list[str]:
     for tool in suite.tools.values():
         problems += _tool_problems(suite, tool)
     return problems
+
+
+def _why(result: dict[str, Any]) -> str:
+    """The reason a trial failed: the check's (or the episode's) reason, and the first tool error."""
+    reasons = [str(result.get("error") or "no reason given")]
+    for entry in parse_transcript(result.get("transcript")):
+        if entry.get("kind") == "tool_result" and entry.get("error"):
+            reasons.append(f"a step failed: {entry.get('content')}")
+            break
+    return "; ".join(reasons)
 
 
 class _DoNothing(BaseProvider):
