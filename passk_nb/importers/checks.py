@@ -137,7 +137,7 @@ def _check_size(name: str, size: int, max_bytes: int, what: str = "") -> None:
     if size > max_bytes:
         raise ImportFormatError(
             f"{name}{what} is {size:,} bytes, over the import limit of {max_bytes:,} bytes; "
-            "if the file is genuine, raise the limit with max_bytes= (passk import --max-bytes)"
+            "if the file is genuine, raise the limit with max_bytes="
         )
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from passk_nb.data.records import claims_checked
 from passk_nb.stats.cost import Prices, price_table, with_cost, with_cost_columns
 from passk_nb.stats.flags import claimed_unperformed_action
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
@@ -132,7 +133,8 @@ def report_frame(
     """:func:`passk_nb.stats.summary.summarize` with the counts a report shows beside the trials.
 
     Adds ``n_claimed_unperformed`` (final answers that claim an action the final state does
-    not show, :func:`passk_nb.stats.flags.claimed_unperformed_action`) and ``n_agent_errors``
+    not show, :func:`passk_nb.stats.flags.claimed_unperformed_action`), ``n_claims_checked``
+    (trials whose claims were checked; 0 for imported ones: "n/a") and ``n_agent_errors``
     (trials whose outcome is ``agent_error``). A group whose every trial was an infrastructure
     error gets NaN values and a warning that says so; when every trial of the frame was one,
     a ValueError says what to check.
@@ -167,11 +169,14 @@ def report_frame(
         )
     extras = df.assign(
         _claimed=claimed_unperformed_action(df).to_numpy(),
+        _checked=claims_checked(df).to_numpy(),
         _agent_error=(df["outcome"] == "agent_error").to_numpy(),
         _usable=(~infra_rows).to_numpy() if infra == "exclude" else True,
     )
     keys = list(by) if by else [pd.Series(0, index=df.index)]
-    counts = extras.groupby(keys, sort=False, dropna=False)[["_claimed", "_agent_error", "_usable"]].sum()
+    counts = extras.groupby(keys, sort=False, dropna=False)[
+        ["_claimed", "_checked", "_agent_error", "_usable"]
+    ].sum()
     dead = counts.index[counts["_usable"] == 0]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -200,9 +205,15 @@ def report_frame(
                 stacklevel=2,
             )
     flagged = (
-        counts[["_claimed", "_agent_error"]]
+        counts[["_claimed", "_checked", "_agent_error"]]
         .astype("int64")
-        .rename(columns={"_claimed": "n_claimed_unperformed", "_agent_error": "n_agent_errors"})
+        .rename(
+            columns={
+                "_claimed": "n_claimed_unperformed",
+                "_checked": "n_claims_checked",
+                "_agent_error": "n_agent_errors",
+            }
+        )
     )
     if by:
         return out.merge(flagged.reset_index(), on=list(by), how="left")
@@ -403,7 +414,10 @@ def report_display(report: pd.DataFrame, *, by: Sequence[str], ci: float = CI) -
         else str(int(row["n_infra_excluded"]))
         for row in report.to_dict("records")
     ]
-    out["claimed not done"] = report["n_claimed_unperformed"].astype(int).astype(str)
+    out["claimed not done"] = [  # imported trials have no claim check: unknown, not 0
+        str(int(n)) if checked else "n/a"
+        for n, checked in zip(report["n_claimed_unperformed"], report["n_claims_checked"], strict=True)
+    ]
     out["agent errors"] = report["n_agent_errors"].astype(int).astype(str)
     if "cost_usd_per_trial" in report.columns:
         rows = report.to_dict("records")
@@ -468,9 +482,11 @@ def report_notes(report: pd.DataFrame, *, ci: float = CI) -> list[str]:
         "infra excl.: infrastructure errors, left out of n on the assumption that they are unrelated "
         f"to task difficulty; in brackets, pass^{k} had they counted as failures."
     )
+    unchecked = "n_claims_checked" in report.columns and (report["n_claims_checked"] == 0).any()
     notes.append(
-        "claimed not done: final answers claiming an action the final state does not show; "
-        "agent errors: exceptions raised by the agent's own code."
+        "claimed not done: final answers claiming an action the final state does not show"
+        + (" (n/a: imported trials, whose final state is not recorded)" if unchecked else "")
+        + "; agent errors: exceptions raised by the agent's own code."
     )
     if "cost_usd_per_trial" in report.columns:
         p_in, p_out = report["price_in"].iloc[0], report["price_out"].iloc[0]
