@@ -28,9 +28,11 @@ import json
 import math
 import os
 import stat
+import struct
 import warnings
 import zipfile
-from collections.abc import Callable, Mapping
+import zlib
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -141,37 +143,87 @@ def _check_size(name: str, size: int, max_bytes: int, what: str = "") -> None:
         )
 
 
+#: Bytes expanded per step when a zip member is checked (:func:`read_zip`).
+_STEP = 2**20
+#: Zip compression methods read: stored, deflate, zstandard (inspect_ai's .eval logs).
+_STORED, _DEFLATED, _ZSTD = 0, 8, 93
+
+
 def read_zip(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> io.BytesIO:
     """A zip file (an inspect ``.eval`` log) re-packed uncompressed in memory, refused when it is
     over ``max_bytes`` on disk or expanded.
 
-    Each member is expanded in 1 MiB steps and must end at its declared size with a matching
-    checksum, so a member whose header understates its size (a zip bomb) is refused after at most
-    its declared size, and the copy's readers can never expand more than ``max_bytes``.
+    Each member is expanded in 1 MiB steps (never more at once, whatever the compression ratio)
+    and must end at exactly its declared size with a matching checksum, so a member whose header
+    understates its size (a zip bomb) is refused after at most its declared size; readers of the
+    copy then never expand anything.
     """
     name = os.fspath(path)
-    data = io.BytesIO(read_capped(name, max_bytes=max_bytes))
+    data = read_capped(name, max_bytes=max_bytes)
     out = io.BytesIO()
     try:
-        with zipfile.ZipFile(data) as archive:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
             members = archive.infolist()
-            _check_size(name, sum(m.file_size for m in members), max_bytes, " expanded")
-            with warnings.catch_warnings(), zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as copy:
-                warnings.simplefilter("ignore", UserWarning)  # a re-logged sample repeats a name
-                for member in members:
-                    with (
-                        archive.open(member) as source,
-                        copy.open(member.filename, "w", force_zip64=True) as dest,
-                    ):
-                        while chunk := source.read(2**20):
-                            dest.write(chunk)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplementedError) as exc:
-        raise ImportFormatError(
-            f"{name} is not a readable .eval log (a zip file): {exc}; a member whose size differs "
-            "from what its header says is refused"
-        ) from None
+        _check_size(name, sum(m.file_size for m in members), max_bytes, " expanded")
+        with warnings.catch_warnings(), zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as copy:
+            warnings.simplefilter("ignore", UserWarning)  # a re-logged sample repeats a name
+            for member in members:
+                size, crc = 0, 0
+                with copy.open(member.filename, "w", force_zip64=True) as dest:
+                    for chunk in _expand(_raw_member(data, member), member):
+                        size += len(chunk)
+                        if size > member.file_size:
+                            break
+                        crc = zlib.crc32(chunk, crc)
+                        dest.write(chunk)
+                if size != member.file_size or crc != member.CRC:
+                    raise zipfile.BadZipFile(
+                        f"member {member.filename!r} does not expand to the {member.file_size:,} bytes "
+                        "its header says (a zip bomb, or a damaged file)"
+                    )
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, struct.error) as exc:
+        raise ImportFormatError(f"{name} is not a readable .eval log (a zip file): {exc}") from None
     out.seek(0)
     return out
+
+
+def _raw_member(data: bytes, member: zipfile.ZipInfo) -> memoryview:
+    """The compressed bytes of ``member`` (after its local header)."""
+    offset = member.header_offset
+    if data[offset : offset + 4] != b"PK\x03\x04":
+        raise zipfile.BadZipFile(f"member {member.filename!r} has no local header")
+    name_len, extra_len = struct.unpack_from("<HH", data, offset + 26)
+    start = offset + 30 + name_len + extra_len
+    return memoryview(data)[start : start + member.compress_size]
+
+
+def _expand(raw: memoryview, member: zipfile.ZipInfo) -> Iterator[bytes]:
+    """The expanded bytes of a member, at most :data:`_STEP` at a time."""
+    if member.compress_type == _STORED:
+        for at in range(0, len(raw), _STEP):
+            yield bytes(raw[at : at + _STEP])
+    elif member.compress_type == _DEFLATED:
+        inflate = zlib.decompressobj(-zlib.MAX_WBITS)
+        pending: bytes | memoryview = raw
+        while chunk := inflate.decompress(pending, _STEP):
+            pending = inflate.unconsumed_tail
+            yield chunk
+    elif member.compress_type == _ZSTD:
+        try:
+            import zstandard  # comes with inspect_ai, which writes zstd .eval logs
+        except ImportError:
+            raise zipfile.BadZipFile(
+                f"member {member.filename!r} is zstandard-compressed: "
+                "pip install 'passk-nb[inspect]' to read it"
+            ) from None
+
+        with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(raw), read_across_frames=True) as reader:
+            while chunk := reader.read(_STEP):
+                yield chunk
+    else:
+        raise zipfile.BadZipFile(
+            f"member {member.filename!r} uses compression method {member.compress_type}, which is not read"
+        )
 
 
 def load_json(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> Any:

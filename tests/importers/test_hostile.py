@@ -367,14 +367,20 @@ def test_files_over_the_cap_are_refused_before_they_are_read(tmp_path: Path) -> 
     assert MAX_BYTES == 256 * 2**20 and len(read_capped(path)) == size  # within the default cap
 
 
-def eval_log_with(tmp_path: Path, real: Path, member_bytes: int, declared: int | None = None) -> Path:
-    """The real .eval log ``real`` with one more sample member of ``member_bytes`` spaces;
-    ``declared``: the size its headers claim (a zip bomb understates it)."""
+def eval_log_with(
+    tmp_path: Path, real: Path, member_bytes: int, *, method: int, declared: int | None = None
+) -> Path:
+    """The real .eval log ``real`` with one more sample member of ``member_bytes`` spaces,
+    compressed with ``method`` (8: deflate, 93: zstandard, as inspect_ai writes); ``declared``:
+    the size its headers claim (a zip bomb understates it)."""
+    pytest.importorskip("inspect_ai.log")  # its import teaches zipfile zstandard
     buf = io.BytesIO()
-    with zipfile.ZipFile(real) as src, zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as dst:
+    with zipfile.ZipFile(real) as src, zipfile.ZipFile(buf, "w") as dst:
         for info in src.infolist():
             dst.writestr(info, src.read(info))
-        dst.writestr("samples/huge_epoch_1.json", b" " * member_bytes)
+        huge = zipfile.ZipInfo("samples/huge_epoch_1.json")
+        huge.compress_type = method
+        dst.writestr(huge, b" " * member_bytes)
     data = bytearray(buf.getvalue())
     if declared is not None:
         with zipfile.ZipFile(io.BytesIO(bytes(data))) as z:
@@ -382,28 +388,29 @@ def eval_log_with(tmp_path: Path, real: Path, member_bytes: int, declared: int |
         struct.pack_into("<I", data, offset + 22, declared)  # the local header's size
         at = data.rfind(b"PK\x01\x02")  # the central directory entry of the last member
         struct.pack_into("<I", data, at + 24, declared)
-    path = tmp_path / f"huge-{member_bytes}-{declared}.eval"
+    path = tmp_path / f"huge-{method}-{member_bytes}-{declared}.eval"
     path.write_bytes(bytes(data))
     return path
 
 
+@pytest.mark.parametrize("method", [zipfile.ZIP_DEFLATED, 93], ids=["deflate", "zstd"])
 def test_an_eval_log_that_expands_past_the_cap_is_refused_in_bounded_memory(
-    small_inspect_logs: tuple[Path, Path], tmp_path: Path
+    small_inspect_logs: tuple[Path, Path], tmp_path: Path, method: int
 ) -> None:
-    # on main: a 1.5 MB .eval holding a 1.5 GiB sample reached 3.2 GB; here 64 MiB in 70 kB
+    # on main: a 1.5 MB .eval holding a 1.5 GiB sample reached 3.2 GB; here 64 MiB in < 1 MB
     eval_log = small_inspect_logs[0]
-    honest = eval_log_with(tmp_path, eval_log, 64 * 2**20)
+    honest = eval_log_with(tmp_path, eval_log, 64 * 2**20, method=method)
     assert honest.stat().st_size < 2**20
     df, said, peak = import_result(lambda: from_inspect(honest, max_bytes=8 * 2**20))
     assert (
         df is None and f"{honest} expanded is" in said and "over the import limit of 8,388,608 bytes" in said
     )
     assert peak < 4 * 2**20
-    lying = eval_log_with(tmp_path, eval_log, 64 * 2**20, declared=1_000)  # headers say 1 kB
+    lying = eval_log_with(tmp_path, eval_log, 64 * 2**20, method=method, declared=1_000)  # "1 kB"
     df, said, peak = import_result(lambda: from_inspect(lying, max_bytes=8 * 2**20))
-    assert df is None and str(lying) in said and "not a readable .eval log" in said
+    assert df is None and str(lying) in said and "does not expand to the 1,000 bytes its header says" in said
     assert peak < 8 * 2**20
-    assert len(from_inspect(eval_log)) == 4  # the real log itself still reads
+    assert len(from_inspect(eval_log)) == 4  # the real (zstandard) log itself still reads
 
 
 def test_a_fifo_among_inspect_logs_is_refused(small_inspect_logs: tuple[Path, Path], tmp_path: Path) -> None:
