@@ -24,6 +24,7 @@ from passk_nb.cli.common import (
     positive_int,
     status,
 )
+from passk_nb.cli.import_ import refuse_foreign
 from passk_nb.data.store import load
 
 #: Columns ``--where`` filters on.
@@ -227,6 +228,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from passk_nb.stats.report import report_frame  # here: keeps `passk tasks` fast
     from passk_nb.view.tables import report_table
 
+    refuse_foreign(args.path)  # τ-bench / inspect_ai files: `passk import` first
     df = load(args.path, strict=not args.skip_bad_files)
     if df.empty:
         raise CliError(f"no trial records under {args.path}; run `passk run --out {args.path}` first")

@@ -10,6 +10,7 @@ import argparse
 import pandas as pd
 
 from passk_nb.cli.common import CliError, add_quiet
+from passk_nb.cli.import_ import refuse_foreign
 from passk_nb.data.store import load
 
 
@@ -79,6 +80,7 @@ def _values(column: pd.Series) -> str:
 def _cmd_runs(args: argparse.Namespace) -> int:
     from passk_nb.view.tables import render_table
 
+    refuse_foreign(args.path)  # τ-bench / inspect_ai files: `passk import` first
     df = load(args.path, strict=not args.skip_bad_files)
     if df.empty:
         raise CliError(f"no trial records under {args.path}; run `passk run --out {args.path}` first")

@@ -407,6 +407,21 @@ def frame_from_records(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     return frame_from_table(table_from_records(records))
 
 
+def claims_checked(df: pd.DataFrame) -> pd.Series:
+    """Per trial: were the final answer's claims checked against the final state?
+
+    False where ``false_claims`` is null: imported trials (τ-bench, inspect_ai, your own table)
+    keep no final state of ours, so "claimed not done" is unknown there ("n/a"), not zero.
+
+    >>> claims_checked(frame_from_records([{"run_id": "r", "suite": "s", "task": "t", "trial": 0,
+    ...     "passed": True, "outcome": "pass", "false_claims": None}])).tolist()
+    [False]
+    """
+    if "false_claims" not in df.columns:
+        return pd.Series(False, index=df.index, dtype=bool, name="claims_checked")
+    return df["false_claims"].notna().rename("claims_checked")
+
+
 def empty_frame() -> pd.DataFrame:
     """A DataFrame with the record columns and no rows."""
     return frame_from_table(table_from_records([]))

@@ -11,14 +11,17 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from passk_nb.data.ids import content_id
 from passk_nb.data.records import COLUMNS, OUTCOMES, frame_from_records
+from passk_nb.importers.checks import FieldError, ImportFormatError, RowReader, as_int, as_text
 
 #: Values accepted as success / failure in the ``passed`` column (besides booleans and 0/1).
 _TRUE = frozenset({"true", "pass", "passed", "yes", "y", "c", "correct", "1"})
@@ -35,6 +38,7 @@ def from_frame(
     outcome: str | None = None,
     suite: str = "imported",
     columns: Mapping[str, str] | None = None,
+    strict: bool = True,
 ) -> pd.DataFrame:
     """Trial records from a table of your own, one row per trial.
 
@@ -45,11 +49,16 @@ def from_frame(
     numbered in row order within each (model, task). ``outcome`` defaults to ``pass`` /
     ``wrong_output``; give a column to keep your own (its values must be outcomes from
     :data:`~passk_nb.data.records.OUTCOMES`). ``columns`` maps further record columns
-    to yours (``{"prompt_name": "variant", "input_tokens": "tokens_in"}``).
+    to yours (``{"prompt_name": "variant", "input_tokens": "tokens_in"}``); their values
+    are converted to the record's types where they can be (a number as text, ``"1.5s"``
+    as seconds, ISO text as a time). No claim was checked: ``false_claims`` is null ("n/a").
 
-    Checked: no missing tasks or successes, no duplicate (model, task, trial), trial
-    numbers whole and ≥ 0 (renumbered from 0 when they start at 1). A warning names the
-    tasks with fewer trials than others (pass^k uses each task's own n).
+    Checked per row: a task, a success and a whole trial number ≥ 0 (renumbered from 0 when
+    they start at 1), values of the record's types. A row that fails raises
+    :class:`~passk_nb.importers.checks.ImportFormatError` naming the row and the column;
+    ``strict=False`` skips such rows with a warning that counts them. No duplicate (model,
+    task, trial); a warning names the tasks with fewer trials than others (pass^k uses each
+    task's own n).
     """
     if not isinstance(data, pd.DataFrame):
         raise TypeError(f"from_frame needs a pandas DataFrame, got {type(data).__name__}")
@@ -65,28 +74,48 @@ def from_frame(
         )
     if data.empty:
         raise ValueError("the table has no rows")
+    model_column = model if model is not None and model in data.columns else None
+    names = {"task": task, "passed": passed, "trial": trial or "", "outcome": outcome or "", **mapping}
+    if model_column:
+        names["model"] = model_column
 
-    out = pd.DataFrame(index=data.index)
-    out["task"] = _text_column(data[task], task)
-    out["model"] = (
-        _text_column(data[model], model) if model is not None and model in data.columns else (model or "")
-    )
-    out["passed"] = _success(data[passed], passed)
-    out["trial"] = _trials(data, trial, out)
-    if outcome is not None:
-        values = data[outcome].astype(str)
-        bad = sorted(set(values) - set(OUTCOMES))
-        if bad:
-            raise ValueError(
-                f"column {outcome!r} holds {bad[:5]}, which are not outcomes; use {list(OUTCOMES)}"
-            )
-        if (values.eq("pass") != out["passed"]).any():
-            raise ValueError(f"column {outcome!r} says 'pass' exactly where {passed!r} is not a success")
-        out["outcome"] = values
-    else:
-        out["outcome"] = np.where(out["passed"], "pass", "wrong_output")
-    for record_column, theirs in mapping.items():
-        out[record_column] = data[theirs]
+    def record(row: Mapping[str, Any]) -> dict[str, Any]:
+        ok = _success(row[passed], passed)
+        out: dict[str, Any] = {
+            "task": as_text(_present(row[task], task), task),
+            "model": as_text(_present(row[model_column], model_column), model_column)
+            if model_column
+            else (model or ""),
+            "passed": ok,
+            "trial": None if trial is None else as_int(_present(row[trial], trial), trial, low=0),
+            "outcome": "pass" if ok else "wrong_output",
+            "state_diff": None,  # a table of one's own keeps no final state of ours
+            "false_claims": None,  # and no claim was checked: "n/a", not "0"
+        }
+        if outcome is not None:
+            value = row[outcome]
+            if value not in OUTCOMES:
+                raise FieldError(outcome, value, f"not an outcome; use one of {list(OUTCOMES)}")
+            if (value == "pass") != ok:
+                raise FieldError(outcome, value, f"which contradicts {passed!r} ({row[passed]!r})")
+            out["outcome"] = value
+        out.update({name: row[theirs] for name, theirs in mapping.items()})
+        return out
+
+    reader = RowReader("the table", strict=strict)
+    records = []
+    for index, row in zip(data.index, data.to_dict("records"), strict=True):
+        converted = reader.read(f"row {index!r}", record, row, names=names)
+        if converted is not None:
+            records.append(converted)
+    reader.warn_skipped(stacklevel=2)
+    if not records:
+        raise ImportFormatError(f"the table: none of its {len(data)} rows could be read")
+    out = pd.DataFrame(records)
+    if trial is None:
+        out["trial"] = out.groupby(["model", "task"]).cumcount()
+    elif out["trial"].min() == 1:
+        out["trial"] -= 1
     duplicated = out.duplicated(["model", "task", "trial"], keep=False)
     if duplicated.any():
         first = out[duplicated].iloc[0]
@@ -108,43 +137,38 @@ def from_frame(
     out["run_id"] = [
         content_id([suite, str(m)]) for m in out["model"]
     ]  # one run per model: never pools two models
-    records = out.astype(object).where(out.notna(), None).to_dict("records")
-    return frame_from_records(records)
+    rows = out.astype(object).where(out.notna(), None).to_dict("records")
+    return frame_from_records(rows)
 
 
-def _text_column(values: pd.Series, name: str) -> pd.Series:
-    if values.isna().any():
-        raise ValueError(f"column {name!r} has {int(values.isna().sum())} missing values")
-    return values.astype(str)
+def _present(value: Any, name: str | None) -> Any:
+    if _missing(value):
+        raise FieldError(str(name), value, "a missing value")
+    return value
 
 
-def _success(values: pd.Series, name: str) -> pd.Series:
-    if values.isna().any():
-        raise ValueError(f"column {name!r} has {int(values.isna().sum())} missing successes")
-    if pd.api.types.is_bool_dtype(values):
-        return values.astype(bool)
-    if pd.api.types.is_numeric_dtype(values):
-        if not values.isin([0, 1]).all():
-            bad = values[~values.isin([0, 1])].iloc[0]
-            raise ValueError(
-                f"column {name!r} holds {bad!r}: successes must be booleans, 0/1 or pass/fail words; "
-                "turn scores into successes first (e.g. df[col] >= threshold)"
-            )
-        return values.astype(bool)
-    words = values.astype(str).str.strip().str.lower()
-    unknown = sorted(set(words) - _TRUE - _FALSE)
-    if unknown:
-        raise ValueError(f"column {name!r} holds {unknown[:5]}: use booleans, 0/1, pass/fail or C/I")
-    return words.isin(_TRUE)
+def _missing(value: Any) -> bool:
+    return (
+        value is None or value is pd.NA or value is pd.NaT or (isinstance(value, float) and math.isnan(value))
+    )
 
 
-def _trials(data: pd.DataFrame, trial: str | None, out: pd.DataFrame) -> pd.Series:
-    if trial is None:
-        return out.groupby(["model", "task"]).cumcount()
-    values = data[trial]
-    numeric = pd.to_numeric(values, errors="coerce")
-    if numeric.isna().any() or (numeric % 1 != 0).any() or (numeric < 0).any():
-        bad = values[numeric.isna() | (numeric % 1 != 0) | (numeric < 0)].iloc[0]
-        raise ValueError(f"column {trial!r} holds {bad!r}: trial numbers must be whole numbers ≥ 0")
-    numeric = numeric.astype(np.int64)
-    return numeric - 1 if numeric.min() == 1 else numeric
+def _success(value: Any, name: str) -> bool:
+    """A success from a boolean, 0/1, or a pass/fail word."""
+    if _missing(value):
+        raise FieldError(name, value, "a missing success")
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    if isinstance(value, int | float | np.integer | np.floating):
+        if value in (0, 1):
+            return bool(value)
+        raise FieldError(
+            name,
+            value,
+            "not a success: use booleans, 0/1 or pass/fail words; "
+            "turn scores into successes first (e.g. df[col] >= threshold)",
+        )
+    word = str(value).strip().lower() if isinstance(value, str) else None
+    if word in _TRUE or word in _FALSE:
+        return word in _TRUE
+    raise FieldError(name, value, "not a success: use booleans, 0/1, pass/fail or C/I")

@@ -11,14 +11,16 @@ it with the optional extra: ``pip install "passk-nb[inspect]"``.
 >>> import tempfile
 >>> from_inspect(tempfile.mkdtemp())
 Traceback (most recent call last):
-ValueError: no inspect_ai logs (.eval or .json) under ...
+passk_nb.importers.checks.ImportFormatError: no inspect_ai logs (.eval or .json) under ...
 """
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
+import urllib.parse
 import warnings
 from collections.abc import Hashable, Mapping
 from pathlib import Path
@@ -29,6 +31,15 @@ import pandas as pd
 from passk_nb.data.ids import content_id
 from passk_nb.data.records import frame_from_records
 from passk_nb.data.transcript import cap_text
+from passk_nb.importers.checks import (
+    MALFORMED,
+    MAX_BYTES,
+    FieldError,
+    ImportFormatError,
+    RowReader,
+    read_capped,
+    read_zip,
+)
 from passk_nb.importers.messages import calls_tools, chat_transcript, settings_label
 
 #: Score values counted as success / failure without a ``value_map`` (inspect_ai's
@@ -45,6 +56,8 @@ def from_inspect(
     value_map: Mapping[Any, bool] | None = None,
     threshold: float | None = None,
     model: str | None = None,
+    strict: bool = True,
+    max_bytes: int = MAX_BYTES,
 ) -> pd.DataFrame:
     """Trial records (:mod:`passk_nb.data.records` columns) from inspect_ai eval logs.
 
@@ -79,9 +92,13 @@ def from_inspect(
     - ``run_id``: a hash of the log's eval id and run id, so two logs are never pooled.
 
     Checked: every sample × epoch has a score from the scorer (else it names the first
-    one missing), no (sample, epoch) appears twice in a log, and every score value is
-    understood (else the error lists the values found and how to map them). A log that
-    did not finish (status other than ``success``) gives a warning.
+    one missing), no (sample, epoch) appears twice in a log, every epoch is a whole number
+    ≥ 1, and every score value is understood (else the error lists the values found and how
+    to map them). A log that did not finish (status other than ``success``) gives a warning.
+    Bad input raises :class:`~passk_nb.importers.checks.ImportFormatError` (a ValueError)
+    naming the log, the sample and the field; ``strict=False`` skips samples whose fields
+    cannot be read, with a warning that counts them. Only regular files are read, each at most
+    ``max_bytes`` on disk and expanded (an ``.eval`` log is a zip), checked before reading.
 
     >>> import pytest; _ = pytest.importorskip("inspect_ai")  # needs passk-nb[inspect]
     >>> log = _demo_log()  # an EvalLog with one sample scored C, I over two epochs
@@ -90,7 +107,7 @@ def from_inspect(
     0  demo    a      0    True          pass  mockllm/model
     1  demo    a      1   False  wrong_output  mockllm/model
     """
-    logs = _read_logs(log_or_dir)
+    logs = _read_logs(log_or_dir, max_bytes)
     names = {log.eval.task for log in logs}
     records: list[dict[str, Any]] = []
     for log in logs:
@@ -102,6 +119,7 @@ def from_inspect(
                 threshold=threshold,
                 model=model,
                 prefix=len(names) > 1,
+                strict=strict,
             )
         )
     df = frame_from_records(records)
@@ -128,10 +146,10 @@ def _log_api() -> Any:
     return log_api
 
 
-def _read_logs(source: Any) -> list[Any]:
+def _read_logs(source: Any, max_bytes: int) -> list[Any]:
     items = list(source) if isinstance(source, list | tuple) else [source]
     if not items:
-        raise ValueError("from_inspect got an empty list of logs")
+        raise ImportFormatError("from_inspect got an empty list of logs")
     log_api = _log_api()
     logs = []
     for item in items:
@@ -146,13 +164,34 @@ def _read_logs(source: Any) -> list[Any]:
         if path.is_dir():
             found = log_api.list_eval_logs(str(path), formats=["eval", "json"], descending=False)
             if not found:
-                raise ValueError(f"no inspect_ai logs (.eval or .json) under {path}")
-            logs.extend(log_api.read_eval_log(info) for info in found)
-        elif path.is_file():
-            logs.append(log_api.read_eval_log(str(path)))
+                raise ImportFormatError(f"no inspect_ai logs (.eval or .json) under {path}")
+            logs.extend(_read_log(log_api, _local_path(info.name), max_bytes) for info in found)
+        elif path.exists():
+            logs.append(_read_log(log_api, str(path), max_bytes))
         else:
             raise FileNotFoundError(f"no inspect_ai log at {path}")
     return logs
+
+
+def _local_path(name: str) -> str:
+    """A local path from the name ``list_eval_logs`` gives (``file:///...`` or a path)."""
+    return urllib.parse.unquote(urllib.parse.urlparse(name).path) if name.startswith("file://") else name
+
+
+def _read_log(log_api: Any, path: str, max_bytes: int) -> Any:
+    """One log file, read only when it is a regular file within ``max_bytes`` (on disk and, for
+    an ``.eval`` zip, expanded: :func:`~passk_nb.importers.checks.read_zip`); inspect_ai then
+    reads it from memory."""
+    if path.endswith(".eval"):
+        opened, fmt = read_zip(path, max_bytes=max_bytes), "eval"
+    else:
+        opened, fmt = io.BytesIO(read_capped(path, max_bytes=max_bytes)), "json"
+    try:
+        log = log_api.read_eval_log(opened, format=fmt)
+    except MALFORMED as exc:  # pydantic's ValidationError is a ValueError
+        raise ImportFormatError(f"{path} is not a readable inspect_ai log: {str(exc)[:500]}") from None
+    log.location = path
+    return log
 
 
 def _log_records(
@@ -163,11 +202,12 @@ def _log_records(
     threshold: float | None,
     model: str | None,
     prefix: bool,
+    strict: bool,
 ) -> list[dict[str, Any]]:
     where = log.location or f"the log of task {log.eval.task!r}"
     samples = log.samples
     if not samples:
-        raise ValueError(
+        raise ImportFormatError(
             f"{where} holds no samples (was it written with --no-log-samples, or read header_only?)"
         )
     if log.status != "success":
@@ -185,10 +225,47 @@ def _log_records(
     missing: list[tuple[str, int]] = []
     unknown: list[Any] = []
     records = []
+    reader = RowReader(where, strict=strict)
+
+    def build(sample: Any, key: tuple[str, int], passed: bool, outcome: str, value: Any) -> dict[str, Any]:
+        nonlocal native
+        messages = [_chat(m) for m in sample.messages or []]
+        native = native or calls_tools(messages) or _offered_tools(sample)
+        conversation = chat_transcript(messages)
+        completion = sample.output.completion if sample.output else ""
+        return {
+            "run_id": run_id,
+            "suite": log.eval.task,
+            "task": f"{log.eval.task}/{key[0]}" if prefix else key[0],
+            "provider": "inspect_ai",
+            "model": model or eval_model,
+            "temperature": _float(temperature),
+            "trial": key[1] - 1,
+            "passed": passed,
+            "outcome": outcome,
+            "state_ok": passed,
+            **_usage(sample, eval_model),
+            **conversation,
+            # what inspect's scorers judged (a submit() tool's answer too); else the last text
+            "final_answer": cap_text(completion) if completion else conversation["final_answer"],
+            "state_diff": None,  # an inspect log keeps no final state of ours
+            "false_claims": None,  # not checked: that needs a suite's claim vocabulary and state
+            "latency_s": _float(getattr(sample, "total_time", None)),
+            "started_at": _timestamp(getattr(sample, "started_at", None)),
+            "error": cap_text(sample.error.message) if sample.error is not None else None,
+            "provider_meta": json.dumps(
+                {"scorer": name, "score": value, "sample_id": sample.id, "log": log.location},
+                default=str,
+            ),
+        }
+
     for sample in samples:
+        if isinstance(sample.epoch, bool) or not isinstance(sample.epoch, int) or sample.epoch < 1:
+            reader.read(f"sample {sample.id!r}", _bad_epoch, sample.epoch)
+            continue
         key = (str(sample.id), int(sample.epoch))
         if key in seen:
-            raise ValueError(
+            raise ImportFormatError(
                 f"{where} holds sample {key[0]!r} epoch {key[1]} more than once: "
                 "was it merged from several runs? Import the runs as separate logs"
             )
@@ -201,61 +278,49 @@ def _log_records(
         if _missing(value):
             passed, outcome = False, "infra_error"
         else:
-            verdict = _verdict(value, value_map, threshold)
+            try:
+                verdict = _verdict(value, value_map, threshold)
+            except ImportFormatError as exc:
+                raise ImportFormatError(f"{where}, sample {key[0]!r} epoch {key[1]}: {exc}") from None
             if verdict is None:
                 unknown.append(value)
                 continue
             passed, outcome = verdict, "pass" if verdict else "wrong_output"
-        messages = [_chat(m) for m in sample.messages or []]
-        native = native or calls_tools(messages) or _offered_tools(sample)
-        conversation = chat_transcript(messages)
-        completion = sample.output.completion if sample.output else ""
-        records.append(
-            {
-                "run_id": run_id,
-                "suite": log.eval.task,
-                "task": f"{log.eval.task}/{key[0]}" if prefix else key[0],
-                "provider": "inspect_ai",
-                "model": model or eval_model,
-                "temperature": _float(temperature),
-                "trial": key[1] - 1,
-                "passed": passed,
-                "outcome": outcome,
-                "state_ok": passed,
-                **_usage(sample, eval_model),
-                **conversation,
-                # what inspect's scorers judged (a submit() tool's answer too); else the last text
-                "final_answer": cap_text(completion) if completion else conversation["final_answer"],
-                "state_diff": None,  # an inspect log keeps no final state of ours
-                "false_claims": None,  # not checked: that needs a suite's claim vocabulary and state
-                "latency_s": _float(getattr(sample, "total_time", None)),
-                "started_at": _timestamp(getattr(sample, "started_at", None)),
-                "error": cap_text(sample.error.message) if sample.error is not None else None,
-                "provider_meta": json.dumps(
-                    {"scorer": name, "score": value, "sample_id": sample.id, "log": log.location},
-                    default=str,
-                ),
-            }
+        record = reader.read(
+            f"sample {key[0]!r} epoch {key[1]}",
+            build,
+            sample,
+            key,
+            passed,
+            outcome,
+            value,
         )
+        if record is not None:
+            records.append(record)
+    reader.warn_skipped(stacklevel=4)
     settings = {"protocol": "native" if native else "text"}
     settings.update(settings_label(_float(temperature), settings["protocol"]))
     records = sorted(
         ({**record, **settings} for record in records), key=lambda record: (record["task"], record["trial"])
     )
     if missing:
-        raise ValueError(
+        raise ImportFormatError(
             f"{len(missing)} sample epochs in {where} have no {name!r} score (e.g. sample "
             f"{missing[0][0]!r} epoch {missing[0][1]}): score the log first (`inspect score LOG`), "
             "or choose another scorer="
         )
     if unknown:
         found = sorted({repr(v) for v in unknown if isinstance(v, Hashable)})
-        raise ValueError(
+        raise ImportFormatError(
             f"scorer {name!r} in {where} gave values {found[:10]} that are not C/I, booleans or 1/0: "
             "say which pass with value_map= (e.g. value_map={'P': False}) or, for numeric scores, "
             "threshold= (e.g. threshold=1.0: scores >= 1.0 pass)"
         )
     return records
+
+
+def _bad_epoch(epoch: Any) -> dict[str, Any]:
+    raise FieldError("epoch", epoch, "not an epoch (inspect numbers epochs from 1)")
 
 
 def _choose_scorer(log: Any, scorer: str | None, where: str) -> str:
@@ -266,10 +331,10 @@ def _choose_scorer(log: Any, scorer: str | None, where: str) -> str:
                 names.append(name)
     if scorer is not None:
         if scorer not in names:
-            raise ValueError(f"no {scorer!r} scores in {where}; its scorers are {names}")
+            raise ImportFormatError(f"no {scorer!r} scores in {where}; its scorers are {names}")
         return scorer
     if len(names) != 1:
-        raise ValueError(
+        raise ImportFormatError(
             f"{where} has scores from {len(names)} scorers {names}: choose one with scorer="
             if names
             else f"{where} has no scores: score it first (`inspect score LOG`)"
@@ -303,7 +368,7 @@ def _verdict(value: Any, value_map: Mapping[Any, bool] | None, threshold: float 
     """Whether a score value is a success; None when it is not understood."""
     if isinstance(value, dict | list):
         keys = list(value) if isinstance(value, dict) else f"a list of {len(value)}"
-        raise ValueError(
+        raise ImportFormatError(
             f"score values with several parts ({keys}) are not supported: "
             "write a scorer that gives one value per sample, or use from_frame on your own table"
         )

@@ -52,6 +52,7 @@ import os
 import re
 import warnings
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,16 @@ import pandas as pd
 
 from passk_nb.data.ids import content_id, prompt_hash
 from passk_nb.data.records import frame_from_records
+from passk_nb.importers.checks import (
+    MALFORMED,
+    MAX_BYTES,
+    FieldError,
+    ImportFormatError,
+    RowReader,
+    check_regular,
+    load_json,
+    regular_files,
+)
 from passk_nb.importers.messages import calls_tools, chat_transcript, preview, settings_label
 
 #: |reward − 1| at most this counts as success (τ-bench's rule).
@@ -84,6 +95,8 @@ def from_tau_bench(
     suite: str | None = None,
     run_id: str | None = None,
     missing: str = "skip",
+    strict: bool = True,
+    max_bytes: int = MAX_BYTES,
 ) -> pd.DataFrame:
     """Trial records (:mod:`passk_nb.data.records` columns) from τ-bench or τ²-bench results.
 
@@ -100,8 +113,13 @@ def from_tau_bench(
     trials out, with a warning; ``"fail"`` adds them as failures, as τ-bench's report counts
     them (module docstring).
 
-    Raises ValueError for a duplicate (task, trial), a reward that is not a number, or a trial
-    number that is not a whole number ≥ 0.
+    Every field is converted to its record type where it can be (a ``duration`` of ``"1.5s"``
+    is 1.5 seconds); an entry that cannot be read (a reward that is not a number, a trial that is
+    not a whole number ≥ 0, a field of the wrong type) raises :class:`ImportFormatError` (a
+    ValueError) naming the file, the entry and the field, never an ``infra_error`` row;
+    ``strict=False`` skips such entries with a warning that counts them. Only regular files of
+    at most ``max_bytes`` are read (a FIFO or a device in a results folder is refused, unread).
+    A duplicate (task, trial) is a ValueError too.
 
     >>> results = [{"task_id": 0, "trial": t, "reward": r, "info": {}, "traj": []}
     ...            for t, r in enumerate([1.0, 0.0, 0.9999999])]
@@ -119,25 +137,55 @@ def from_tau_bench(
         if run_id is not None and len(source) > 1:
             raise ValueError("run_id= names one run; with several files leave it out (each gets its own)")
         frames = [
-            from_tau_bench(path, model=model, suite=suite, run_id=run_id, missing=missing) for path in source
+            from_tau_bench(
+                path,
+                model=model,
+                suite=suite,
+                run_id=run_id,
+                missing=missing,
+                strict=strict,
+                max_bytes=max_bytes,
+            )
+            for path in source
         ]
         return pd.concat(frames, ignore_index=True)
-    data = _load(source)
-    rid = run_id or "tau-" + content_id(data)  # the same whenever the content is
+    label = os.fspath(source) if isinstance(source, str | os.PathLike) else "the τ-bench results"
+    data, files = _load(source, max_bytes)
+    try:
+        rid = run_id or "tau-" + content_id(data)  # the same whenever the content is
+    except MALFORMED as exc:
+        raise ImportFormatError(f"{label} cannot be read ({type(exc).__name__}: {str(exc)[:200]})") from None
     file_model = _model_from_name(source)
+    reader = RowReader(label, strict=strict)
     if isinstance(data, Mapping) and "simulations" in data:
-        records = _tau2_records(data, model=model, suite=suite)
+        records = _tau2_records(data, model=model, suite=suite, reader=reader, files=files)
         if not records or not records[0]["model"]:
             records = [{**r, "model": file_model or f"unknown-{rid}"} for r in records]
     elif isinstance(data, Sequence) and not isinstance(data, str | bytes):
         name = model or file_model or f"unknown-{rid}"
         settings = _tau_settings(source, data)
-        records = [{**_tau_record(result, model=name, suite=suite), **settings} for result in data]
+        records = [
+            record
+            for i, result in enumerate(data)
+            if (
+                record := reader.read(
+                    _entry_label(i, result),
+                    partial(_tau_record, model=name, suite=suite),
+                    result,
+                    names=_TAU_NAMES,
+                )
+            )
+            is not None
+        ]
+        records = [{**record, **settings} for record in records]
     else:
-        raise ValueError(
-            "not a τ-bench result (a JSON list of {task_id, reward, info, traj, trial}) "
+        raise ImportFormatError(
+            f"{label} is not a τ-bench result (a JSON list of {{task_id, reward, info, traj, trial}}) "
             "nor a τ²-bench result (an object with 'simulations')"
         )
+    reader.warn_skipped(stacklevel=2)
+    if not records:
+        raise ImportFormatError(f"{label}: none of its {reader.total} records could be read")
     _reject_duplicates(records, source)
     records += _missing_trials(records, source, fill=missing == "fail")
     records = [
@@ -149,6 +197,45 @@ def from_tau_bench(
     return frame_from_records(
         {**record, "run_id": rid, "prompt_hash": record["prompt_hash"] or fill} for record in records
     )
+
+
+#: Record columns -> the τ-bench / τ²-bench fields they come from, for messages.
+_TAU_NAMES = {"task": "task_id", "latency_s": "duration", "started_at": "start_time"}
+
+
+def _entry_label(i: int, result: Any, what: str = "entry") -> str:
+    """``entry 3 (task '7' trial 1)``: where a record is in its file, for messages."""
+    if not isinstance(result, Mapping):
+        return f"{what} {i}"
+    task, trial = result.get("task_id"), result.get("trial")
+    parts = [
+        f"task {task!r}" if isinstance(task, str | int) else "",
+        f"trial {trial!r}" if isinstance(trial, int) else "",
+    ]
+    inner = " ".join(p for p in parts if p)
+    return f"{what} {i} ({inner})" if inner else f"{what} {i}"
+
+
+def _mapping(value: Any, field: str) -> Mapping[str, Any]:
+    """``value`` when it is an object (None: an empty one), else a FieldError naming ``field``."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise FieldError(field, value, "not an object")
+    return value
+
+
+def _messages(value: Any, field: str) -> list[Any]:
+    """``value`` when it is a list of messages (None: none), else a FieldError naming ``field``."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(m, Mapping) for m in value):
+        raise FieldError(field, value, "not a list of message objects")
+    for m in value:
+        calls = m.get("tool_calls")
+        if calls is not None and not isinstance(calls, list):
+            raise FieldError(f"{field}[].tool_calls", calls, "not a list")
+    return value
 
 
 def _is_path_list(source: Any) -> bool:
@@ -249,35 +336,40 @@ def _missing_trials(records: list[dict[str, Any]], source: Any, *, fill: bool) -
     return added
 
 
-def _load(source: Any) -> Any:
+def _load(source: Any, max_bytes: int) -> tuple[Any, list[str] | None]:
+    """The results, and for a τ²-bench folder the file each simulation came from."""
     if not isinstance(source, str | os.PathLike):
-        return source
+        return source, None
     path = Path(source)
     file = path / "results.json" if path.is_dir() else path
-    data = json.loads(file.read_text(encoding="utf-8"))
+    data = load_json(file, max_bytes=max_bytes)
     folder = file.parent / "simulations"  # τ²-bench folder format: one file per simulation
     if isinstance(data, dict) and not data.get("simulations") and folder.is_dir():
         index = data.get("simulation_index")
         if isinstance(index, list):  # τ²-bench lists its files: every one must be there
-            missing = [str(e.get("id")) for e in index if not (folder / f"{e.get('id')}.json").is_file()]
+            ids = [str(e.get("id")) if isinstance(e, Mapping) else repr(e) for e in index]
+            missing = [i for i in ids if not (folder / f"{i}.json").exists()]
             if missing:
-                raise ValueError(
+                raise ImportFormatError(
                     f"{file}: the simulation index lists {len(missing)} simulation(s) with no file in "
                     f"{folder}, e.g. {missing[0]}; the results folder is incomplete"
                 )
-        sims = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(folder.glob("*.json"))]
-        data = {**data, "simulations": sims}
-    return data
+            for i in ids:
+                check_regular(folder / f"{i}.json")
+        files = regular_files(folder, "*.json")
+        data = {**data, "simulations": [load_json(p, max_bytes=max_bytes) for p in files]}
+        return data, [os.fspath(p) for p in files]
+    return data, None
 
 
 def _tau_record(result: Mapping[str, Any], *, model: str, suite: str | None) -> dict[str, Any]:
     if not isinstance(result, Mapping):
-        raise ValueError(f"τ-bench result entries must be objects; got {preview(result)}")
+        raise ImportFormatError(f"τ-bench result entries must be objects; got {preview(result)}")
     missing = [key for key in ("task_id", "reward", "trial") if key not in result]
     if missing:
-        raise ValueError(f"τ-bench result lacks {missing}: {preview(result)}")
-    info = result.get("info") or {}
-    traj = result.get("traj") or []
+        raise ImportFormatError(f"τ-bench result lacks {missing}: {preview(result)}")
+    info = _mapping(result.get("info"), "info")
+    traj = _messages(result.get("traj"), "traj")
     crashed = "error" in info
     passed = not crashed and _passed(_reward(result))
     return {
@@ -290,44 +382,71 @@ def _tau_record(result: Mapping[str, Any], *, model: str, suite: str | None) -> 
     }
 
 
-def _tau2_records(data: Mapping[str, Any], *, model: str | None, suite: str | None) -> list[dict[str, Any]]:
-    info = data.get("info") or {}
-    agent_info = info.get("agent_info") or {}
-    model = model or agent_info.get("llm") or ""
-    suite = suite or (info.get("environment_info") or {}).get("domain_name") or "tau2-bench"
-    temperature = (agent_info.get("llm_args") or {}).get("temperature")
-    if not data["simulations"]:
-        raise ValueError("the τ²-bench results hold no simulations: nothing to import (did the run finish?)")
-    records = []
+def _tau2_records(
+    data: Mapping[str, Any],
+    *,
+    model: str | None,
+    suite: str | None,
+    reader: RowReader,
+    files: list[str] | None,
+) -> list[dict[str, Any]]:
+    try:
+        info = _mapping(data.get("info"), "info")
+        agent_info = _mapping(info.get("agent_info"), "info.agent_info")
+        model = model or agent_info.get("llm") or ""
+        suite = suite or _mapping(info.get("environment_info"), "info.environment_info").get("domain_name")
+        temperature = _mapping(agent_info.get("llm_args"), "info.agent_info.llm_args").get("temperature")
+    except FieldError as exc:
+        raise ImportFormatError(f"{reader.source}: {exc}") from None
+    sims = data["simulations"]
+    if not isinstance(sims, list):
+        raise ImportFormatError(f"{reader.source}: 'simulations' holds {preview(sims)}, not a list")
+    if not sims:
+        raise ImportFormatError(
+            f"{reader.source}: the τ²-bench results hold no simulations: nothing to import "
+            "(did the run finish?)"
+        )
     seen: dict[str, int] = {}
-    for sim in data["simulations"]:
-        task = str(sim["task_id"])
-        seen[task] = seen.get(task, 0) + 1
-        trial = seen[task] - 1 if sim.get("trial") is None else sim["trial"]
-        reward = (sim.get("reward_info") or {}).get("reward")
+
+    def record(sim: Any) -> dict[str, Any]:
+        if not isinstance(sim, Mapping):
+            raise ImportFormatError(f"a simulation must be an object; got {preview(sim)}")
+        if "task_id" not in sim:
+            raise ImportFormatError(f"the simulation lacks 'task_id': {preview(sim)}")
+        task = _task(sim["task_id"])
+        trial = seen.get(task, 0) if sim.get("trial") is None else sim["trial"]
+        reward = _mapping(sim.get("reward_info"), "reward_info").get("reward")
         reason = sim.get("termination_reason") or ""
+        if not isinstance(reason, str):
+            raise FieldError("termination_reason", reason, "not text")
         infra = reason in TAU2_INFRA_REASONS
         passed = not infra and reward is not None and _passed(_reward({**sim, "reward": reward}))
         failure = "infra_error" if infra else "max_turns" if reason == "max_steps" else "wrong_state"
-        records.append(
-            {
-                **_common({**sim, "trial": trial, "reward": reward}, sim.get("messages") or [], passed),
-                "suite": suite,
-                "provider": "tau2-bench",
-                "model": model,
-                "protocol": "native",  # τ²-bench's agent calls tools natively
-                "outcome": "pass" if passed else failure,
-                "error": reason if infra else None,
-                "latency_s": sim.get("duration"),
-                **_tau2_details(sim, temperature),
-            }
-        )
+        messages = _messages(sim.get("messages"), "messages")
+        row = {
+            **_common({**sim, "trial": trial, "reward": reward}, messages, passed),
+            "suite": suite or "tau2-bench",
+            "provider": "tau2-bench",
+            "model": model,
+            "protocol": "native",  # τ²-bench's agent calls tools natively
+            "outcome": "pass" if passed else failure,
+            "error": reason if infra else None,
+            "latency_s": sim.get("duration"),
+            **_tau2_details(sim, messages, temperature),
+        }
+        seen[task] = seen.get(task, 0) + 1
+        return row
+
+    records = []
+    for i, sim in enumerate(sims):
+        where = _entry_label(i, sim, "simulation") if files is None else files[i]
+        if (row := reader.read(where, record, sim, names=_TAU_NAMES)) is not None:
+            records.append(row)
     return records
 
 
-def _tau2_details(sim: Mapping[str, Any], temperature: Any) -> dict[str, Any]:
+def _tau2_details(sim: Mapping[str, Any], messages: list[Any], temperature: Any) -> dict[str, Any]:
     """What a τ²-bench simulation says beyond its verdict: tokens, seed, start, temperature."""
-    messages = [m for m in sim.get("messages") or [] if isinstance(m, Mapping)]
     agent = [m for m in messages if m.get("role") == "assistant"]
     usages = [m["usage"] for m in agent if isinstance(m.get("usage"), Mapping)]
 
@@ -337,15 +456,11 @@ def _tau2_details(sim: Mapping[str, Any], temperature: Any) -> dict[str, Any]:
         ]
         return sum(values) if values else None
 
-    started = (
-        pd.to_datetime(sim.get("start_time"), utc=True, errors="coerce") if sim.get("start_time") else None
-    )
-    seed = sim.get("seed")
     return {
         "input_tokens": total("prompt_tokens"),
         "output_tokens": total("completion_tokens"),
-        "seed": seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
-        "started_at": None if started is None or pd.isna(started) else started,
+        "seed": sim.get("seed"),
+        "started_at": sim.get("start_time") or None,
         "temperature": float(temperature) if isinstance(temperature, int | float) else None,
     }
 
@@ -354,7 +469,7 @@ def _common(result: Mapping[str, Any], messages: list[Mapping[str, Any]], passed
     """Fields τ-bench and τ²-bench results share: ids, reward, the transcript and its counts."""
     system = next((m.get("content") for m in messages[:1] if m.get("role") == "system"), None)
     return {
-        "task": str(result["task_id"]),
+        "task": _task(result["task_id"]),
         "trial": _trial(result),
         "passed": passed,
         "state_ok": passed,
@@ -364,6 +479,13 @@ def _common(result: Mapping[str, Any], messages: list[Mapping[str, Any]], passed
         "false_claims": None,  # not checked: that needs the suite's claim vocabulary and the final state
         "provider_meta": json.dumps({"reward": result["reward"]}),
     }
+
+
+def _task(value: Any) -> str:
+    """A task id: text or a whole number (τ-bench numbers its tasks), as text."""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise FieldError("task_id", value, "not text or a whole number")
+    return str(value)
 
 
 def _passed(reward: float) -> bool:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from passk_nb.data.records import claims_checked
 from passk_nb.stats.flags import claimed_unperformed_action
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
 from passk_nb.stats.summary import summarize
@@ -30,7 +31,8 @@ def report_frame(
     """:func:`~passk_nb.stats.summary.summarize` with the counts a report shows beside the trials.
 
     Adds ``n_claimed_unperformed`` (final answers that claim an action the final state does
-    not show, :func:`passk_nb.stats.flags.claimed_unperformed_action`) and ``n_agent_errors``
+    not show, :func:`passk_nb.stats.flags.claimed_unperformed_action`), ``n_claims_checked``
+    (trials whose claims were checked; 0 for imported ones: "n/a") and ``n_agent_errors``
     (trials whose outcome is ``agent_error``). A group whose every trial was an infrastructure
     error gets NaN values and a warning that says so; when every trial of the frame was one,
     a ValueError says what to check.
@@ -65,11 +67,14 @@ def report_frame(
         )
     extras = df.assign(
         _claimed=claimed_unperformed_action(df).to_numpy(),
+        _checked=claims_checked(df).to_numpy(),
         _agent_error=(df["outcome"] == "agent_error").to_numpy(),
         _usable=(~infra_rows).to_numpy() if infra == "exclude" else True,
     )
     keys = list(by) if by else [pd.Series(0, index=df.index)]
-    counts = extras.groupby(keys, sort=False, dropna=False)[["_claimed", "_agent_error", "_usable"]].sum()
+    counts = extras.groupby(keys, sort=False, dropna=False)[
+        ["_claimed", "_checked", "_agent_error", "_usable"]
+    ].sum()
     dead = counts.index[counts["_usable"] == 0]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -98,9 +103,15 @@ def report_frame(
                 stacklevel=2,
             )
     flagged = (
-        counts[["_claimed", "_agent_error"]]
+        counts[["_claimed", "_checked", "_agent_error"]]
         .astype("int64")
-        .rename(columns={"_claimed": "n_claimed_unperformed", "_agent_error": "n_agent_errors"})
+        .rename(
+            columns={
+                "_claimed": "n_claimed_unperformed",
+                "_checked": "n_claims_checked",
+                "_agent_error": "n_agent_errors",
+            }
+        )
     )
     if by:
         return out.merge(flagged.reset_index(), on=list(by), how="left")

@@ -312,7 +312,10 @@ def report_display(report: pd.DataFrame, *, by: Sequence[str], ci: float = CI) -
         else str(int(row["n_infra_excluded"]))
         for row in report.to_dict("records")
     ]
-    out["claimed not done"] = report["n_claimed_unperformed"].astype(int).astype(str)
+    out["claimed not done"] = [  # imported trials have no claim check: unknown, not 0
+        str(int(n)) if checked else "n/a"
+        for n, checked in zip(report["n_claimed_unperformed"], report["n_claims_checked"], strict=True)
+    ]
     out["agent errors"] = report["n_agent_errors"].astype(int).astype(str)
     if "cost_usd_per_trial" in report.columns:
         rows = report.to_dict("records")
@@ -374,9 +377,11 @@ def report_notes(report: pd.DataFrame, *, ci: float = CI) -> list[str]:
         "infra excl.: infrastructure errors, left out of n on the assumption that they are unrelated "
         f"to task difficulty; in brackets, pass^{k} had they counted as failures."
     )
+    unchecked = "n_claims_checked" in report.columns and (report["n_claims_checked"] == 0).any()
     notes.append(
-        "claimed not done: final answers claiming an action the final state does not show; "
-        "agent errors: exceptions raised by the agent's own code."
+        "claimed not done: final answers claiming an action the final state does not show"
+        + (" (n/a: imported trials, whose final state is not recorded)" if unchecked else "")
+        + "; agent errors: exceptions raised by the agent's own code."
     )
     if "cost_usd_per_trial" in report.columns:
         p_in, p_out = report["price_in"].iloc[0], report["price_out"].iloc[0]

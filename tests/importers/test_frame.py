@@ -41,10 +41,10 @@ def test_two_models_are_two_runs_never_pooled():
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        ({"ok": [1, 1, 1, 1, 1, 1, 0, 0.5]}, "successes must be booleans"),
-        ({"ok": [1, 1, 1, 1, 1, 1, 0, None]}, "missing successes"),
+        ({"ok": [1, 1, 1, 1, 1, 1, 0, 0.5]}, r"row 7: ok holds 0.5, not a success"),
+        ({"ok": [1, 1, 1, 1, 1, 1, 0, None]}, r"row 7: ok holds nan, a missing success"),
         ({"attempt": [1, 1, 3, 4, 1, 2, 3, 4]}, "share a \\(model, task, trial\\)"),
-        ({"attempt": [1, 2, 3, 4.5, 1, 2, 3, 4]}, "whole numbers"),
+        ({"attempt": [1, 2, 3, 4.5, 1, 2, 3, 4]}, r"row 3: attempt holds 4.5, not a whole number"),
         ({"ok": ["yes", "no", "maybe", "no"] * 2}, "maybe"),
     ],
 )
