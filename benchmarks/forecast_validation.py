@@ -9,16 +9,20 @@ the model-free bounds when declined), the model interval's own coverage, bias, R
 
     python benchmarks/forecast_validation.py                       # the README table (T 5-40, n 4 and 8)
     python benchmarks/forecast_validation.py --tasks 40 --trials 8 --only three
+    python benchmarks/forecast_validation.py --trials 8 --only Beta --save a.json   # split a run ...
+    python benchmarks/forecast_validation.py --tables a.json b.json                # ... and join its tables
     python benchmarks/forecast_validation.py --plan                # plan(): predicted vs simulated
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -277,7 +281,9 @@ def main() -> None:
     parser.add_argument("--suites", type=int, default=100)
     parser.add_argument("--n-boot", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--only", default=None, help="run only populations whose name contains this")
+    parser.add_argument("--only", nargs="+", help="run only populations whose name contains one of these")
+    parser.add_argument("--save", help="also write the cells' results to this JSON file")
+    parser.add_argument("--tables", nargs="+", help="print the README tables of saved runs (--save) and stop")
     parser.add_argument(
         "--plan", action="store_true", help="plan(): predicted vs simulated half-width and power"
     )
@@ -287,10 +293,24 @@ def main() -> None:
         plan_validation(args.seed)
         print(f"({time.perf_counter() - start:.0f} s)")
         return
+    if args.tables:
+        saved = [json.loads(Path(path).read_text()) for path in args.tables]
+        loaded = {
+            (cell["population"], cell["tasks"], cell["trials"]): {
+                k: np.array(v, float) for k, v in cell["result"].items()
+            }
+            for run in saved
+            for cell in run
+        }
+        # In the order of POPULATIONS, whichever run each cell came from.
+        order = {name: i for i, name in enumerate(POPULATIONS)}
+        results = dict(sorted(loaded.items(), key=lambda item: (order[item[0][0]], item[0][1], item[0][2])))
+        markdown(results, sorted({key[1] for key in results}), sorted({key[2] for key in results}))
+        return
     print(f"{args.suites} suites per cell, {args.n_boot} bootstrap refits per model, 95% intervals")
     results = {}
     for i, (name, truth) in enumerate(POPULATIONS.items()):
-        if args.only and args.only not in name:
+        if args.only and not any(part in name for part in args.only):
             continue
         for tasks in args.tasks:
             for trials in args.trials:
@@ -306,6 +326,12 @@ def main() -> None:
                 ]
                 print(f"  {name} T={tasks} n={trials}: " + " | ".join(parts), flush=True)
     markdown(results, args.tasks, args.trials)
+    if args.save:
+        cells = [
+            {"population": name, "tasks": t, "trials": n, "result": {k: v.tolist() for k, v in r.items()}}
+            for (name, t, n), r in results.items()
+        ]
+        Path(args.save).write_text(json.dumps(cells, indent=1))
     if args.only is None:
         first_of_sixteen(40, args.suites, args.n_boot, args.seed)
     print(f"({time.perf_counter() - start:.0f} s)")
