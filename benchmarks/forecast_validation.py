@@ -1,103 +1,172 @@
 """Measure how often forecast()'s interval covers the true pass^K, and the point forecast's error.
 
-Simulates suites of T tasks from known populations (the mixture the model assumes, and ones it
-does not: a two-point mixture, a uniform, a cluster just below p = 1), runs n trials per task, fits,
-and compares with the population's true pass^K at K = 16 and 64. Also: fit on the first 4 of 16
-trials and compare with the unbiased pass^16 from all 16.
+Simulates suites of T tasks from known populations — the mixture the model assumes, and shapes it
+does not describe (clusters of p, a logit-normal, a U-shaped Beta, one flaky task among certain
+ones, every task at p = 0.9) — runs n trials per task, calls forecast() on the counts exactly as a
+user would, and compares what it returns with the population's true pass^K at K = 16 and 64:
+how often it declines, the coverage of the interval a user reads (the model's lo/hi when given,
+the model-free bounds when declined), the model interval's own coverage, bias, RMSE and width.
 
-    python benchmarks/forecast_validation.py                 # 200 suites, T = 40, n = 4
-    python benchmarks/forecast_validation.py --tasks 10 20   # the decline threshold
-    python benchmarks/forecast_validation.py --bounds --suites 100   # model-free bounds' coverage
-    python benchmarks/forecast_validation.py --plan          # plan(): predicted vs simulated
+    python benchmarks/forecast_validation.py                       # the README table (T 5-40, n 4 and 8)
+    python benchmarks/forecast_validation.py --tasks 40 --trials 8 --only three
+    python benchmarks/forecast_validation.py --trials 8 --only Beta --save a.json   # split a run ...
+    python benchmarks/forecast_validation.py --tables a.json b.json                # ... and join its tables
+    python benchmarks/forecast_validation.py --plan                # plan(): predicted vs simulated
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy import integrate, special
 from scipy import stats as sps
 
 from passk_nb.stats.estimators import pass_hat_k
-from passk_nb.stats.forecast import Mixture, bootstrap_mixtures, data_bounds, fit_mixture, pass_hat_interval
+from passk_nb.stats.forecast import Mixture, forecast
 from passk_nb.stats.planning import Population, components, paired_power, plan
 
 KS = np.array([16, 64])
+Sampler = Callable[[tuple[int, ...], np.random.Generator], np.ndarray]
 
 
-def two_point(lo: float, hi: float, share_hi: float):
+@dataclass(frozen=True)
+class Truth:
+    """A population of tasks: how to draw a suite's p (size (suites, tasks)) and its true pass^K."""
+
+    sample: Sampler
+    pass_hat: Callable[[np.ndarray, int], np.ndarray]  # (ks, tasks) -> true suite pass^K
+
+
+def mixture(fit: Mixture) -> Truth:
+    return Truth(fit.sample, lambda ks, tasks: fit.pass_hat(ks))
+
+
+def atoms(p: list[float], share: list[float]) -> Truth:
+    """Tasks at the values ``p`` in shares ``share``."""
+    values, weights = np.array(p), np.array(share)
+
     def sample(size: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
-        return np.where(rng.random(size) < share_hi, hi, lo)
+        return rng.choice(values, size=size, p=weights)
 
-    truth = (1 - share_hi) * lo**KS + share_hi * hi**KS
-    return sample, truth
+    return Truth(sample, lambda ks, tasks: (weights[:, None] * values[:, None] ** ks[None, :]).sum(0))
+
+
+def logit_normal(mu: float, sd: float) -> Truth:
+    def sample(size: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+        return special.expit(rng.normal(mu, sd, size))
+
+    def truth(ks: np.ndarray, tasks: int) -> np.ndarray:
+        def moment(k: int) -> float:
+            return integrate.quad(
+                lambda z: special.expit(z) ** k * sps.norm.pdf(z, mu, sd), -40, 40, limit=400
+            )[0]
+
+        return np.array([moment(int(k)) for k in ks])
+
+    return Truth(sample, truth)
+
+
+def one_flaky(p: float = 0.5) -> Truth:
+    """Every task certain (p = 1) but one, at ``p``: the suite's truth depends on its size."""
+
+    def sample(size: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+        out = np.ones(size)
+        out[..., 0] = p
+        return out
+
+    return Truth(sample, lambda ks, tasks: (tasks - 1 + p ** ks.astype(float)) / tasks)
 
 
 POPULATIONS = {
-    "mixture (0.3 always, 0.1 never, Beta(2,1))": (
-        Mixture(0.3, 0.1, 2.0, 1.0).sample,
-        Mixture(0.3, 0.1, 2.0, 1.0).pass_hat(KS),
-    ),
-    "pure Beta(0.6, 0.3)": (Mixture(0.0, 0.0, 0.6, 0.3).sample, Mixture(0.0, 0.0, 0.6, 0.3).pass_hat(KS)),
-    "uniform p": (Mixture(0.0, 0.0, 1.0, 1.0).sample, Mixture(0.0, 0.0, 1.0, 1.0).pass_hat(KS)),
-    "two-point p ∈ {0.5, 0.97} (not beta-binomial)": two_point(0.5, 0.97, 0.5),
-    "two-point p ∈ {0.3, 1.0} + 0 (in model)": two_point(0.3, 1.0, 0.6),
+    "mixture 0.3 always, 0.1 never, Beta(2,1)": mixture(Mixture(0.3, 0.1, 2.0, 1.0)),
+    "Beta(0.6,0.3)": mixture(Mixture(0.0, 0.0, 0.6, 0.3)),
+    "uniform p": mixture(Mixture(0.0, 0.0, 1.0, 1.0)),
+    "Beta(5,1)": mixture(Mixture(0.0, 0.0, 5.0, 1.0)),
+    "U-shaped Beta(0.3,0.3)": mixture(Mixture(0.0, 0.0, 0.3, 0.3)),
+    "logit-normal(1,1.5)": logit_normal(1.0, 1.5),
+    "two-point {0.5, 0.97}": atoms([0.5, 0.97], [0.5, 0.5]),
+    "two-point {0.3: 40%, 1: 60%}": atoms([0.3, 1.0], [0.4, 0.6]),
+    "three-point {0: 15%, 0.6: 50%, 0.95: 35%}": atoms([0.0, 0.6, 0.95], [0.15, 0.5, 0.35]),
+    "all tasks p = 0.9": atoms([0.9], [1.0]),
+    "one flaky task (p = 0.5) among certain ones": one_flaky(0.5),
 }
 
 
-def run(sample, truth: np.ndarray, tasks: int, trials: int, suites: int, n_boot: int, ci: float, seed: int):
+def counts_table(c: np.ndarray, trials: int) -> pd.DataFrame:
+    """A counts table, one row per (suite, task), as forecast() accepts it."""
+    suites, tasks = c.shape
+    return pd.DataFrame(
+        {
+            "sim": np.repeat(np.arange(suites), tasks),
+            "task": np.tile(np.arange(tasks), suites),
+            "n": trials,
+            "c": c.ravel(),
+        }
+    )
+
+
+def simulate(
+    truth: Truth, tasks: int, trials: int, suites: int, n_boot: int, seed: int
+) -> dict[str, np.ndarray]:
+    """forecast() on ``suites`` simulated suites: per K, the share declined, the coverage of what a
+    user reads and of the model interval when given, the point's bias and RMSE, the mean widths."""
     rng = np.random.default_rng(seed)
-    covered, errors, widths, declined = [], [], [], 0
-    n = np.full(tasks, trials)
-    for _ in range(suites):
-        c = rng.binomial(n, sample((tasks,), rng))
-        if int(((c > 0) & (c < n)).sum()) < 2:
-            declined += 1
-            continue
-        fit = fit_mixture(n, c)
-        point = fit.pass_hat(KS)
-        lo, hi = pass_hat_interval(point, bootstrap_mixtures(fit, n, n_boot, rng), KS, ci)
-        covered.append((lo <= truth) & (truth <= hi))
-        errors.append(point - truth)
-        widths.append(hi - lo)
-    cov, err, wid = np.mean(covered, 0), np.array(errors), np.mean(widths, 0)
-    return cov, np.mean(err, 0), np.sqrt(np.mean(err**2, 0)), wid, declined
+    c = rng.binomial(trials, truth.sample((suites, tasks), rng))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        out = forecast(counts_table(c, trials), ks=tuple(KS), by="sim", n_boot=n_boot, seed=seed)
+    true = truth.pass_hat(KS, tasks)
+    out["truth"] = np.tile(true, suites)
+    given = out["given"].to_numpy()
+    lo = np.where(given, out["lo"], out["bound_lo"])
+    hi = np.where(given, out["hi"], out["bound_hi"])
+    out["read_covers"] = (lo <= out["truth"]) & (out["truth"] <= hi)
+    out["read_width"] = hi - lo
+    out["model_covers"] = (out["lo"] <= out["truth"]) & (out["truth"] <= out["hi"])
+    out["bounds_covers"] = (out["bound_lo"] <= out["truth"]) & (out["truth"] <= out["bound_hi"])
+    out["error"] = out["pass^k"] - out["truth"]
+    out["squared_error"] = out["error"] ** 2
+    rows = out.groupby("k")
+    fitted = out[given].groupby("k")
+    return {
+        "truth": true,
+        "declined": 1 - rows["given"].mean().to_numpy(),
+        "read": rows["read_covers"].mean().to_numpy(),
+        "read_width": rows["read_width"].mean().to_numpy(),
+        "model": fitted["model_covers"].mean().reindex(KS).to_numpy(),
+        "bias": fitted["error"].mean().reindex(KS).to_numpy(),
+        "rmse": np.sqrt(fitted["squared_error"].mean()).reindex(KS).to_numpy(),
+        "width": (fitted["hi"].mean() - fitted["lo"].mean()).reindex(KS).to_numpy(),
+        "bounds": rows["bounds_covers"].mean().to_numpy(),
+    }
 
 
 def first_of_sixteen(tasks: int, suites: int, n_boot: int, seed: int) -> None:
     """Fit on trials 1-4 of 16, compare the forecast of pass^16 with the unbiased value from all 16."""
     rng = np.random.default_rng(seed)
-    pop = Mixture(0.3, 0.1, 2.0, 1.0)
-    hits, errs = [], []
-    for _ in range(suites):
-        p = pop.sample((tasks,), rng)
-        passed = rng.random((tasks, 16)) < p[:, None]
-        n4, c4 = np.full(tasks, 4), passed[:, :4].sum(1)
-        target = float(np.mean(pass_hat_k(16, passed.sum(1), 16)))
-        fit = fit_mixture(n4, c4)
-        point = fit.pass_hat(np.array([16]))
-        lo, hi = pass_hat_interval(point, bootstrap_mixtures(fit, n4, n_boot, rng), np.array([16]), 0.95)
-        hits.append(bool(lo[0] <= target <= hi[0]))
-        point = float(point[0])
-        errs.append(point - target)
-    print(
-        f"first 4 of 16 trials, T={tasks}: forecast pass^16 vs unbiased pass^16 of all 16 trials: "
-        f"interval contains it {np.mean(hits):.1%}, mean error {np.mean(errs):+.3f}, "
-        f"RMSE {np.sqrt(np.mean(np.square(errs))):.3f}"
+    passed = (
+        rng.random((suites, tasks, 16)) < Mixture(0.3, 0.1, 2.0, 1.0).sample((suites, tasks), rng)[..., None]
     )
-
-
-def bounds_coverage(sample, truth: np.ndarray, tasks: int, trials: int, suites: int, seed: int):
-    rng = np.random.default_rng(seed)
-    n = np.full(tasks, trials)
-    hits, widths = [], []
-    for _ in range(suites):
-        b = data_bounds(n, rng.binomial(n, sample((tasks,), rng)), KS, 0.95)
-        hits.append((b[:, 0] <= truth) & (truth <= b[:, 1]))
-        widths.append(b[:, 1] - b[:, 0])
-    return np.mean(hits, 0), np.mean(widths, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        out = forecast(counts_table(passed[..., :4].sum(-1), 4), ks=(16,), by="sim", n_boot=n_boot, seed=seed)
+    target = np.asarray(pass_hat_k(16, passed.sum(-1), 16)).mean(1)
+    given = out["given"].to_numpy()
+    hits = (out["lo"] <= target) & (target <= out["hi"])
+    errors = (out["pass^k"] - target)[given]
+    print(
+        f"first 4 of 16 trials, T={tasks}: forecast pass^16 vs unbiased pass^16 of all 16 trials "
+        f"({given.sum()} of {suites} suites forecast): interval contains it {hits[given].mean():.1%}, "
+        f"mean error {errors.mean():+.3f}, RMSE {np.sqrt(np.mean(errors**2)):.3f}"
+    )
 
 
 def plan_validation(seed: int) -> None:
@@ -150,17 +219,71 @@ def plan_validation(seed: int) -> None:
         )
 
 
+def span(values: np.ndarray, fmt: str) -> str:
+    """'lo–hi' of the finite values (one value when they agree)."""
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return "—"
+    lo, hi = format(values.min(), fmt), format(values.max(), fmt)
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
+def gather(cells: list[dict[str, np.ndarray]], field: str, k: int | None = None) -> np.ndarray:
+    """One field of every cell, at K index ``k`` (None: both K)."""
+    return np.concatenate([np.atleast_1d(r[field] if k is None else r[field][k]) for r in cells])
+
+
+def markdown(
+    results: dict[tuple[str, int, int], dict[str, np.ndarray]], tasks: list[int], trials: list[int]
+) -> None:
+    """The README tables: per population, ranges over the cells with T ≥ 20, then the small suites."""
+    names = list(dict.fromkeys(key[0] for key in results))
+    big, small = [t for t in tasks if t >= 20], [t for t in tasks if t < 20]
+    cells = f"T = {', '.join(map(str, big))}; n = {', '.join(map(str, trials))}"
+    print(f"\n{cells} (ranges over those cells), 95% intervals")
+    print(
+        "| population | declined | covers, K = 16 | covers, K = 64 | model interval alone "
+        "| bias, K = 16 | bias, K = 64 | width, K = 64 |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for name in names:
+        cells = [r for (pop, t, _), r in results.items() if pop == name and t in big]
+        if cells:
+            print(
+                f"| {name} | {span(gather(cells, 'declined', 0), '.0%')} "
+                f"| {span(gather(cells, 'read', 0), '.0%')} "
+                f"| {span(gather(cells, 'read', 1), '.0%')} | {span(gather(cells, 'model'), '.0%')} "
+                f"| {span(gather(cells, 'bias', 0), '+.2f')} | {span(gather(cells, 'bias', 1), '+.2f')} "
+                f"| {span(gather(cells, 'width', 1), '.2f')} |"
+            )
+    if small:
+        print(
+            f"\nT = {', '.join(map(str, small))}, n = {', '.join(map(str, trials))}: "
+            "share declined, coverage of what a user reads"
+        )
+        print("| population | declined | covers, K = 16 | covers, K = 64 |")
+        print("|---|---|---|---|")
+        for name in names:
+            cells = [r for (pop, t, _), r in results.items() if pop == name and t in small]
+            print(
+                f"| {name} | {span(gather(cells, 'declined', 0), '.0%')} "
+                f"| {span(gather(cells, 'read', 0), '.0%')} "
+                f"| {span(gather(cells, 'read', 1), '.0%')} |"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--tasks", type=int, nargs="+", default=[40])
-    parser.add_argument("--trials", type=int, default=4)
-    parser.add_argument("--suites", type=int, default=200)
-    parser.add_argument("--n-boot", type=int, default=400)
+    parser.add_argument("--tasks", type=int, nargs="+", default=[5, 10, 20, 40])
+    parser.add_argument("--trials", type=int, nargs="+", default=[4, 8])
+    parser.add_argument("--suites", type=int, default=100)
+    parser.add_argument("--n-boot", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--only", default=None, help="run only populations whose name contains this")
-    parser.add_argument("--bounds", action="store_true", help="coverage of the model-free bounds instead")
+    parser.add_argument("--only", nargs="+", help="run only populations whose name contains one of these")
+    parser.add_argument("--save", help="also write the cells' results to this JSON file")
+    parser.add_argument("--tables", nargs="+", help="print the README tables of saved runs (--save) and stop")
     parser.add_argument(
         "--plan", action="store_true", help="plan(): predicted vs simulated half-width and power"
     )
@@ -170,35 +293,47 @@ def main() -> None:
         plan_validation(args.seed)
         print(f"({time.perf_counter() - start:.0f} s)")
         return
-    if args.bounds:
-        for tasks in args.tasks:
-            print(f"model-free bounds: T={tasks}, n={args.trials}, {args.suites} suites, 95%")
-            for name, (sample, truth) in POPULATIONS.items():
-                cov, width = bounds_coverage(sample, truth, tasks, args.trials, args.suites, args.seed)
-                parts = [
-                    f"K={k}: coverage {c:.1%} width {w:.3f}" for k, c, w in zip(KS, cov, width, strict=True)
-                ]
-                print(f"  {name}: " + " | ".join(parts))
-        print(f"({time.perf_counter() - start:.0f} s)")
+    if args.tables:
+        saved = [json.loads(Path(path).read_text()) for path in args.tables]
+        loaded = {
+            (cell["population"], cell["tasks"], cell["trials"]): {
+                k: np.array(v, float) for k, v in cell["result"].items()
+            }
+            for run in saved
+            for cell in run
+        }
+        # In the order of POPULATIONS, whichever run each cell came from.
+        order = {name: i for i, name in enumerate(POPULATIONS)}
+        results = dict(sorted(loaded.items(), key=lambda item: (order[item[0][0]], item[0][1], item[0][2])))
+        markdown(results, sorted({key[1] for key in results}), sorted({key[2] for key in results}))
         return
-    for tasks in args.tasks:
-        print(
-            f"T={tasks} tasks, n={args.trials} trials, {args.suites} suites, "
-            f"{args.n_boot} bootstrap fits, 95% interval"
-        )
-        for name, (sample, truth) in POPULATIONS.items():
-            if args.only and args.only not in name:
-                continue
-            cov, bias, rmse, width, declined = run(
-                sample, truth, tasks, args.trials, args.suites, args.n_boot, 0.95, args.seed
-            )
-            parts = [
-                f"K={k}: true {t:.3f} coverage {c:.1%} bias {b:+.3f} RMSE {r:.3f} width {w:.3f}"
-                for k, t, c, b, r, w in zip(KS, truth, cov, bias, rmse, width, strict=True)
-            ]
-            print(f"  {name}: " + " | ".join(parts) + (f" ({declined} suites declined)" if declined else ""))
+    print(f"{args.suites} suites per cell, {args.n_boot} bootstrap refits per model, 95% intervals")
+    results = {}
+    for i, (name, truth) in enumerate(POPULATIONS.items()):
+        if args.only and not any(part in name for part in args.only):
+            continue
+        for tasks in args.tasks:
+            for trials in args.trials:
+                seed = args.seed + 1000 * i + 10 * tasks + trials
+                r = simulate(truth, tasks, trials, args.suites, args.n_boot, seed)
+                results[name, tasks, trials] = r
+                parts = [
+                    f"K={k}: true {r['truth'][j]:.3f} declined {r['declined'][j]:.0%} "
+                    f"covers {r['read'][j]:.0%} "
+                    f"(model {r['model'][j]:.0%}, bounds {r['bounds'][j]:.0%}) bias {r['bias'][j]:+.3f} "
+                    f"RMSE {r['rmse'][j]:.3f} width {r['width'][j]:.3f}"
+                    for j, k in enumerate(KS)
+                ]
+                print(f"  {name} T={tasks} n={trials}: " + " | ".join(parts), flush=True)
+    markdown(results, args.tasks, args.trials)
+    if args.save:
+        cells = [
+            {"population": name, "tasks": t, "trials": n, "result": {k: v.tolist() for k, v in r.items()}}
+            for (name, t, n), r in results.items()
+        ]
+        Path(args.save).write_text(json.dumps(cells, indent=1))
     if args.only is None:
-        first_of_sixteen(args.tasks[0], args.suites // 2, args.n_boot, args.seed)
+        first_of_sixteen(40, args.suites, args.n_boot, args.seed)
     print(f"({time.perf_counter() - start:.0f} s)")
 
 

@@ -6,21 +6,20 @@ mixture with point masses at p = 1 ("always"), p = 0 ("never") and a Beta(α, β
 flaky rest, fitted by maximum likelihood over tasks (every task's own n is used, as a
 beta-binomial). The suite's pass^K for any K is then
 
-    pass^K = share_always + share_flaky · ∏_{i<K} (α + i) / (α + β + i),
-
-which tends to ``share_always`` as K grows. Intervals come from a parametric bootstrap
-over tasks (draw T tasks from the fitted mixture, trials with each task's n, fit again).
+    pass^K = share_always + share_flaky · ∏_{i<K} (α + i) / (α + β + i).
 
 What the data can and cannot say: n trials per task identify only the first n moments of
-the distribution of p, so a forecast for K ≫ n is the model speaking, not the data. A task
-with p = 0.99 looks like an "always" task at n = 4 but has pass^64 ≈ 0.53. The forecast is
-honest for populations the mixture describes; for others (two clusters of p, say) the
-interval can miss — ``benchmarks/forecast_validation.py`` measures how often (at T = 40, n = 4:
-95 % coverage at K = 16 and 64 for the mixture and Beta populations, but about half for a
-two-point population at K = 64). So every row also carries ``bound_lo``/``bound_hi``: what the
-data allow with no model at all (:func:`data_bounds`), which always covers but is wide. Where
-the model cannot be identified at all (fewer than :data:`MIN_TASKS` tasks, or no task with
-both a pass and a failure) the forecast is NaN with a warning saying why.
+the distribution of p, so a forecast for K ≫ n is the model speaking, not the data. Above all,
+no number of trials tells a task with p = 1 from one with p = 0.99 (pass^64 ≈ 0.53), and that
+choice decides pass^K far out. So the mixture is fitted twice — with the "always" share and
+without it (every task may fail) — and :class:`Readings` averages the two by Akaike weight,
+with an interval spanning both models' parametric-bootstrap intervals (draw T tasks from the
+fit, trials with each task's n, refit). Either model alone missed truths the other describes
+(``benchmarks/forecast_validation.py`` measures coverage on eleven shapes; README). Every row
+also carries ``bound_lo``/``bound_hi``: what the data allow with no model at all
+(:func:`data_bounds`), which always covers but is wide. Where the model cannot be identified
+(fewer than :data:`MIN_TASKS` tasks, or no task with both a pass and a failure) the forecast is
+declined: NaN, ``given`` False, a warning saying why, and the bounds are what to read.
 """
 
 from __future__ import annotations
@@ -29,10 +28,11 @@ import os
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
-from scipy import optimize
+from scipy import optimize, special
 from scipy import stats as sps
 from scipy.special import betaln, gammaln, xlogy
 
@@ -58,6 +58,7 @@ _S = np.exp(np.linspace(np.log(0.05), np.log(2000.0), 25))
 _GRID_MU, _GRID_S = (a.ravel() for a in np.meshgrid(_MU, _S, indexing="ij"))
 _GRID_A, _GRID_B = _GRID_MU * _GRID_S, (1.0 - _GRID_MU) * _GRID_S
 _CHUNK = 256
+T = TypeVar("T", float, np.ndarray)
 
 
 @dataclass(frozen=True)
@@ -146,16 +147,17 @@ def _log_pmf(patterns: _Patterns, alpha: np.ndarray, beta: np.ndarray) -> np.nda
 
 
 def _profile(
-    m: np.ndarray, patterns: _Patterns, alpha: np.ndarray, beta: np.ndarray
+    m: np.ndarray, patterns: _Patterns, alpha: np.ndarray, beta: np.ndarray, always: bool = True
 ) -> tuple[np.ndarray, ...]:
-    """Maximise the likelihood over the three shares for each (replicate, grid point).
+    """Maximise the likelihood over the three shares for each (replicate, grid point);
+    ``always=False`` holds share_always at 0.
 
     m: counts (R, U). Returns loglik, share_always, share_never, share_flaky, each (R, G).
     """
     f = np.minimum(np.exp(_log_pmf(patterns, alpha, beta)), 1.0)  # (G, U)
     if np.unique(patterns.n).size == 1:
-        return _profile_one_n(m, f)
-    return _profile_em(m, patterns, f)
+        return _profile_one_n(m, f, always)
+    return _profile_em(m, patterns, f, always=always)
 
 
 def _loglik(m: np.ndarray, f: np.ndarray, is_all: np.ndarray, is_none: np.ndarray, w1, w0, wf) -> np.ndarray:
@@ -164,7 +166,7 @@ def _loglik(m: np.ndarray, f: np.ndarray, is_all: np.ndarray, is_none: np.ndarra
         return xlogy(m[:, None, :], dens).sum(-1)
 
 
-def _profile_one_n(m: np.ndarray, f: np.ndarray) -> tuple[np.ndarray, ...]:
+def _profile_one_n(m: np.ndarray, f: np.ndarray, always: bool = True) -> tuple[np.ndarray, ...]:
     """Closed form when every task has the same n: the best of the concave problem's faces."""
     total = m.sum(1)[:, None]
     m_all, m_none = m[:, -1][:, None], m[:, 0][:, None]
@@ -186,6 +188,8 @@ def _profile_one_n(m: np.ndarray, f: np.ndarray) -> tuple[np.ndarray, ...]:
         (zero, zero, one),
         (m_all / total * one, m_none / total * one, zero),
     ]
+    if not always:  # the faces with share_always = 0
+        candidates = candidates[1:2] + candidates[3:4]
     best = [np.full(shape, -np.inf), zero, zero, zero]
     for w1, w0, wf in candidates:
         w1, w0, wf = (np.broadcast_to(w, shape) for w in (w1, w0, wf))
@@ -204,14 +208,15 @@ def _profile_one_n(m: np.ndarray, f: np.ndarray) -> tuple[np.ndarray, ...]:
 
 
 def _profile_em(
-    m: np.ndarray, patterns: _Patterns, f: np.ndarray, iterations: int = 100
+    m: np.ndarray, patterns: _Patterns, f: np.ndarray, iterations: int = 100, always: bool = True
 ) -> tuple[np.ndarray, ...]:
     """EM over the shares when tasks have different n (no closed form)."""
     is_all = (patterns.c == patterns.n).astype(float)
     is_none = (patterns.c == 0).astype(float)
     total = m.sum(1)[:, None]
     shape = (m.shape[0], f.shape[0])
-    w1, w0, wf = np.full(shape, 1 / 3), np.full(shape, 1 / 3), np.full(shape, 1 / 3)
+    start = 1 / 3 if always else 0.0  # EM's updates keep a zero share at zero
+    w1, w0, wf = np.full(shape, start), np.full(shape, (1 - start) / 2), np.full(shape, (1 - start) / 2)
     for _ in range(iterations):
         dens = w1[..., None] * is_all + w0[..., None] * is_none + wf[..., None] * f[None]
         ratio = np.divide(m[:, None, :], dens, out=np.zeros_like(dens), where=dens > 0)
@@ -221,12 +226,12 @@ def _profile_em(
     return _loglik(m, f, is_all, is_none, w1, w0, wf), w1, w0, wf
 
 
-def _fit_grid(m: np.ndarray, patterns: _Patterns) -> np.ndarray:
+def _fit_grid(m: np.ndarray, patterns: _Patterns, always: bool = True) -> np.ndarray:
     """Best grid fit per replicate: array (R, 4) of share_always, share_never, alpha, beta."""
     out = np.empty((m.shape[0], 4))
     for start in range(0, m.shape[0], _CHUNK):
         block = m[start : start + _CHUNK]
-        ll, w1, w0, _ = _profile(block, patterns, _GRID_A, _GRID_B)
+        ll, w1, w0, _ = _profile(block, patterns, _GRID_A, _GRID_B, always)
         best = np.argmax(ll, axis=1)
         rows = np.arange(block.shape[0])
         out[start : start + _CHUNK] = np.column_stack(
@@ -235,8 +240,9 @@ def _fit_grid(m: np.ndarray, patterns: _Patterns) -> np.ndarray:
     return out
 
 
-def fit_mixture(n: np.ndarray, c: np.ndarray) -> Mixture:
-    """Maximum-likelihood mixture for tasks with n trials and c successes each.
+def fit_mixture(n: np.ndarray, c: np.ndarray, always: bool = True) -> Mixture:
+    """Maximum-likelihood mixture for tasks with n trials and c successes each
+    (``always=False``: with no "always" share, the tasks that never failed being Beta's too).
 
     >>> m = fit_mixture(np.array([4] * 6), np.array([4, 4, 4, 2, 1, 0]))
     >>> round(m.share_always, 2) >= 0.3 and 0 <= m.share_never <= 1
@@ -247,11 +253,11 @@ def fit_mixture(n: np.ndarray, c: np.ndarray) -> Mixture:
     n, c = np.asarray(n, np.int64), np.asarray(c, np.int64)
     patterns = _Patterns.for_trials(n)
     m = np.bincount(patterns.index(n, c), minlength=patterns.n.size)[None, :].astype(float)
-    w1, w0, a, b = _fit_grid(m, patterns)[0]
+    w1, w0, a, b = _fit_grid(m, patterns, always)[0]
 
     def objective(x: np.ndarray) -> float:
         mu, s = 1.0 / (1.0 + np.exp(-x[0])), np.exp(x[1])
-        ll = _profile(m, patterns, np.array([mu * s]), np.array([(1.0 - mu) * s]))[0]
+        ll = _profile(m, patterns, np.array([mu * s]), np.array([(1.0 - mu) * s]), always)[0]
         return -float(ll[0, 0])
 
     start = np.array([np.log(a / b), np.log(a + b)])
@@ -262,13 +268,16 @@ def fit_mixture(n: np.ndarray, c: np.ndarray) -> Mixture:
     if res.fun <= objective(start):
         mu, s = 1.0 / (1.0 + np.exp(-res.x[0])), float(np.exp(res.x[1]))
         a, b = mu * s, (1.0 - mu) * s
-        _, w1_, w0_, _ = _profile(m, patterns, np.array([a]), np.array([b]))
+        _, w1_, w0_, _ = _profile(m, patterns, np.array([a]), np.array([b]), always)
         w1, w0 = float(w1_[0, 0]), float(w0_[0, 0])
     return Mixture(float(w1), float(w0), float(a), float(b))
 
 
-def bootstrap_mixtures(fit: Mixture, n: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    """Parametric bootstrap: refit on n_boot suites drawn from ``fit`` with the tasks' n.
+def bootstrap_mixtures(
+    fit: Mixture, n: np.ndarray, n_boot: int, rng: np.random.Generator, always: bool = True
+) -> np.ndarray:
+    """Parametric bootstrap: refit (with or without the "always" share) on n_boot suites drawn
+    from ``fit`` with the tasks' n.
 
     Returns (n_boot, 4): share_always, share_never, alpha, beta per replicate.
     """
@@ -277,7 +286,7 @@ def bootstrap_mixtures(fit: Mixture, n: np.ndarray, n_boot: int, rng: np.random.
     p = fit.sample((n_boot, n.size), rng)
     c = rng.binomial(np.broadcast_to(n, p.shape), p)
     m = patterns.counts(n, c)
-    return _fit_grid(m, patterns)
+    return _fit_grid(m, patterns, always)
 
 
 def pass_hat_interval(
@@ -295,6 +304,101 @@ def pass_hat_interval(
     lo, hi = np.quantile(values, [(1 - ci) / 2, (1 + ci) / 2], axis=0)
     lo = np.clip(np.minimum(lo, 2 * point - hi), 0.0, None)
     return np.minimum(lo, point), np.maximum(hi, point)
+
+
+def mixture_loglik(n: np.ndarray, c: np.ndarray, fit: Mixture) -> float:
+    """Log-likelihood of tasks with c successes of n under the mixture.
+
+    >>> round(mixture_loglik(np.array([2, 2]), np.array([2, 0]), Mixture(0.5, 0.5, 1.0, 1.0)), 12)  # 2 log ½
+    -1.38629436112
+    """
+    n, c = np.asarray(n, np.int64), np.asarray(c, np.int64)
+    log_choose = gammaln(n + 1) - gammaln(c + 1) - gammaln(n - c + 1)
+    flaky = np.exp(log_choose + betaln(c + fit.alpha, n - c + fit.beta) - betaln(fit.alpha, fit.beta))
+    dens = fit.share_always * (c == n) + fit.share_never * (c == 0) + fit.share_flaky * flaky
+    with np.errstate(divide="ignore"):
+        return float(np.log(dens).sum())
+
+
+@dataclass(frozen=True)
+class Readings:
+    """Two readings of the tasks that never failed, and their Akaike-weighted average.
+
+    n trials cannot tell a task with p = 1 from one with p = 0.99, yet pass^64 is 1 for the first
+    and 0.53 for the second: ``with_always`` gives such tasks a share at p = 1, ``without_always``
+    makes every task a Beta task that may fail. Both fit the counts about equally well, so the
+    point is their average by Akaike weight (``weight``: of with_always) and the interval spans
+    both models' intervals; one model alone missed truths the other describes.
+    """
+
+    with_always: Mixture
+    without_always: Mixture
+    weight: float
+
+    @property
+    def share_always(self) -> float:
+        return self.weight * self.with_always.share_always
+
+    @property
+    def share_never(self) -> float:
+        return (
+            self.weight * self.with_always.share_never + (1 - self.weight) * self.without_always.share_never
+        )
+
+    def pass_hat(self, k: np.ndarray | int) -> np.ndarray:
+        """The averaged suite pass^k."""
+        return self.weight * self.with_always.pass_hat(k) + (1 - self.weight) * self.without_always.pass_hat(
+            k
+        )
+
+    def task_pass_hat(self, n: np.ndarray, c: np.ndarray, k: np.ndarray) -> np.ndarray:
+        """Averaged posterior predictive pass^k per task, (tasks, len(k))."""
+        with_always, without_always = (
+            task_pass_hat(self.with_always, n, c, k),
+            task_pass_hat(self.without_always, n, c, k),
+        )
+        return self.weight * with_always + (1 - self.weight) * without_always
+
+    def intervals(
+        self, n: np.ndarray, ks: np.ndarray, ci: float, n_boot: int, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
+        """The pass^K interval spanning both models' parametric-bootstrap intervals (n_boot refits
+        each), and the shares' intervals likewise (the without-always model's share_always is 0)."""
+        los, his, shares = [], [], []
+        for fit, always in ((self.with_always, True), (self.without_always, False)):
+            reps = bootstrap_mixtures(fit, n, n_boot, rng, always)
+            lo, hi = pass_hat_interval(fit.pass_hat(ks), reps, ks, ci)
+            los.append(lo)
+            his.append(hi)
+            w1, w0 = reps[:, 0], reps[:, 1]
+            shares.append(
+                np.quantile(np.column_stack([w1, w0, 1 - w1 - w0]), [(1 - ci) / 2, (1 + ci) / 2], axis=0)
+            )
+        point = self.pass_hat(ks)
+        lo, hi = np.minimum(np.minimum(*los), point), np.maximum(np.maximum(*his), point)
+        q_lo, q_hi = np.minimum(*(s[0] for s in shares)), np.maximum(*(s[1] for s in shares))
+        names = ("share_always", "share_never", "share_flaky")
+        share_ci = {f"{name}_lo": float(v) for name, v in zip(names, q_lo, strict=True)}
+        share_ci |= {f"{name}_hi": float(v) for name, v in zip(names, q_hi, strict=True)}
+        return lo, hi, share_ci
+
+
+def fit_readings(n: np.ndarray, c: np.ndarray) -> Readings:
+    """Fit both readings (:class:`Readings`) by maximum likelihood and weight them by AIC
+    (4 parameters with the "always" share, 3 without).
+
+    >>> r = fit_readings(np.full(30, 8), np.r_[np.full(15, 8), np.arange(8).repeat(2)[:15]])
+    >>> r.without_always.share_always, bool(0 < r.weight < 1)
+    (0.0, True)
+    >>> bool(r.pass_hat(64) < r.with_always.pass_hat(64))  # the average lies between the readings
+    True
+    """
+    n, c = np.asarray(n, np.int64), np.asarray(c, np.int64)
+    with_always, without_always = fit_mixture(n, c), fit_mixture(n, c, always=False)
+    aic_with = 8.0 - 2.0 * mixture_loglik(n, c, with_always)
+    aic_without = 6.0 - 2.0 * mixture_loglik(n, c, without_always)
+    weight = float(special.expit((aic_without - aic_with) / 2.0))
+    return Readings(with_always, without_always, weight)
 
 
 #: The p grid of the model-free bounds' linear programs.
@@ -379,20 +483,25 @@ def forecast(
     """Forecast the suite's pass^K for K far beyond the trials run, with intervals.
 
     Fits, per group, the mixture "always" (p = 1) + "never" (p = 0) + Beta(α, β) to the
-    tasks' counts by maximum likelihood, and returns one row per (group, K) with:
-    ``pass^k`` the model's suite pass^K, ``lo``/``hi`` its ``ci`` interval (parametric
-    bootstrap over tasks), ``observed`` the unbiased suite pass^k where every task has
+    tasks' counts by maximum likelihood, with and without the "always" share (see
+    :class:`Readings`: the data cannot tell p = 1 from p = 0.99, and pass^K far out hangs on
+    it), and returns one row per (group, K) with: ``pass^k`` the Akaike-weighted average of
+    the two models' suite pass^K, ``lo``/``hi`` its ``ci`` interval (spanning both models'
+    parametric-bootstrap intervals), ``observed`` the unbiased suite pass^k where every task has
     k ≤ n (NaN beyond), ``extrapolated`` (K beyond the smallest n), ``bound_lo``/``bound_hi``
-    what the data allow at ``ci`` without the mixture (every distribution of p that fits the
-    counts; see :func:`data_bounds` — for K ≫ n the lower bound is near 0: only the model
-    says more, and it is also given when the model is declined), the fitted shares
+    what the data allow at ``ci`` without any model (every distribution of p that fits the
+    counts; see :func:`data_bounds` — for K ≫ n the lower bound is near 0), the averaged shares
     ``share_always`` (the asymptote as K grows), ``share_never``, ``share_flaky``, each with
-    ``_lo``/``_hi``, the Beta's ``alpha`` and ``beta``, ``n_tasks``, ``min_n`` and ``note``
-    (why a forecast was declined, else empty). Declines (NaN and a warning) with fewer than
-    10 tasks or fewer than 2 flaky tasks (0 < c < n).
+    ``_lo``/``_hi``, the with-always model's Beta ``alpha`` and ``beta``, each model's own
+    forecast ``pass^k_with_always`` and ``pass^k_without_always`` and the Akaike weight
+    ``weight_with_always``, ``n_tasks``, ``min_n``, ``given`` (False when the forecast is
+    declined: read ``bound_lo``/``bound_hi`` instead) and ``note`` (why it was declined, else
+    empty). Declines (NaN, ``given`` False and a warning) with fewer than 10 tasks or fewer
+    than 2 flaky tasks (0 < c < n).
 
     With ``per_task=True``: one row per (group, task, K) with the task's posterior
-    predictive pass^K given its c of n (``pass^k``) beside its unbiased ``observed`` value.
+    predictive pass^K given its c of n (``pass^k``, averaged over the two models like the
+    suite's) beside its unbiased ``observed`` value.
 
     {df_or_folder}
     ks: the K values (default 1, 2, 4, …, 128); any K ≥ 1, also beyond n.
@@ -412,6 +521,8 @@ def forecast(
     >>> out[["k", "extrapolated"]].values.tolist()
     [[4, False], [64, True]]
     >>> bool((out["lo"] <= out["pass^k"]).all() and (out["pass^k"] <= out["hi"]).all())
+    True
+    >>> bool(out["given"].all() and (out["lo"] <= out["pass^k_without_always"]).all())
     True
     """
     ks_ = _check_ks(ks)
@@ -433,27 +544,19 @@ def forecast(
         if reason is not None:
             label = ", ".join(f"{k}={v}" for k, v in group.items()) or "all trials"
             warnings.warn(f"forecast declined for {label}: {reason}", UserWarning, stacklevel=2)
-        fit = _fit(n, c, reason)
+        fits = fit_readings(n, c) if reason is None else None
         if per_task:
-            frames.append(_per_task(rows, fit, ks_, reason))
+            frames.append(_per_task(rows, fits, ks_, reason))
         else:
-            frame = _suite(n, c, fit, ks_, ci, n_boot, rng, reason)
+            frame = _suite(n, c, fits, ks_, ci, n_boot, rng, reason)
             frames.append(frame.assign(**group)[[*by_, *frame.columns]])
     return pd.concat(frames, ignore_index=True)
-
-
-def _fit(n: np.ndarray, c: np.ndarray, reason: str | None) -> Mixture:
-    """The fitted mixture; when declined, the observed shares of all-pass and all-fail tasks
-    (the mixture's MLE when no task is flaky: all-pass data gives share_always = 1)."""
-    if reason is None:
-        return fit_mixture(n, c)
-    return Mixture(float(np.mean(c == n)), float(np.mean(c == 0)), np.nan, np.nan)
 
 
 def _suite(
     n: np.ndarray,
     c: np.ndarray,
-    fit: Mixture,
+    fits: Readings | None,
     ks: np.ndarray,
     ci: float,
     n_boot: int,
@@ -463,22 +566,19 @@ def _suite(
     min_n = int(n.min())
     observed = np.array([float(np.mean(pass_hat_k(n, c, k))) if k <= min_n else np.nan for k in ks])
     nan = np.full(ks.size, np.nan)
-    point, lo, hi = nan.copy(), nan.copy(), nan.copy()
-    shares = {
-        "share_always": fit.share_always,
-        "share_never": fit.share_never,
-        "share_flaky": fit.share_flaky,
-    }
+    point, lo, hi, with_always, without_always = nan.copy(), nan.copy(), nan.copy(), nan.copy(), nan.copy()
+    weight, alpha, beta = np.nan, np.nan, np.nan
+    # Declined: the observed shares of all-pass and all-fail tasks (all-pass data: share_always = 1).
+    shares = {"share_always": float(np.mean(c == n)), "share_never": float(np.mean(c == 0))}
     share_ci: dict[str, float] = {}
-    if reason is None:
-        point = fit.pass_hat(ks)
+    if fits is not None:
+        point, weight = fits.pass_hat(ks), fits.weight
+        with_always, without_always = fits.with_always.pass_hat(ks), fits.without_always.pass_hat(ks)
+        alpha, beta = fits.with_always.alpha, fits.with_always.beta
+        shares = {"share_always": fits.share_always, "share_never": fits.share_never}
         if n_boot > 0:
-            reps = bootstrap_mixtures(fit, n, n_boot, rng)
-            lo, hi = pass_hat_interval(point, reps, ks, ci)
-            w1, w0 = reps[:, 0], reps[:, 1]
-            q = [(1 - ci) / 2, (1 + ci) / 2]
-            for name, v in (("share_always", w1), ("share_never", w0), ("share_flaky", 1 - w1 - w0)):
-                share_ci[name + "_lo"], share_ci[name + "_hi"] = np.quantile(v, q)
+            lo, hi, share_ci = fits.intervals(n, ks, ci, n_boot, rng)
+    shares["share_flaky"] = 1.0 - shares["share_always"] - shares["share_never"]
     bounds = data_bounds(n, c, ks, ci) if n.size >= 2 else np.full((ks.size, 2), np.nan)
     out = pd.DataFrame(
         {
@@ -496,9 +596,12 @@ def _suite(
         out[name] = value
         out[name + "_lo"] = share_ci.get(name + "_lo", np.nan)
         out[name + "_hi"] = share_ci.get(name + "_hi", np.nan)
-    out["alpha"], out["beta"] = fit.alpha, fit.beta
+    out["alpha"], out["beta"] = alpha, beta
+    out["pass^k_with_always"], out["pass^k_without_always"] = with_always, without_always
+    out["weight_with_always"] = weight
     out["n_tasks"] = n.size
     out["min_n"] = min_n
+    out["given"] = fits is not None
     out["note"] = reason or ""
     return out
 
@@ -520,10 +623,10 @@ def task_pass_hat(fit: Mixture, n: np.ndarray, c: np.ndarray, k: np.ndarray) -> 
     return (a_w + f_w * post_flaky) / (a_w + n_w + f_w)
 
 
-def _per_task(rows: pd.DataFrame, fit: Mixture, ks: np.ndarray, reason: str | None) -> pd.DataFrame:
+def _per_task(rows: pd.DataFrame, fits: Readings | None, ks: np.ndarray, reason: str | None) -> pd.DataFrame:
     n, c = rows["n"].to_numpy(), rows["c"].to_numpy()
-    if reason is None:
-        values = task_pass_hat(fit, n, c, ks)
+    if fits is not None:
+        values = fits.task_pass_hat(n, c, ks)
     else:
         values = np.full((n.size, ks.size), np.nan)
     observed = np.where(
