@@ -86,7 +86,7 @@ def _cmd_regrade(args: argparse.Namespace) -> int:
     from passk_nb.data.store import write_part
     from passk_nb.harness.fingerprint import suite_fingerprint
     from passk_nb.harness.regrade import RegradeError, regrade
-    from passk_nb.harness.suites import SUITES, get_suite
+    from passk_nb.harness.suites.registry import SUITES, get_suite
 
     if not Path(args.path).is_dir():
         raise CliError(f"{args.path} is not a folder; give the data folder `passk run --out` wrote")

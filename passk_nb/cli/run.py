@@ -21,7 +21,7 @@ from passk_nb.cli.common import (
 from passk_nb.harness.pacing import RateLimit
 from passk_nb.harness.providers import PROVIDERS
 from passk_nb.harness.shards import parse_shard, select_shard
-from passk_nb.harness.suites import SUITES
+from passk_nb.harness.suites.registry import SUITES
 
 _EPILOG_RUN = """examples:
   passk run --provider scripted --trials 3 --k 2

@@ -222,7 +222,7 @@ def test_client_errors_are_not_retried(wire, tmp_path):
         ("ollama", "not_json", "reply to POST /api/chat (HTTP 200, text/html) is not JSON"),
         ("openai", "not_json", "reply to POST /v1/chat/completions (HTTP 200, text/html) is not JSON"),
         ("ollama", "no_text", "Ollama reply has no message.content (a str)"),
-        ("openai", "no_text", "chat-completions reply has no choices.0.message.content (a str)"),
+        ("openai", "no_text", "chat-completions reply has no choices.0.message (a dict)"),
         ("anthropic", "no_text", "Anthropic reply has no text content block"),
         ("anthropic", "not_json", "Anthropic reply is not JSON: '<html>502 Bad Gateway</html>'"),
     ],

@@ -27,8 +27,8 @@ from typing import Any
 
 from passk_nb.harness.protocol import NativeCall
 from passk_nb.harness.providers.base import BaseProvider, Message, ProviderError, Reply
-from passk_nb.harness.suites import get_suite
 from passk_nb.harness.suites.base import Suite
+from passk_nb.harness.suites.registry import get_suite
 
 Step = Mapping[str, Any] | str
 
