@@ -14,6 +14,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from passk_nb.data.records import OUTCOMES
 from passk_nb.stats.checks import (
     ANALYSIS_COLUMNS,
     COUNTED_OUTCOMES,
@@ -21,6 +22,7 @@ from passk_nb.stats.checks import (
     TRIAL_KEY,
     check_infra,
     refuse_repeated_trials,
+    refuse_wrong_outcomes,
     require_columns,
 )
 
@@ -72,7 +74,9 @@ def count_trials(
     n_groups = rows.size
     lengths = np.diff(np.r_[starts, len(df)])
     is_infra = _equals(df["outcome"], INFRA_OUTCOME)
-    usable_pass = df["passed"].to_numpy(dtype=bool) & ~is_infra
+    passed = df["passed"].to_numpy(dtype=bool)
+    refuse_wrong_outcomes(passed, _equals(df["outcome"], "pass"), _known(df["outcome"]), df["outcome"])
+    usable_pass = passed & ~is_infra
     if all(col in df.columns for col in TRIAL_KEY):  # repeated trials would be counted twice
         _refuse_repeats(df, keys, starts, run_gid, by)
 
@@ -303,6 +307,18 @@ def _equals(column: pd.Series, value: str) -> np.ndarray:
     if array is not None:
         return _bools(pc.equal(array, value), missing=False)
     return np.asarray(column.eq(value).to_numpy(dtype=bool, na_value=False))
+
+
+def _known(column: pd.Series) -> np.ndarray:
+    """Boolean array: the rows whose outcome is one of :data:`~passk_nb.data.records.OUTCOMES`."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        ok = np.isin(np.asarray(column.cat.categories, dtype=object), OUTCOMES)
+        codes = column.cat.codes.to_numpy()
+        return np.where(codes >= 0, ok[codes], False) if ok.size else np.zeros(len(column), dtype=bool)
+    array = _arrow(column)
+    if array is not None:
+        return _bools(pc.is_in(array, value_set=pa.array(OUTCOMES)), missing=False)
+    return np.asarray(column.isin(OUTCOMES).to_numpy(dtype=bool))
 
 
 def _bools(values: pa.Array | pa.ChunkedArray, missing: bool) -> np.ndarray:

@@ -29,6 +29,43 @@ COUNTED_OUTCOMES: tuple[str, ...] = tuple(o for o in OUTCOMES if o not in ("pass
 TRIAL_KEY: tuple[str, ...] = ("run_id", "task", "trial")
 
 
+def refuse_wrong_outcomes(
+    passed: np.ndarray, is_pass: np.ndarray, known: np.ndarray, outcome: pd.Series
+) -> None:
+    """Raise when records carry what passk never writes: an ``outcome`` outside
+    :data:`~passk_nb.data.records.OUTCOMES` (``known`` False) or ``passed`` disagreeing with
+    ``outcome == "pass"``. Counting them would report a number no trial had.
+
+    >>> import numpy as np, pandas as pd
+    >>> out = pd.Series(["pass", "PASS!"])
+    >>> refuse_wrong_outcomes(np.array([True, True]), np.array([True, False]), np.array([True, False]), out)
+    Traceback (most recent call last):
+    ...
+    ValueError: records that passk never writes: 1 row has an outcome that is not one of passk's (first: 'PASS!', row 1); set 'passed' to outcome == "pass" with an outcome from passk_nb.data.records.OUTCOMES, or build the frame with passk_nb.data.records.frame_from_records
+    """  # noqa: E501
+    unknown = np.flatnonzero(~known)
+    disagree = np.flatnonzero(passed != is_pass)
+    if unknown.size:
+        first, n = int(unknown[0]), unknown.size
+        what = (
+            f"{n} row{'s' if n > 1 else ''} {'have' if n > 1 else 'has'} an outcome that is not one of "
+            f"passk's (first: {outcome.iloc[first]!r}, row {first})"
+        )
+    elif disagree.size:
+        first, n = int(disagree[0]), disagree.size
+        what = (
+            f"{n} row{'s' if n > 1 else ''} {'have' if n > 1 else 'has'} passed={bool(passed[first])} "
+            f"with outcome {outcome.iloc[first]!r} (first: row {first})"
+        )
+    else:
+        return
+    raise ValueError(
+        f"records that passk never writes: {what}; set 'passed' to outcome == \"pass\" with an outcome "
+        "from passk_nb.data.records.OUTCOMES, or build the frame with "
+        "passk_nb.data.records.frame_from_records"
+    )
+
+
 def refuse_repeated_trials(df: pd.DataFrame, by: Sequence[str] = ()) -> None:
     """Raise when a trial appears twice (same ``run_id``, ``task``, ``trial`` and ``by`` columns):
     it would be counted twice. Frames without those three columns are not checked.
