@@ -7,8 +7,10 @@ contains its target:
 - ``kg`` / ``t`` / ``boot``: the "new tasks like these" interval of ``summarize`` (Korn–Graubard,
   the default; Student-t on per-task values; the percentile cluster bootstrap) against the
   population value E[p^k] (pass^k) or E[1 − (1 − p)^k] (pass@k);
-- ``fixed``: value ± z·se_fixed (``pass^k_se_fixed``) against these tasks' mean of p_i^k;
-- ``fixed_old``: the same with the unbiased variance estimate it replaced;
+- ``fixed``: summarize's ``pass^k_fixed_lo``–``pass^k_fixed_hi`` (value ± z·se_fixed, the variance
+  the largest over each task's 80 % Jeffreys interval) against these tasks' mean of p_i^k;
+- ``fixed_plugin`` / ``fixed_old``: the same with the variance read at p̃ = (c + ½)/(n + 1), or
+  the unbiased variance estimate, that it replaced;
 - ``paired_t`` / ``paired_boot``: :func:`passk_nb.stats.paired.compare`'s interval (paired t, the
   default, or the bootstrap) of the mean
   per-task difference, arm b's p_i equal to arm a's with probability ½ and otherwise drawn from
@@ -30,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from scipy import stats as sps
 from scipy.special import betaln
 
@@ -38,28 +41,62 @@ from passk_nb.stats.intervals import (
     cluster_bootstrap,
     fixed_task_variance,
     korn_graubard,
+    plugin_task_variance,
     student_t,
     unbiased_variance,
 )
+from passk_nb.stats.paired import compare
 from passk_nb.stats.params import MIN_TASKS
 
 
 @dataclass(frozen=True)
 class Prior:
-    """A distribution of per-task success probabilities with closed-form E[p^k] and E[(1 − p)^k]."""
+    """Per-task success probabilities: a distribution, or a fixed design of T tasks, with E[p^k]
+    and E[(1 − p)^k] over the population (for a design, over its T tasks)."""
 
     name: str
     draw: Callable[[np.random.Generator, tuple[int, ...]], np.ndarray]
-    moment: Callable[[int], float]  # E[p^k]
-    moment_fail: Callable[[int], float]  # E[(1 - p)^k]
+    moment: Callable[[int, int], float]  # (k, T) -> E[p^k]
+    moment_fail: Callable[[int, int], float]  # (k, T) -> E[(1 - p)^k]
 
 
 def beta_prior(a: float, b: float, name: str) -> Prior:
     return Prior(
         name,
         lambda rng, shape: rng.beta(a, b, size=shape),
-        lambda k: float(np.exp(betaln(a + k, b) - betaln(a, b))),
-        lambda k: float(np.exp(betaln(a, b + k) - betaln(a, b))),
+        lambda k, _t: float(np.exp(betaln(a + k, b) - betaln(a, b))),
+        lambda k, _t: float(np.exp(betaln(a, b + k) - betaln(a, b))),
+    )
+
+
+def atoms_prior(values: tuple[float, ...], weights: tuple[float, ...], name: str) -> Prior:
+    v, w = np.array(values), np.array(weights)
+    return Prior(
+        name,
+        lambda rng, shape: rng.choice(v, p=w, size=shape),
+        lambda k, _t: float(np.sum(w * v**k)),
+        lambda k, _t: float(np.sum(w * (1 - v) ** k)),
+    )
+
+
+def logit_normal_prior(mu: float, sigma: float, name: str) -> Prior:
+    x, w = np.polynomial.hermite_e.hermegauss(80)  # E[f(Z)], Z ~ N(0, 1)
+    p, w = 1 / (1 + np.exp(-(mu + sigma * x))), w / w.sum()
+    return Prior(
+        name,
+        lambda rng, shape: 1 / (1 + np.exp(-rng.normal(mu, sigma, size=shape))),
+        lambda k, _t: float(np.sum(w * p**k)),
+        lambda k, _t: float(np.sum(w * (1 - p) ** k)),
+    )
+
+
+def one_flaky(p_flaky: float, name: str) -> Prior:
+    """T − 1 tasks that always pass and one at ``p_flaky``: the suite is its own population."""
+    return Prior(
+        name,
+        lambda rng, shape: np.broadcast_to(np.r_[np.ones(shape[-1] - 1), p_flaky], shape).copy(),
+        lambda k, t: (t - 1 + p_flaky**k) / t,
+        lambda k, t: (1 - p_flaky) ** k / t,
     )
 
 
@@ -75,9 +112,15 @@ PRIORS = (
     Prior(
         "mixture",  # 30 % always, 20 % never, 50 % Beta(4, 2)
         _mixture_draw,
-        lambda k: 0.3 + 0.5 * _B42.moment(k),
-        lambda k: 0.2 + 0.5 * _B42.moment_fail(k),
+        lambda k, t: 0.3 + 0.5 * _B42.moment(k, t),
+        lambda k, t: 0.2 + 0.5 * _B42.moment_fail(k, t),
     ),
+    one_flaky(0.5, "one flaky (½) among certain"),
+    atoms_prior((0.9,), (1.0,), "all p = 0.9"),
+    beta_prior(5, 1, "Beta(5,1)"),
+    logit_normal_prior(1.0, 1.5, "logit-normal(1, 1.5)"),
+    atoms_prior((0.0, 0.6, 0.95), (0.15, 0.5, 0.35), "three-point"),
+    beta_prior(0.3, 0.3, "U-shaped Beta(0.3,0.3)"),
 )
 _B22 = beta_prior(2, 2, "Beta(2,2)")
 
@@ -103,10 +146,10 @@ def cell(prior: Prior, tasks: int, n: int, k: int, suites: int, seed: int, n_boo
     p = prior.draw(rng, (suites, tasks))
     c = rng.binomial(n, p)
     values = metric_values(n, c, k)  # (suites, tasks, 2)
-    floor = fixed_variances(n, c, k)
+    floor = fixed_variances(n, c, k, plugin_task_variance)  # the new-task intervals' floor
     gid, flat_values = _flat(suites, tasks, values)
     _, flat_floor = _flat(suites, tasks, floor)
-    population = np.array([1 - prior.moment_fail(k), prior.moment(k)])
+    population = np.array([1 - prior.moment_fail(k, tasks), prior.moment(k, tasks)])
     fixed_truth = np.stack([1 - ((1 - p) ** k).mean(axis=1), (p**k).mean(axis=1)], axis=-1)
     mean = values.mean(axis=1)
 
@@ -121,12 +164,16 @@ def cell(prior: Prior, tasks: int, n: int, k: int, suites: int, seed: int, n_boo
     out["t"], out["t_width"] = covers(lo, hi, population), (hi - lo).mean(axis=0)
     lo, hi = cluster_bootstrap(gid, flat_values, suites, ci=0.95, n_boot=n_boot, seed=seed)
     out["boot"] = covers(lo, hi, population)
-    for name, variance in (("fixed", fixed_task_variance), ("fixed_old", unbiased_variance)):
+    for name, variance in (
+        ("fixed", fixed_task_variance),
+        ("fixed_plugin", plugin_task_variance),
+        ("fixed_old", unbiased_variance),
+    ):
         se = np.sqrt(fixed_variances(n, c, k, variance).sum(axis=1)) / tasks
         lo, hi = np.clip(mean - z * se, 0, 1), np.clip(mean + z * se, 0, 1)
         out[name] = covers(lo, hi, fixed_truth) if not np.isnan(se).all() else np.array([np.nan, np.nan])
+        out[f"{name}_width"] = (hi - lo).mean(axis=0)
         if name == "fixed":
-            out["fixed_width"] = (hi - lo).mean(axis=0)
             out["fixed_zero"] = int((hi - lo <= 0).sum())
     # paired: arm b equals arm a with probability 1/2, otherwise an independent Beta(2, 2) task
     same = rng.random((suites, tasks)) < 0.5
@@ -134,7 +181,7 @@ def cell(prior: Prior, tasks: int, n: int, k: int, suites: int, seed: int, n_boo
     c_a, c_b = rng.binomial(n, p), rng.binomial(n, p_b)
     diff = metric_values(n, c_b, k) - metric_values(n, c_a, k)
     diff_floor = fixed_variances(n, c_a, k) + fixed_variances(n, c_b, k)
-    truth_b = 0.5 * population + 0.5 * np.array([1 - _B22.moment_fail(k), _B22.moment(k)])
+    truth_b = 0.5 * population + 0.5 * np.array([1 - _B22.moment_fail(k, tasks), _B22.moment(k, tasks)])
     truth = truth_b - population
     gid, flat_diff = _flat(suites, tasks, diff)
     _, flat_dfloor = _flat(suites, tasks, diff_floor)
@@ -145,12 +192,32 @@ def cell(prior: Prior, tasks: int, n: int, k: int, suites: int, seed: int, n_boo
     return out
 
 
+def compare_size(tasks: int, n: int, k: int, suites: int, seed: int) -> tuple[float, float]:
+    """How often :func:`~passk_nb.stats.paired.compare`'s fixed-task interval for pass^k excludes 0
+    when both arms have p = 0.9 on every task (nominal 5 %), with its variance and with the plug-in's."""
+    rng = np.random.default_rng(seed)
+    c_a, c_b = rng.binomial(n, 0.9, (suites, tasks)), rng.binomial(n, 0.9, (suites, tasks))
+    sim, task = np.repeat(np.arange(suites), tasks), np.tile(np.arange(tasks), suites)
+    arms = [
+        pd.DataFrame({"sim": sim, "task": task, "n": n, "c": c.ravel(), "arm": arm})
+        for c, arm in ((c_a, "a"), (c_b, "b"))
+    ]
+    out = compare(pd.concat(arms), on="arm", a="a", b="b", k=k, by="sim", n_boot=0)
+    rows = out[out["metric"] == "pass^k"]
+    shipped = float(((rows["fixed_lo"] > 0) | (rows["fixed_hi"] < 0)).mean())
+    nn = np.full(c_a.shape, n)
+    se = np.sqrt((plugin_task_variance(nn, c_a, k) + plugin_task_variance(nn, c_b, k)).sum(axis=1)) / tasks
+    diff = (pass_hat_k(nn, c_b, k) - pass_hat_k(nn, c_a, k)).mean(axis=1)
+    return shipped, float(np.mean(np.abs(diff) > sps.norm.ppf(0.975) * se))
+
+
 SUMMARY_ROWS = (
     ("kg", "new tasks: Korn–Graubard (summarize's default)", True),
     ("t", "new tasks: Student-t", False),
     ("boot", "new tasks: percentile bootstrap over tasks", False),
-    ("fixed", "these tasks: value ± z·se_fixed (new se_fixed)", True),
-    ("fixed_old", "these tasks: old se_fixed (unbiased variance)", False),
+    ("fixed", "these tasks: fixed_lo–fixed_hi (summarize's)", True),
+    ("fixed_plugin", "these tasks: plug-in variance at p̃ = (c + ½)/(n + 1)", False),
+    ("fixed_old", "these tasks: unbiased variance", False),
     ("paired_t", "compare: paired t (default)", True),
     ("paired_boot", "compare: paired bootstrap over tasks", False),
 )
@@ -186,9 +253,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--suites", type=int, default=1000, help="simulated suites per cell")
     parser.add_argument("--n-boot", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=2026)
-    parser.add_argument("--tasks", type=int, nargs="+", default=[3, 5, 10, 20, 50])
-    parser.add_argument("--trials", type=int, nargs="+", default=[4, 8, 16])
-    parser.add_argument("--ks", type=int, nargs="+", default=[2, 3, 4])
+    parser.add_argument("--tasks", type=int, nargs="+", default=[3, 5, 10, 30])
+    parser.add_argument("--trials", type=int, nargs="+", default=[4, 8])
+    parser.add_argument("--ks", type=int, nargs="+", default=[1, 2, 4])
     args = parser.parse_args(argv)
     start = time.perf_counter()
     rows = []
@@ -204,9 +271,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.suites} suites per cell, nominal 95 %; pass^k coverage (pass@k in brackets)\n")
     print(
         "| T | n | k | p | new tasks: Korn–Graubard | t | bootstrap | width (KG) "
-        "| these tasks: fixed | width | old se_fixed | paired t | paired bootstrap |"
+        "| these tasks: fixed | width | plug-in | unbiased | paired t | paired bootstrap |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 
     def pct(x: np.ndarray) -> str:
         return "–" if np.isnan(x[1]) else f"{x[1]:.0%} ({x[0]:.0%})"
@@ -222,7 +289,8 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"| {tasks} | {n} | {k} | {name} | {pct(res['kg'])}{mark} | {pct(res['t'])} | "
             f"{pct(res['boot'])} | {width(res['kg_width'])} | {pct(res['fixed'])} | "
-            f"{width(res['fixed_width'])} | {pct(res['fixed_old'])} | {pct(res['paired_t'])}{mark} | "
+            f"{width(res['fixed_width'])} | {pct(res['fixed_plugin'])} | {pct(res['fixed_old'])} | "
+            f"{pct(res['paired_t'])}{mark} | "
             f"{pct(res['paired_boot'])} |"
         )
         for key in ("fixed",) + (("kg", "paired_t") if given else ()):
@@ -231,10 +299,20 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(compact(rows, args.tasks))
     print()
+    widths = (("kg_width", "new tasks"), ("fixed_width", "these tasks"), ("fixed_plugin_width", "plugin"))
+    for key, label in widths:
+        means = {t: np.mean([res[key][1] for tt, _, _, _, res in rows if tt == t]) for t in args.tasks}
+        print(f"mean pass^k width, {label}: " + ", ".join(f"T={t} {m:.2f}" for t, m in means.items()))
+    sizes = [compare_size(t, n, 4, args.suites, args.seed + t + n) for t in (5, 10, 30) for n in (4, 8)]
+    print(
+        "compare, both arms p = 0.9 on every task, pass^4 (T = 5, 10, 30; n = 4, 8): the fixed-task "
+        f"interval excludes 0 in {min(a for a, _ in sizes):.1%}–{max(a for a, _ in sizes):.1%} of suites "
+        f"(plug-in variance: {min(b for _, b in sizes):.1%}–{max(b for _, b in sizes):.1%}; nominal 5 %)"
+    )
     print("worst coverage of what passk-nb gives:", ", ".join(f"{k} {v:.1%}" for k, v in worst.items()))
     print(f"zero-width fixed-task intervals: {zero.get('fixed', 0)}")
     print(f"({time.perf_counter() - start:.0f} s)")
-    return 0 if min(worst.values()) >= 0.90 else 1
+    return 0 if worst["fixed"] >= 0.93 and min(worst.values()) >= 0.90 else 1
 
 
 if __name__ == "__main__":

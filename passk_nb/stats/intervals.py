@@ -3,14 +3,17 @@ intervals over tasks; Clopper–Pearson per task.
 
 Every choice here was made by simulation (``benchmarks/coverage.py``; the README quotes its table):
 
-- *These tasks, re-rolled*: the exact variance of the per-task estimator under Binomial(n, p̃) with
-  the shrunk p̃ = (c + ½)/(n + 1), summed over tasks / T². It is positive whenever n ≥ k (the
-  unbiased variance estimate it replaces was exactly 0 whenever every task had c = n or c < k, and
-  needed n ≥ 2k).
+- *These tasks, re-rolled*: per task, the largest exact variance of its estimator under
+  Binomial(n, p) for p in the task's 80 % Jeffreys interval (one-sided at c = 0 and c = n), summed
+  over tasks / T². A variance read at one point p̃ = (c + ½)/(n + 1) was tiny whenever a lone flaky
+  task happened to look certain, and the interval around it covered 80 %; the plug-in's unbiased
+  predecessor was exactly 0 whenever every task had c = n or c < k.
 - *New tasks like these*: :func:`korn_graubard` for a suite's mean (the percentile bootstrap
   covered 79–91 % at five tasks; Student-t under-covered pass@k of good agents even at 20 tasks),
   :func:`student_t` for paired differences; both floor the spread of per-task values at the
-  fixed-task variance (new tasks cannot be known better than these tasks re-rolled). Callers
+  tasks' own trial-to-trial variance (new tasks cannot be known better than these tasks
+  re-rolled): :func:`plugin_task_variance` for a mean, :func:`fixed_task_variance` for a
+  difference. Callers
   decline both below :data:`passk_nb.stats.params.MIN_TASKS` tasks.
 """
 
@@ -25,7 +28,7 @@ from scipy.special import gammaln
 
 from passk_nb.stats._grouping import group_means, group_sums
 from passk_nb.stats.estimators import pass_hat_k
-from passk_nb.stats.params import METHOD
+from passk_nb.stats.params import FIXED_LEVEL, METHOD
 
 #: Largest number of weights drawn in one bootstrap block.
 _BLOCK = 1 << 22
@@ -59,23 +62,59 @@ def estimator_variance(n: np.ndarray, c: np.ndarray, k: int, q: np.ndarray) -> n
     return np.where(n >= k, variance, np.nan)
 
 
-def fixed_task_variance(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
-    """Variance of the per-task pass^k estimate for a re-run of this task: :func:`estimator_variance`
-    at p̃ = (c + ½)/(n + 1). Positive whenever n ≥ k; NaN where n < k. For pass@k pass the failures
-    n − c (the pass^k form applied to failures).
+def fixed_task_variance(n: np.ndarray, c: np.ndarray, k: int, level: float = FIXED_LEVEL) -> np.ndarray:
+    """Variance of the per-task pass^k estimate for a re-run of this task: the largest
+    :func:`estimator_variance` over p in the task's :data:`~passk_nb.stats.params.FIXED_LEVEL`
+    Jeffreys interval (from 0 when c = 0, to 1 when c = n), so that a task whose few trials look
+    certain is not taken for certain. Positive whenever n ≥ k; NaN where n < k. For pass@k pass the
+    failures n − c (the pass^k form applied to failures).
 
     >>> fixed_task_variance(np.array([4, 4, 4]), np.array([4, 1, 0]), 2).round(4).tolist()
+    [0.1115, 0.0893, 0.0212]
+    """
+    n, c = np.broadcast_arrays(np.asarray(n), np.asarray(c))
+    cells, where = np.unique(np.stack([n.ravel(), c.ravel()]).astype(float), axis=1, return_inverse=True)
+    cn, cc = cells
+    with np.errstate(invalid="ignore"):
+        lo = np.where(cc <= 0, 0.0, sps.beta.ppf((1 - level) / 2, cc + 0.5, cn - cc + 0.5))
+        hi = np.where(cc >= cn, 1.0, sps.beta.ppf((1 + level) / 2, cc + 0.5, cn - cc + 0.5))
+    edges = lo, hi
+    for _ in range(2):  # a coarse grid, then a fine one around its largest point
+        grid = lo[:, None] + (hi - lo)[:, None] * _GRID
+        shape = grid.shape
+        values = estimator_variance(np.broadcast_to(cn[:, None], shape), np.zeros(shape), k, grid)
+        best = grid[np.arange(len(grid)), np.argmax(np.nan_to_num(values, nan=-1.0), axis=1)]
+        step = (hi - lo) / (_GRID.size - 1)
+        lo, hi = np.maximum(best - step, edges[0]), np.minimum(best + step, edges[1])
+    variance = values.max(axis=1)
+    return variance[np.ravel(where)].reshape(n.shape)
+
+
+def plugin_task_variance(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
+    """:func:`estimator_variance` at the one point p̃ = (c + ½)/(n + 1): each task's trial-to-trial
+    spread at its estimated rate, the floor of the spread over tasks in :func:`summarize`'s
+    new-task intervals (Korn–Graubard held with it; the paired t of :func:`compare` did not, and
+    floors at :func:`fixed_task_variance`).
+
+    >>> plugin_task_variance(np.array([4, 4, 4]), np.array([4, 1, 0]), 2).round(4).tolist()
     [0.0742, 0.0262, 0.0023]
     """
     n, c = np.asarray(n), np.asarray(c)
     return estimator_variance(n, c, k, (c + 0.5) / (n + 1))
 
 
-def fixed_interval(value: np.ndarray, se: np.ndarray, ci: float) -> tuple[np.ndarray, np.ndarray]:
+#: Points of each task's interval at which :func:`fixed_task_variance` evaluates the variance.
+_GRID = np.linspace(0.0, 1.0, 65)
+
+
+def fixed_interval(
+    value: np.ndarray, se: np.ndarray, ci: float, *, lower: float = 0.0
+) -> tuple[np.ndarray, np.ndarray]:
     """The *these tasks, re-rolled* interval from a value and its fixed-task standard error:
-    value ± z·se, clipped to [0, 1]; the one place that turns ``se_fixed`` into bounds."""
+    value ± z·se, clipped to [lower, 1] (``lower=-1`` for a difference); the one place that turns
+    ``se_fixed`` into bounds."""
     z = float(sps.norm.ppf(0.5 + ci / 2))
-    return np.clip(value - z * se, 0.0, 1.0), np.clip(value + z * se, 0.0, 1.0)
+    return np.clip(value - z * se, lower, 1.0), np.clip(value + z * se, lower, 1.0)
 
 
 def unbiased_variance(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:

@@ -39,6 +39,9 @@ INFRA = "exclude"
 #: ``benchmarks/coverage.py``: below five tasks the interval that keeps its coverage spans
 #: nearly [0, 1] (mean width ≥ 0.95 at three tasks), so it is declined instead.
 MIN_TASKS = 5
+#: Level of each task's Jeffreys interval for p over which the fixed-task variance takes its largest
+#: value (:func:`passk_nb.stats.intervals.fixed_task_variance`).
+FIXED_LEVEL = 0.8
 #: Intervals for new tasks like these (``method=`` of summarize and curve); the first is the default.
 METHODS: tuple[str, ...] = ("korn-graubard", "t", "bootstrap")
 #: Default interval for new tasks like these: Korn–Graubard held its coverage from five tasks up.

@@ -220,7 +220,7 @@ def fixed_floor(pop: Population, k: int, n: int) -> float:
     (:func:`~passk_nb.stats.intervals.fixed_task_variance`), in expectation.
 
     >>> pop = Population(atoms=np.array([1.0]))
-    >>> fixed_floor(pop, 2, 4) > 0  # at p̃ = 0.9, never 0
+    >>> fixed_floor(pop, 2, 4) > 0  # the variance of the worst p a task at 4 of 4 could have
     True
     """
     c = np.arange(n + 1)

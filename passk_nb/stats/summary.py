@@ -25,9 +25,10 @@ simulation (``benchmarks/coverage.py``; the README quotes the table):
   the interval that keeps its coverage spans nearly [0, 1]) the interval is declined: NaN,
   ``ci_method`` says so and a warning points to the fixed-task interval.
 - *Fixed task set* ("these tasks, re-rolled"): ``pass^k_se_fixed`` and ``pass@k_se_fixed`` are
-  standard errors: the exact variance of each task's estimate under Binomial(n, p̃),
-  p̃ = (c + ½)/(n + 1), summed over tasks and divided by T². Positive whenever n ≥ k; the
-  interval value ± z·se covered ≥ 90 % in every cell measured, five tasks included.
+  standard errors: per task, the largest exact variance of its estimate under Binomial(n, p) for
+  p in its 80 % Jeffreys interval, summed over tasks and divided by T²; ``*_fixed_lo``/``*_fixed_hi``
+  are value ± z·se. Positive whenever n ≥ k; read at one p̃, a lone flaky task that happened to
+  look certain made the interval cover 81 %.
 
 The bootstrap draw depends only on ``seed`` and the number of tasks in a group, so the
 same seed gives the same intervals, and a group's interval does not change when other
@@ -42,7 +43,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -61,6 +62,7 @@ from passk_nb.stats.intervals import (
     fixed_interval,
     fixed_task_variance,
     kg_interval,
+    plugin_task_variance,
     t_interval,
 )
 from passk_nb.stats.params import CI, INFRA, METHOD, METHODS, MIN_TASKS, N_BOOT, SEED, default_by, share_docs
@@ -134,7 +136,7 @@ def summarize(
     >>> out = summarize(df, k=2)  # by default: one row per model, prompt and configuration
     >>> out[["model", "n_tasks", "pass^k", "pass^k_lo", "pass^k_hi", "pass^k_se_fixed", "ci_method"]].round(3)
       model  n_tasks  pass^k  pass^k_lo  pass^k_hi  pass^k_se_fixed      ci_method
-    0     m        5   0.333      0.008      0.909            0.107  korn-graubard
+    0     m        5   0.333      0.008      0.909            0.133  korn-graubard
     >>> summarize(df, k=2, by="task")[["task", "pass^k", "pass^k_lo", "pass^k_hi"]].head(2).round(3)
       task  pass^k  pass^k_lo  pass^k_hi
     0    a     1.0      0.158      1.000
@@ -419,17 +421,15 @@ def _summary(
     pair_values = np.stack(
         [np.column_stack([pass_at_k(pn, pc, k), pass_hat_k(pn, pc, k)]) for k in ks], axis=1
     )
-    pair_variances = np.stack(
-        [np.column_stack([fixed_task_variance(pn, pn - pc, k), fixed_task_variance(pn, pc, k)]) for k in ks],
-        axis=1,
-    )
+
+    def per_pair(variance: Callable[[np.ndarray, np.ndarray, int], np.ndarray]) -> np.ndarray:
+        both = [np.column_stack([variance(pn, pn - pc, k), variance(pn, pc, k)]) for k in ks]
+        return np.where(pair_covered[:, :, None], np.stack(both, axis=1), 0.0)[cell_pair]
+
     pair_values = np.where(pair_covered[:, :, None], pair_values, 0.0)
-    pair_variances = np.where(pair_covered[:, :, None], pair_variances, 0.0)
-    cell_covered, values, variances = (
-        pair_covered[cell_pair],
-        pair_values[cell_pair],
-        pair_variances[cell_pair],
-    )
+    # the fixed-task interval's variance, and the floor of the spread over tasks
+    cell_covered, values = pair_covered[cell_pair], pair_values[cell_pair]
+    variances, floors = per_pair(fixed_task_variance), per_pair(plugin_task_variance)
     n_covered = group_sums(cell_group, cell_covered * weight, n_groups).astype(np.int64)  # (groups, ks)
     flat = (-1, n_ks * m)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -469,7 +469,7 @@ def _summary(
                     cell_group,
                     np.repeat(cell_covered * weight, m, axis=1),
                     values.reshape(flat),
-                    variances.reshape(flat),
+                    floors.reshape(flat),
                     n_groups,
                 ),
                 ci=ci,
@@ -555,8 +555,8 @@ def warn_declined(out: pd.DataFrame, by: tuple[str, ...], min_tasks: int, *, sta
     warnings.warn(
         f"no interval for new tasks for {', '.join(names)}{more}: with fewer than {min_tasks} tasks "
         "no interval keeps its coverage without spanning nearly [0, 1] (the *_lo/*_hi columns are "
-        "NaN). Quote the fixed-task interval instead (these tasks, re-rolled): value ± z·se_fixed "
-        "(pass^k_se_fixed, pass@k_se_fixed), or add tasks",
+        "NaN). Quote the fixed-task interval instead (these tasks, re-rolled: the *fixed_lo/*fixed_hi "
+        "columns), or add tasks",
         UserWarning,
         stacklevel=stacklevel,
     )

@@ -241,7 +241,8 @@ def _keep(cache: dict[Any, Any], key: Any, value: Any, size: int) -> None:
 _INTERVAL_NOTE = (
     "<p style='font-size:smaller'>“new tasks”: an interval over tasks, Korn–Graubard (how would the agent "
     "do on other tasks like these?), declined below five tasks; “these tasks”: ± z·se from each task's "
-    "exact sampling variance (how much would these exact tasks move if re-run?). With few tasks the "
+    "exact sampling variance at the most variable rate it could have (how much would these exact "
+    "tasks move if re-run?). With few tasks the "
     "first is wide: its coverage was measured, not assumed.</p>"
 )
 

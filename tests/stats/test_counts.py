@@ -127,12 +127,17 @@ def test_string_columns_in_several_arrow_chunks_with_missing_values_count_the_sa
     change and equality bitmaps are unpacked chunk by chunk."""
     df = random_frame(3, rows=3_000).sort_values(["model", "prompt_hash", "task"], na_position="last")
     df = df.astype({"model": "str", "prompt_hash": "str", "task": "str", "outcome": "str"})
-    df.loc[df.index[::97], "outcome"] = None  # missing outcomes: never infra errors
+    df.loc[df.index[::97], "prompt_hash"] = None  # missing keys: a group of their own
+    df = df.sort_values(["model", "prompt_hash", "task"], na_position="last")
     pieces = pd.concat([df.iloc[:1001], df.iloc[1001:1003], df.iloc[1003:]])
     assert pieces["model"].array._pa_array.num_chunks == 3
     for by in (("model", "prompt_hash"), ("model",)):
         expected = groupby_counts(df, by, "exclude")
         pd.testing.assert_frame_equal(counts(pieces, by=by)[list(expected.columns)], expected)
+    # a missing outcome is no trial passk wrote: refused in every chunk layout
+    pieces.loc[pieces.index[1002], "outcome"] = None
+    with pytest.raises(ValueError, match="not one of passk's"):
+        counts(pieces, by=("model",))
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -328,14 +328,14 @@ def per_task_summary(table: pd.DataFrame, k: int, method: str, ci: float = 0.95)
     values over the covered tasks (n ≥ k) into the per-task korn_graubard / student_t (what
     summarize did before its spread came from weighted (group, n, c) cells)."""
     from passk_nb.stats.estimators import pass_at_k, pass_hat_k
-    from passk_nb.stats.intervals import fixed_task_variance, korn_graubard, student_t
+    from passk_nb.stats.intervals import korn_graubard, plugin_task_variance, student_t
 
     covered = table[table["n"] >= k]
     models = sorted(table["model"].unique())
     gid = covered["model"].map({m: i for i, m in enumerate(models)}).to_numpy()
     n, c = covered["n"].to_numpy(), covered["c"].to_numpy()
     values = np.column_stack([pass_at_k(n, c, k), pass_hat_k(n, c, k)])
-    floor = np.column_stack([fixed_task_variance(n, n - c, k), fixed_task_variance(n, c, k)])
+    floor = np.column_stack([plugin_task_variance(n, n - c, k), plugin_task_variance(n, c, k)])
     interval = korn_graubard if method == "korn-graubard" else student_t
     lo, hi = interval(gid, values, floor, len(models), ci=ci)
     sizes = np.bincount(gid, minlength=len(models))

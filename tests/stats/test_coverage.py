@@ -4,7 +4,7 @@ T = 5 and 20 tasks, n = 4 and 8 trials, k = 2 and 4; per-task p from Beta(2, 1),
 mixture (30 % always pass, 20 % never, 50 % Beta(4, 2)); 300 simulated suites per cell, fixed
 seeds. Every interval that is given must cover its target in ≥ 90 % of suites (nominal 95 %):
 the interval for new tasks (summarize's and compare's) the population value, the fixed-task
-interval (value ± z·se_fixed) these tasks' own mean. ``benchmarks/coverage.py`` prints the
+interval (``*_fixed_lo``/``*_fixed_hi``) these tasks' own mean. ``benchmarks/coverage.py`` prints the
 full table the README quotes.
 """
 

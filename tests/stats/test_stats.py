@@ -93,12 +93,21 @@ def test_summarize_over_tasks_by_hand() -> None:
     assert row["pass@k_se_fixed"] == pytest.approx(math.sqrt(exact_var(4, 0, 2) + exact_var(4, 2, 2)) / 2)
 
 
-def exact_var(n: int, c: int, k: int) -> float:
-    """Var(C(C, k)/C(n, k)) for C ~ Binomial(n, (c + 1/2)/(n + 1)), summing over the n + 1 outcomes."""
-    q = (c + 0.5) / (n + 1)
-    pmf = sps.binom.pmf(np.arange(n + 1), n, q)
+def plugin_var(n: int, c: int, k: int) -> float:
+    """Var(C(C, k)/C(n, k)) for C ~ Binomial(n, (c + 1/2)/(n + 1)): the new-task intervals' floor."""
+    pmf = sps.binom.pmf(np.arange(n + 1), n, (c + 0.5) / (n + 1))
     u = np.array([math.comb(j, k) / math.comb(n, k) for j in range(n + 1)])
     return float(pmf @ u**2 - (pmf @ u) ** 2)
+
+
+def exact_var(n: int, c: int, k: int) -> float:
+    """The largest Var(C(C, k)/C(n, k)) for C ~ Binomial(n, q), summing over the n + 1 outcomes, over
+    q on a fine grid of the task's 80 % Jeffreys interval (from 0 at c = 0, to 1 at c = n)."""
+    lo = 0.0 if c == 0 else sps.beta.ppf(0.1, c + 0.5, n - c + 0.5)
+    hi = 1.0 if c == n else sps.beta.ppf(0.9, c + 0.5, n - c + 0.5)
+    u = np.array([math.comb(j, k) / math.comb(n, k) for j in range(n + 1)])
+    pmf = sps.binom.pmf(np.arange(n + 1)[None, :], n, np.linspace(lo, hi, 4001)[:, None])
+    return float(np.max(pmf @ u**2 - (pmf @ u) ** 2))
 
 
 def test_summarize_group_keys_and_by_forms() -> None:
@@ -124,7 +133,7 @@ def test_per_task_rows_get_clopper_pearson_intervals() -> None:
     assert row["pass^k_hi"] == pytest.approx(hi**2, rel=1e-9)
     assert row["pass@k_lo"] == pytest.approx(1 - (1 - lo) ** 2, rel=1e-9)
     assert row["pass@k_hi"] == pytest.approx(1 - (1 - hi) ** 2, rel=1e-9)
-    assert row["pass^k_se_fixed"] == pytest.approx(math.sqrt(exact_var(4, 2, 2)), rel=1e-9)
+    assert row["pass^k_se_fixed"] == pytest.approx(math.sqrt(exact_var(4, 2, 2)), rel=1e-4)
     edge = summarize(trials({("m", "p", "t"): "1111"}), k=2, by="task").iloc[0]
     assert (edge["pass^k_hi"], edge["pass^k_lo"]) == (1.0, pytest.approx(0.025 ** (2 / 4), rel=1e-9))
 
@@ -141,7 +150,7 @@ def test_fixed_task_interval_is_never_zero_width_and_needs_only_n_at_least_k() -
             per_task = summarize(cells, k=k, by="task", n_boot=0)
             assert (per_task[["pass^k_se_fixed", "pass@k_se_fixed"]] > 0).all(axis=None), (n, k)
             exact = [math.sqrt(exact_var(n, c, k)) for c in range(n + 1)]
-            np.testing.assert_allclose(per_task["pass^k_se_fixed"], exact, rtol=1e-9)
+            np.testing.assert_allclose(per_task["pass^k_se_fixed"], exact, rtol=1e-4)
 
 
 def test_uneven_trials_are_handled_per_task_and_coverage_is_reported() -> None:
@@ -358,7 +367,7 @@ def test_curve_bands_follow_the_truth_in_k_and_equal_summarize_at_every_k() -> N
 
 def test_curve_bands_restart_where_the_covered_tasks_change() -> None:
     """k = 3 leaves the 2-trial task out: the estimand changes, so no bound carries over from k = 2."""
-    table = pd.DataFrame({"task": range(6), "n": [2, 8, 8, 8, 8, 8], "c": [0, 8, 8, 8, 7, 8]})
+    table = pd.DataFrame({"task": range(6), "n": [2, 32, 32, 32, 32, 32], "c": [0, 32, 32, 32, 31, 32]})
     with pytest.warns(UserWarning, match="left out"):
         line = curve(table, n_boot=0)
     hat = line[line["metric"] == "pass@k"].set_index("k")
@@ -407,7 +416,8 @@ PROMPTS = trials(
 def test_compare_paired_difference_by_hand() -> None:
     out = compare(PROMPTS, a="p1", b="p2", k=2, by="model", n_boot=2000, min_tasks=4)
     assert list(out.columns) == [
-        *["model", "metric", "k", "n_tasks", "a", "b", "diff", "lo", "hi", "se_fixed", "corr", "ci_method"]
+        *["model", "metric", "k", "n_tasks", "a", "b", "diff", "lo", "hi", "se_fixed"],
+        *["fixed_lo", "fixed_hi", "corr", "ci_method"],
     ]
     hat = out[out["metric"] == "pass^k"].iloc[0]
     va, vb = np.array([1, 1 / 6, 0, 0]), np.array([1, 1 / 2, 1 / 6, 0])
@@ -416,10 +426,16 @@ def test_compare_paired_difference_by_hand() -> None:
     assert hat["corr"] == pytest.approx(np.corrcoef(va, vb)[0, 1], rel=1e-12)
     # paired t on the per-task differences, their variance floored at both arms' fixed-task variance
     d = vb - va
-    pairs = zip([4, 2, 1, 0], [4, 3, 2, 1], strict=True)
+    pairs = list(zip([4, 2, 1, 0], [4, 3, 2, 1], strict=True))
     floor = np.mean([exact_var(4, ca, 2) + exact_var(4, cb, 2) for ca, cb in pairs])
     half = sps.t.ppf(0.975, 3) * math.sqrt(max(d.var(ddof=1), floor) / 4)
     assert (hat["lo"], hat["hi"]) == (pytest.approx(d.mean() - half), pytest.approx(d.mean() + half))
+    # these tasks: both arms' fixed-task variances, diff ± z·se_fixed
+    se = math.sqrt(sum(exact_var(4, ca, 2) + exact_var(4, cb, 2) for ca, cb in pairs)) / 4
+    assert hat["se_fixed"] == pytest.approx(se, rel=1e-4)
+    z = sps.norm.ppf(0.975)
+    assert hat["fixed_lo"] == pytest.approx(max(d.mean() - z * hat["se_fixed"], -1.0))
+    assert hat["fixed_hi"] == pytest.approx(min(d.mean() + z * hat["se_fixed"], 1.0))
     assert hat["ci_method"] == "t"
 
 
