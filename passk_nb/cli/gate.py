@@ -27,6 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from passk_nb.cli.common import CliError, level, positive_int
+from passk_nb.cli.terminal import escape_controls
 from passk_nb.data.store import load
 from passk_nb.stats.gate import GATE_INTERVALS, GateResult, gate
 from passk_nb.stats.params import CI, N_BOOT, SEED
@@ -149,21 +150,24 @@ def junit_xml(result: GateResult) -> str:
     <failure message="pass^4 0.000 from 3/4 passing trials: pass^4 below 0.5" ...>trial 3: ...</failure>
     """
     tasks = result.tasks
+
+    def text(value: object) -> str:  # XML 1.0 admits no control character and no lone surrogate
+        return escape_controls(str(value)).encode("utf-8", "backslashreplace").decode("utf-8")
+
     suite = ET.Element(
         "testsuite", name="passk gate", tests=str(len(tasks)), failures=str(int(tasks["failed"].sum()))
     )
     for case, group in zip(tasks.to_dict("records"), _labels(tasks, result.by), strict=True):
-        element = ET.SubElement(
-            suite, "testcase", classname=f"passk.{group}", name=f"{case['task']} (pass^{result.k})"
-        )
-        detail = "\n".join(case["failing_trials"]) or "every trial passed"
+        name = text(f"{case['task']} (pass^{result.k})")
+        element = ET.SubElement(suite, "testcase", classname=text(f"passk.{group}"), name=name)
+        detail = text("\n".join(case["failing_trials"]) or "every trial passed")
         message = (
             f"pass^{result.k} {case['pass^k']:.3f} from {int(case['successes'])}/{int(case['trials'])} "
             "passing trials"
         )
         if case["failed"]:
             failure = ET.SubElement(
-                element, "failure", message=f"{message}: {case['reason']}", type="reliability"
+                element, "failure", message=text(f"{message}: {case['reason']}"), type="reliability"
             )
             failure.text = detail
         else:

@@ -193,3 +193,20 @@ def test_bad_arguments_of_passk_nb_gate_say_what_to_give(options, message):
     df = records_from_marks({("m", "p", "a"): "1111"})
     with pytest.raises(ValueError, match=re.escape(message)):
         passk_nb.gate(df, k=2, **options)
+
+
+def test_control_characters_in_records_leave_the_junit_file_valid_xml(tmp_path, capsys):
+    # a task id, a model name and an error carrying terminal control, a NUL and a lone surrogate
+    task = "e\x1b]0;pwned\x07\x00\ud800"
+    marks = {"a": "1111", "b": "1111", "c": "1111", "d": "1111", task: "1010"}
+    df = records_from_marks({("m\x0b", "p", t): m for t, m in marks.items()})
+    df.loc[df["outcome"] == "wrong_state", "error"] = "bad\x1b[2J\x0c reply"
+    write_part(pa.Table.from_pandas(df, schema=SCHEMA, preserve_index=False), tmp_path / "runs", "r")
+    junit = tmp_path / "gate.xml"
+    assert main(["gate", str(tmp_path / "runs"), "--k", "2", "--min", "0.8", "--junit", str(junit)]) == 1
+    suite = ET.parse(junit).getroot().find("testsuite")  # raised ParseError before
+    names = [case.get("name") for case in suite.iter("testcase")]
+    assert "e\\x1b]0;pwned\\x07\\x00\\ud800 (pass^2)" in names
+    assert all("\x1b" not in (case.get("classname") or "") for case in suite.iter("testcase"))
+    xml = junit.read_text(encoding="utf-8")
+    assert not any(ch in xml for ch in "\x00\x07\x0b\x0c\x1b")
