@@ -13,11 +13,12 @@ import importlib.util
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from passk_nb.data.records import COLUMNS, DEFAULTS, DTYPES, KEY
+from passk_nb.data.records import COLUMNS, DEFAULTS, DTYPES, KEY, OUTCOMES
 from passk_nb.data.store import load, part_files
 from passk_nb.stats._grouping import count_trials, group_codes
 from passk_nb.stats.checks import COUNTED_OUTCOMES, INFRA_OUTCOME, check_infra, records_by
@@ -111,6 +112,7 @@ def _duckdb_counts(files: list[Path], keys: list[str], infra: str) -> pd.DataFra
                 return f"nullif({_quote(name)}, 'NaN'::DOUBLE) AS {_quote(name)}"
             return _quote(name)
 
+        _refuse_wrong_outcomes(con, source, present)
         is_infra = f"coalesce(outcome = '{INFRA_OUTCOME}', false)"
         infra_count = f"count(*) FILTER (WHERE {is_infra})" if infra == "exclude" else "0"
         outcome_counts = "".join(
@@ -142,6 +144,24 @@ def _duckdb_counts(files: list[Path], keys: list[str], infra: str) -> pd.DataFra
     )
     gid, _ = group_codes(frame, keys)  # the order counts() gives: sorted keys, missing values last
     return frame.iloc[np.argsort(gid, kind="stable")].reset_index(drop=True)
+
+
+def _refuse_wrong_outcomes(con: Any, source: str, present: set[str]) -> None:
+    """Refuse, as :func:`~passk_nb.data.store.load` does, files holding an outcome passk never
+    writes or a ``passed`` that disagrees with it: the first such file is read by ``load``, whose
+    error names the file, the row and the fix."""
+    if not {"passed", "outcome"} <= present:
+        return
+    known = ", ".join("'" + name + "'" for name in OUTCOMES)
+    bad = con.execute(
+        f"""SELECT filename FROM {source}
+            WHERE outcome IS NULL OR outcome NOT IN ({known}) OR passed IS NULL
+               OR passed <> (outcome = 'pass')
+            LIMIT 1"""
+    ).fetchone()
+    if bad is not None:
+        load(bad[0])  # raises the store's message
+        raise ValueError(f"{bad[0]} holds records that passk never writes (passed and outcome disagree)")
 
 
 def _quote(name: str) -> str:

@@ -39,3 +39,20 @@ def test_consistent_records_of_every_dtype_are_counted(dtype: object) -> None:
     df = frame(["pass"] * 9 + ["wrong_state"], [True] * 9 + [False], dtype)
     out = passk_nb.counts(df)
     assert out["c"].sum() == 9 and out["n"].sum() == 10
+
+
+@pytest.mark.parametrize("engine", ["pandas", "duckdb"])
+@pytest.mark.parametrize(("column", "value"), [("outcome", "PASS!"), ("passed", False)])
+def test_a_folder_with_such_records_is_refused_by_either_engine(tmp_path, engine, column, value) -> None:
+    import pyarrow as pa
+
+    from passk_nb.data.records import SCHEMA
+    from passk_nb.data.store import write_part
+    from passk_nb.stats.parquet_counts import count_folder
+    from tests.helpers.records import records_from_marks
+
+    df = records_from_marks({("m", "p", t): "1101" for t in "abcde"})
+    df.loc[3, column] = value  # trial 3 of task a passed
+    write_part(pa.Table.from_pandas(df, schema=SCHEMA, preserve_index=False), tmp_path, "r")
+    with pytest.raises(ValueError, match=r"records that passk never writes: 1 row .*row 3"):
+        count_folder(tmp_path, engine=engine)
