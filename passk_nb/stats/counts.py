@@ -137,11 +137,14 @@ UNCOUNTED_FAILURE = "failed (outcome not counted)"
 
 
 @share_docs
-def outcome_counts(df: pd.DataFrame, by: str | Sequence[str] | None = None) -> pd.DataFrame:
+def outcome_counts(
+    df: pd.DataFrame, by: str | Sequence[str] | None = None, *, total: bool = False
+) -> pd.DataFrame:
     """How the trials of each group of ``by`` ended: one row per group, one column per outcome.
 
     {df}
     {by}
+    total: also an ``all trials`` column, the group's number of trials (for tables).
 
     Rows are sorted by the ``by`` values (as in :func:`counts`), followed by one column per outcome
     that occurs, in :data:`passk_nb.data.records.OUTCOMES` order, infrastructure errors included.
@@ -170,7 +173,8 @@ def outcome_counts(df: pd.DataFrame, by: str | Sequence[str] | None = None) -> p
     outcomes = table.columns[len(by) :]
     occurring = [col for col in outcomes if table[col].sum() > 0]
     ordered = [o for o in OUTCOMES if o in occurring] + [o for o in occurring if o not in OUTCOMES]
-    return table[[*by, *ordered]]
+    table = table[[*by, *ordered]]
+    return table.assign(**{"all trials": table[ordered].sum(axis=1)}) if total else table
 
 
 def _outcomes_of_counts(table: pd.DataFrame) -> pd.DataFrame:

@@ -201,7 +201,8 @@ def flips(
     a flip and does not dilute the others); ``"all"``: every task.
 
     One row per task with usable trials under both arms: ``successes_a``/``trials_a``,
-    ``successes_b``/``trials_b``, ``delta`` (success rate b − a), ``p_value``, ``min_p`` (the
+    ``successes_b``/``trials_b``, their success rates ``rate_a``/``rate_b`` (what
+    :func:`~passk_nb.view.plots.plot_flips` draws), ``delta`` (b − a), ``p_value``, ``min_p`` (the
     smallest p these trial counts allow, reached by a complete flip such as 4/4 → 0/4),
     ``tested`` (in the family), ``q_value`` (Benjamini–Hochberg within the family; NaN outside)
     and ``flip`` (q < ``alpha``). Warnings say when no flip can be significant at these trial
@@ -250,7 +251,8 @@ def flips(
     p_value, min_p, reachable = _tests(test, table)
     out = paired[keys].reset_index(drop=True)
     out["successes_a"], out["trials_a"], out["successes_b"], out["trials_b"] = table.T
-    out["delta"] = table[:, 2] / table[:, 3] - table[:, 0] / table[:, 1]
+    out["rate_a"], out["rate_b"] = table[:, 0] / table[:, 1], table[:, 2] / table[:, 3]
+    out["delta"] = out["rate_b"] - out["rate_a"]
     out["p_value"] = p_value
     out["min_p"] = min_p
     gid, _ = group_ids(out, by)

@@ -365,7 +365,8 @@ def plot_flips(
     """
     data_or_frame(data, flips, "flips")
     if flips is not None:
-        require_frame(flips, ("task", "successes_a", "trials_a", "flip"), "flips", "passk_nb.flips(df, ...)")
+        required = ("task", "successes_a", "trials_a", "rate_a", "rate_b", "flip")
+        require_frame(flips, required, "flips", "passk_nb.flips(df, ...)")
         table = flips.reset_index(drop=True)
         names = prompt_names(table)
     else:
@@ -384,8 +385,7 @@ def plot_flips(
     extra = [col for col in group_cols if col != "task" and table[col].nunique(dropna=False) > 1]
     if extra:
         rows = rows + " · " + group_labels(table, extra, names=names)
-    rate_a = table["successes_a"] / table["trials_a"]
-    rate_b = table["successes_b"] / table["trials_b"]
+    rate_a, rate_b = table["rate_a"], table["rate_b"]
     y = np.arange(len(table))[::-1]
     ax = new_axes(ax, figsize=(8.0, max(2.5, 0.5 * len(table) + 1.8)))
     flipped = table["flip"].to_numpy(dtype=bool)
@@ -446,7 +446,8 @@ def plot_flips(
 
 
 _FLIP_COLUMNS = frozenset(
-    {"successes_a", "trials_a", "successes_b", "trials_b", "delta", "p_value", "q_value", "min_p", "flip"}
+    {"successes_a", "trials_a", "successes_b", "trials_b", "rate_a", "rate_b", "delta"}
+    | {"p_value", "q_value", "min_p", "flip"}
     | {"tested"}
 )
 

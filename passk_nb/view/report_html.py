@@ -19,6 +19,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 
 from passk_nb._version import __version__
+from passk_nb.stats.counts import outcome_counts
 from passk_nb.stats.flags import claimed_unperformed_action
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
 from passk_nb.stats.report import report_frame
@@ -120,19 +121,12 @@ def report_html(
         _figure(plot_tasks(labelled, by=group, k=k, infra=infra), f"per-task successes and pass^{k}"),
         "<h2>How the trials ended</h2>",
         _figure(plot_outcomes(labelled, by=group), "outcome of every trial, by group"),
-        render_table(_outcome_counts(labelled, label_name), "html"),
+        render_table(outcome_counts(labelled, by=label_name, total=True), "html"),
         "<h2>Failed trials</h2>",
         _failures(df, max_failures),
         "</body></html>",
     ]
     return "\n".join(p for p in parts if p)
-
-
-def _outcome_counts(df: pd.DataFrame, label: str) -> pd.DataFrame:
-    counts = pd.crosstab(df[label], df["outcome"])
-    counts.columns = list(counts.columns)
-    counts["all trials"] = counts.sum(axis=1)
-    return counts.reset_index()
 
 
 def _failures(df: pd.DataFrame, limit: int) -> str:

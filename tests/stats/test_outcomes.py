@@ -56,3 +56,11 @@ def test_a_folder_with_such_records_is_refused_by_either_engine(tmp_path, engine
     write_part(pa.Table.from_pandas(df, schema=SCHEMA, preserve_index=False), tmp_path, "r")
     with pytest.raises(ValueError, match=r"records that passk never writes: 1 row .*row 3"):
         count_folder(tmp_path, engine=engine)
+
+
+def test_outcome_counts_can_give_the_total_a_table_shows() -> None:
+    df = frame(["pass"] * 9 + ["wrong_state"], [True] * 9 + [False], object).assign(model="m")
+    from passk_nb.stats.counts import outcome_counts
+
+    table = outcome_counts(df, by="model", total=True)
+    assert table.to_dict("records") == [{"model": "m", "pass": 9, "wrong_state": 1, "all trials": 10}]

@@ -480,6 +480,7 @@ def test_flips_four_of_four_to_zero_of_four() -> None:
     assert row["p_value"] == pytest.approx(2 / 70, rel=1e-9)  # two-sided: 2 / C(8, 4) = 0.029
     assert row["q_value"] == pytest.approx(2 / 70, rel=1e-9)
     assert (row["successes_a"], row["trials_a"], row["successes_b"], row["trials_b"]) == (4, 4, 0, 4)
+    assert (row["rate_a"], row["rate_b"]) == (1.0, 0.0)  # what plot_flips draws, computed here
     assert row["delta"] == -1.0 and bool(row["flip"])
 
 
