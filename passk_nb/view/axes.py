@@ -9,12 +9,64 @@ the choice between records and a precomputed frame, and which group columns a la
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from typing import Any
+import functools
+import re
+from collections.abc import Callable, Collection, Sequence
+from typing import Any, TypeVar
 
 import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.text import Text
+from matplotlib.ticker import FixedFormatter, FuncFormatter
+
+_F = TypeVar("_F", bound=Callable[..., Axes])
+#: A dollar sign matplotlib would read as the start of mathtext (not already escaped).
+_DOLLAR = re.compile(r"(?<!\\)\$")
+
+
+def plain_text(plot: _F) -> _F:
+    """Draw every text of ``plot``'s figure as written: a ``$`` in a task id or model name is no
+    mathtext (matplotlib failed on ``$$d`` and italicised ``$x$``). Titles, axis and legend labels,
+    annotations and fixed tick labels get ``\\$``, which matplotlib shows as ``$``.
+
+    >>> @plain_text
+    ... def plot(ax=None):
+    ...     ax = new_axes(ax); ax.set_yticks([0], labels=["$$d"]); ax.set_title("$x$"); return ax
+    >>> ax = plot(); ax.figure.canvas.draw(); ax.get_title()
+    '\\\\$x\\\\$'
+    >>> import matplotlib.pyplot as plt; plt.close("all")
+    """
+
+    @functools.wraps(plot)
+    def drawn(*args: Any, **kwargs: Any) -> Axes:
+        ax = plot(*args, **kwargs)
+        figure = ax.figure
+        for each in figure.axes:
+            for axis in (each.xaxis, each.yaxis):
+                formatter = axis.get_major_formatter()
+                if isinstance(formatter, FixedFormatter):
+                    formatter.seq = [_plain(str(text)) for text in formatter.seq]
+                elif isinstance(formatter, FuncFormatter):  # set_ticks(..., labels=...) makes one
+                    formatter.func = _plain_func(formatter.func)
+        for text in figure.findobj(Text):
+            text.set_text(_plain(text.get_text()))
+        return ax
+
+    return drawn  # type: ignore[return-value]
+
+
+def _plain(text: str) -> str:
+    return _DOLLAR.sub(r"\\$", text)
+
+
+def _plain_func(func: Callable[..., Any]) -> Callable[..., str]:
+    if getattr(func, "_plain", False):
+        return func
+    plain = functools.wraps(func)(lambda *args: _plain(str(func(*args))))
+    plain._plain = True  # type: ignore[attr-defined]
+    return plain
+
 
 #: The default figure size of a plot, in inches.
 FIGSIZE = (7.5, 4.0)

@@ -32,6 +32,7 @@ from passk_nb.view.axes import (
     label_columns,
     legend_outside,
     new_axes,
+    plain_text,
     require_frame,
     set_title,
 )
@@ -46,6 +47,7 @@ def _unit(measure: str) -> str:
     return {"cost_usd": "USD", "latency_s": "seconds of wall time"}.get(measure, measure)
 
 
+@plain_text
 @share_docs
 def plot_cost(
     data: pd.DataFrame | None = None,

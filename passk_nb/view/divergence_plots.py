@@ -20,7 +20,7 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 
 from passk_nb.stats.divergence import action_tree
-from passk_nb.view.axes import legend_outside, new_axes
+from passk_nb.view.axes import legend_outside, new_axes, plain_text
 from passk_nb.view.labels import OUTCOME_COLORS
 
 #: Edge colours: every trial through the edge passed, failed, or both.
@@ -29,6 +29,7 @@ PASS_COLOR, FAIL_COLOR, MIXED_COLOR = OUTCOME_COLORS["pass"], OUTCOME_COLORS["un
 MAX_LABEL = 34
 
 
+@plain_text
 def plot_divergence(
     data: pd.DataFrame,
     task: str | None = None,

@@ -19,12 +19,13 @@ from passk_nb.stats import planning as _planning
 from passk_nb.stats import rank as _rank
 from passk_nb.stats.forecast import KS
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, share_docs
-from passk_nb.view.axes import data_or_frame, legend_outside, new_axes, require_frame, set_title
+from passk_nb.view.axes import data_or_frame, legend_outside, new_axes, plain_text, require_frame, set_title
 from passk_nb.view.labels import PALETTE, group_labels
 
 _FORECAST_COLUMNS = ("k", "pass^k", "lo", "hi", "observed", "share_always", "min_n")
 
 
+@plain_text
 @share_docs
 def plot_forecast(
     data: pd.DataFrame | None = None,
@@ -110,6 +111,7 @@ def plot_forecast(
     return ax
 
 
+@plain_text
 @share_docs
 def plot_plan(
     data: pd.DataFrame | None = None,
@@ -166,6 +168,7 @@ def plot_plan(
     return ax
 
 
+@plain_text
 @share_docs
 def plot_rank(
     data: pd.DataFrame | None = None,

@@ -49,6 +49,7 @@ from passk_nb.view.axes import (
     legend_outside,
     luminance,
     new_axes,
+    plain_text,
     reject_frame,
     require_frame,
     set_title,
@@ -73,6 +74,7 @@ _METRIC_NAME = {
 }
 
 
+@plain_text
 @share_docs
 def plot_curve(
     data: pd.DataFrame | None = None,
@@ -241,6 +243,7 @@ def plot_curve(
 _CURVE_COLUMNS = frozenset({"k", "metric", "value", "lo", "hi", "fixed_lo", "fixed_hi"})
 
 
+@plain_text
 @share_docs
 def plot_tasks(
     data: pd.DataFrame,
@@ -323,6 +326,7 @@ def plot_tasks(
     return ax
 
 
+@plain_text
 @share_docs
 def plot_flips(
     data: pd.DataFrame | None = None,
@@ -452,6 +456,7 @@ _FLIP_COLUMNS = frozenset(
 )
 
 
+@plain_text
 @share_docs
 def plot_outcomes(
     data: pd.DataFrame,

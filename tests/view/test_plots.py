@@ -351,3 +351,22 @@ def test_palette_is_okabe_ito():
     assert PALETTE[:3] == ("#0072B2", "#E69F00", "#009E73")
     assert len(set(PALETTE)) == 8
     assert np.all([len(c) == 7 for c in OUTCOME_COLORS.values()])
+
+
+@pytest.mark.parametrize("name", ["plot_curve", "plot_tasks", "plot_outcomes", "plot_flips"])
+def test_a_dollar_in_a_task_or_model_name_is_drawn_as_written(name: str) -> None:
+    # "$$d" made matplotlib's mathtext raise; "$x$" came out italic, without its dollars
+    import io
+
+    import passk_nb
+
+    marks = {"a$b": "1101", "$$d": "1111", "$x$": "0101", "e": "1111", "f": "1100"}
+    df = records({(model, "p", t): m for t, m in marks.items() for model in ("m$1", "$$m")})
+    options = {"plot_flips": {"on": "model", "a": "m$1", "b": "$$m"}, "plot_outcomes": {}}.get(name, {"k": 2})
+    ax = getattr(passk_nb, name)(df, **options)
+    ax.figure.savefig(io.BytesIO(), format="png")  # draws every text
+    shown = [t.get_text() for t in ax.figure.findobj(matplotlib.text.Text) if "$" in t.get_text()]
+    shown += [str(t.get_text()) for t in ax.get_yticklabels() + ax.get_xticklabels() if "$" in t.get_text()]
+    assert shown, "the names with dollars are drawn somewhere"
+    assert all(not matplotlib.cbook.is_math_text(text) for text in shown), shown
+    plt.close("all")
