@@ -244,7 +244,9 @@ def action_tree(
 
     Columns: ``node`` and ``parent`` (integer ids; the root is 0), ``depth`` (the step,
     from 1), ``action``, ``n_pass`` and ``n_fail`` (trials whose sequence goes through the
-    edge). Sequences are cut at ``max_depth`` steps. The frame must hold one configuration
+    edge). A trial that stops without an answer (out of turns, a last message with no action, no
+    action at all) ends in an ``<end>`` edge, so every trial is drawn. Sequences are cut at
+    ``max_depth`` steps. The frame must hold one configuration
     (filter it first); ``infra_error`` trials are left out.
 
     >>> df = pd.DataFrame({"task": "t", "passed": [True, False], "outcome": ["pass", "wrong_state"],
@@ -254,6 +256,7 @@ def action_tree(
        node  parent  depth          action  n_pass  n_fail
     0     1       0      1          answer       1       0
     1     2       0      1  <format error>       0       1
+    2     3       2      2           <end>       0       1
     """
     require_columns(df, ("task", "passed", "outcome", "transcript"))
     frame = df[df["outcome"].astype(str) != "infra_error"]
@@ -273,7 +276,10 @@ def action_tree(
     ids: dict[tuple[str, ...], int] = {}
     counts: dict[tuple[str, ...], list[int]] = {}
     for transcript, passed in zip(frame["transcript"], frame["passed"].astype(bool), strict=True):
-        seq = action_sequence(transcript, key_args)[:max_depth]
+        seq = action_sequence(transcript, key_args)
+        if not seq or seq[-1] != "answer":  # it stopped without answering: drawn, not dropped
+            seq.append(END)
+        seq = seq[:max_depth]
         for depth in range(1, len(seq) + 1):
             path = tuple(seq[:depth])
             if path not in ids:
