@@ -147,7 +147,8 @@ def noise_floor(
 
     >>> import pandas as pd
     >>> df = pd.DataFrame({"task": list("aaaabbbbcccc"), "passed": [1, 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0]})
-    >>> df = df.astype({"passed": bool}).assign(outcome=lambda d: d["passed"].map({True: "pass", False: "x"}))
+    >>> df = df.astype({"passed": bool})
+    >>> df["outcome"] = df["passed"].map({True: "pass", False: "wrong_state"})
     >>> out = noise_floor(df, by=())
     >>> round(float(out["flip_rate"].iloc[0]), 4)  # b: 2·2·2/(4·3) = 2/3; a, c: 2·(E p − E p²) = 0.15
     0.3222

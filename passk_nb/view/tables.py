@@ -33,7 +33,7 @@ def summary_table(summary: pd.DataFrame, *, ci: float = CI) -> pd.DataFrame:
     >>> df["outcome"] = df["passed"].map({True: "pass", False: "wrong_state"})
     >>> row = summary_table(summarize(df, k=2, by="model")).iloc[0]
     >>> row["pass^k"], row["pass^k 95% CI, new tasks"], row["pass^k 95% CI, these tasks"]
-    ('0.633', '[0.056, 0.993]', '[0.419, 0.847]')
+    ('0.633', '[0.056, 0.993]', '[0.365, 0.900]')
     """
     group_cols = list(summary.columns[: list(summary.columns).index("k")])
     out = summary[group_cols].copy()
@@ -265,7 +265,7 @@ def report_table(
     model: m
     pass@2 | pass^2 | these tasks    | trials   | infra excl. | claimed not done | agent errors
     -------+--------+----------------+----------+-------------+------------------+-------------
-    0.917  | 0.583  | [0.207, 0.959] | 6/8 pass | 0           | 0                | 0
+    0.917  | 0.583  | [0.120, 1.000] | 6/8 pass | 0           | 0                | 0
     """
     by = list(by)
     if fmt == "csv":

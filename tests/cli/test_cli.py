@@ -153,7 +153,7 @@ def test_report_shows_infra_errors_excluded(tmp_path, capsys):
     assert row == [
         "0.000",
         "0.000",
-        "[0.000, 0.258]",
+        "[0.000, 0.345]",
         "0/8 pass; k=1 covers 4/5 tasks",
         "2 (pass^1 0.000 if failures)",
         "0",
