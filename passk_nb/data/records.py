@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
@@ -174,22 +175,39 @@ def outcome_problems(passed: pa.Array | pa.ChunkedArray, outcome: pa.Array | pa.
 
     known = pc.is_in(outcome, value_set=pa.array(OUTCOMES))
     unknown = pc.invert(pc.fill_null(known, False))
-    if pc.any(unknown).as_py():
-        rows = pc.indices_nonzero(unknown)
-        first = int(rows[0].as_py())
-        n = len(rows)
+    disagree = pc.fill_null(pc.not_equal(passed, pc.equal(outcome, "pass")), True)
+    return outcome_text(
+        pc.indices_nonzero(unknown).to_numpy(),
+        pc.indices_nonzero(disagree).to_numpy(),
+        lambda i: outcome[i].as_py(),
+        lambda i: passed[i].as_py(),
+    )
+
+
+def outcome_text(
+    unknown: Sequence[int] | np.ndarray,
+    disagree: Sequence[int] | np.ndarray,
+    outcome_at: Callable[[int], Any],
+    passed_at: Callable[[int], Any],
+) -> str | None:
+    """What :func:`outcome_problems` reports, from the rows whose outcome is unknown and those whose
+    ``passed`` disagrees with it (the first unknown one is named before any disagreement); None
+    when there are neither. Shared by the store's check on reading and the analyses' on counting.
+
+    >>> outcome_text([], [2, 5], lambda i: "wrong_state", lambda i: True)
+    "2 rows have passed=True with outcome 'wrong_state' (first: row 2)"
+    """
+    if len(unknown):
+        first, n = int(unknown[0]), len(unknown)
         return (
             f"{n} row{'s' if n > 1 else ''} {'have' if n > 1 else 'has'} an outcome that is not one of "
-            f"passk's (first: {outcome[first].as_py()!r}, row {first})"
+            f"passk's (first: {outcome_at(first)!r}, row {first})"
         )
-    disagree = pc.fill_null(pc.not_equal(passed, pc.equal(outcome, "pass")), True)
-    if pc.any(disagree).as_py():
-        rows = pc.indices_nonzero(disagree)
-        first = int(rows[0].as_py())
-        n = len(rows)
+    if len(disagree):
+        first, n = int(disagree[0]), len(disagree)
         return (
-            f"{n} row{'s' if n > 1 else ''} {'have' if n > 1 else 'has'} passed={passed[first].as_py()} "
-            f"with outcome {outcome[first].as_py()!r} (first: row {first})"
+            f"{n} row{'s' if n > 1 else ''} {'have' if n > 1 else 'has'} passed={passed_at(first)} "
+            f"with outcome {outcome_at(first)!r} (first: row {first})"
         )
     return None
 

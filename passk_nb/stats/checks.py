@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from passk_nb.data.records import COLUMNS as RECORD_COLUMNS
-from passk_nb.data.records import OUTCOMES
+from passk_nb.data.records import OUTCOMES, outcome_text
 from passk_nb.stats.params import default_by
 
 #: Columns every analysis needs, besides the grouping columns.
@@ -43,21 +43,13 @@ def refuse_wrong_outcomes(
     ...
     ValueError: records that passk never writes: 1 row has an outcome that is not one of passk's (first: 'PASS!', row 1); set 'passed' to outcome == "pass" with an outcome from passk_nb.data.records.OUTCOMES, or build the frame with passk_nb.data.records.frame_from_records
     """  # noqa: E501
-    unknown = np.flatnonzero(~known)
-    disagree = np.flatnonzero(passed != is_pass)
-    if unknown.size:
-        first, n = int(unknown[0]), unknown.size
-        what = (
-            f"{n} row{'s' if n > 1 else ''} {'have' if n > 1 else 'has'} an outcome that is not one of "
-            f"passk's (first: {outcome.iloc[first]!r}, row {first})"
-        )
-    elif disagree.size:
-        first, n = int(disagree[0]), disagree.size
-        what = (
-            f"{n} row{'s' if n > 1 else ''} {'have' if n > 1 else 'has'} passed={bool(passed[first])} "
-            f"with outcome {outcome.iloc[first]!r} (first: row {first})"
-        )
-    else:
+    what = outcome_text(
+        np.flatnonzero(~known),
+        np.flatnonzero(passed != is_pass),
+        lambda i: outcome.iloc[i],
+        lambda i: bool(passed[i]),
+    )
+    if what is None:
         return
     raise ValueError(
         f"records that passk never writes: {what}; set 'passed' to outcome == \"pass\" with an outcome "

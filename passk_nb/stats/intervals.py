@@ -62,7 +62,7 @@ def estimator_variance(n: np.ndarray, c: np.ndarray, k: int, q: np.ndarray) -> n
     return np.where(n >= k, variance, np.nan)
 
 
-def fixed_task_variance(n: np.ndarray, c: np.ndarray, k: int, level: float = FIXED_LEVEL) -> np.ndarray:
+def fixed_task_variance(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
     """Variance of the per-task pass^k estimate for a re-run of this task: the largest
     :func:`estimator_variance` over p in the task's :data:`~passk_nb.stats.params.FIXED_LEVEL`
     Jeffreys interval (from 0 when c = 0, to 1 when c = n), so that a task whose few trials look
@@ -76,8 +76,8 @@ def fixed_task_variance(n: np.ndarray, c: np.ndarray, k: int, level: float = FIX
     cells, where = np.unique(np.stack([n.ravel(), c.ravel()]).astype(float), axis=1, return_inverse=True)
     cn, cc = cells
     with np.errstate(invalid="ignore"):
-        lo = np.where(cc <= 0, 0.0, sps.beta.ppf((1 - level) / 2, cc + 0.5, cn - cc + 0.5))
-        hi = np.where(cc >= cn, 1.0, sps.beta.ppf((1 + level) / 2, cc + 0.5, cn - cc + 0.5))
+        lo = np.where(cc <= 0, 0.0, sps.beta.ppf((1 - FIXED_LEVEL) / 2, cc + 0.5, cn - cc + 0.5))
+        hi = np.where(cc >= cn, 1.0, sps.beta.ppf((1 + FIXED_LEVEL) / 2, cc + 0.5, cn - cc + 0.5))
     edges = lo, hi
     for _ in range(2):  # a coarse grid, then a fine one around its largest point
         grid = lo[:, None] + (hi - lo)[:, None] * _GRID
