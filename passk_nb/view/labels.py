@@ -63,7 +63,9 @@ def group_labels(
     parts = []
     for col in varying or shown:
         if col == "config" and varying:
-            parts.append(config_differences(frame[col]))
+            differences = config_differences(frame[col], frame["model"] if "model" in frame else None)
+            if differences.nunique() > 1 or len(varying) == 1:
+                parts.append(differences)
         else:
             parts.append(frame[col].map(lambda v, col=col: format_value(col, v, names)).astype(str))
     label = parts[0]
@@ -72,17 +74,47 @@ def group_labels(
     return label
 
 
-def config_differences(configs: pd.Series) -> pd.Series:
+def config_differences(configs: pd.Series, models: pd.Series | None = None) -> pd.Series:
     """Each ``config`` label cut down to the fields that differ among ``configs``.
+
+    A Python agent's code fingerprint (``agent=…``) is left out where ``models`` (the agent's
+    name) already tells the rows apart, and shortened to 7 characters where two share a name.
 
     >>> config_differences(pd.Series(["a=1, b=2", "a=1, b=3", "a=1"])).tolist()
     ['b=2', 'b=3', 'default']
+    >>> agents = pd.Series(["agent=180a577b6038", "agent=8cdb6adf1960", "agent=81982f96c347"])
+    >>> config_differences(agents, pd.Series(["careful", "hasty", "hasty"])).tolist()
+    ['default', 'agent=8cdb6ad', 'agent=81982f9']
     """
     fields = [_config_fields(str(c)) for c in configs]
     keys = sorted({key for f in fields for key in f})
     differing = [key for key in keys if len({f.get(key) for f in fields}) > 1]
+    if "agent" in differing:
+        agents = pd.Series([f.get("agent", "") for f in fields], index=configs.index)
+        names = models.astype(str) if models is not None else pd.Series("", index=configs.index)
+        per_name = agents.groupby(names).transform("nunique")
+        for f, shared_name in zip(fields, per_name > 1, strict=True):
+            if "agent" in f:
+                f["agent"] = f["agent"][:7]
+                if not shared_name:
+                    del f["agent"]  # the agent's name tells it apart
     labels = [", ".join(f"{key}={f[key]}" for key in differing if key in f) or "default" for f in fields]
     return pd.Series(labels, index=configs.index, dtype=object)
+
+
+def config_shared(configs: pd.Series) -> str:
+    """The ``config`` fields every one of ``configs`` has with the same value ("" when none).
+
+    >>> config_shared(pd.Series(["a=1, b=2", "a=1, b=3"]))
+    'a=1'
+    """
+    fields = [_config_fields(str(c)) for c in configs]
+    if not fields:
+        return ""
+    first = fields[0]
+    return ", ".join(
+        f"{key}={value}" for key, value in first.items() if all(f.get(key) == value for f in fields)
+    )
 
 
 def _config_fields(config: str) -> dict[str, str]:

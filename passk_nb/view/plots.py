@@ -252,6 +252,7 @@ def plot_tasks(
     k: int | None = None,
     infra: str = INFRA,
     cmap: str = "cividis",
+    transpose: bool = False,
     ax: Axes | None = None,
     title: str | None = None,
 ) -> Axes:
@@ -262,6 +263,8 @@ def plot_tasks(
     k: colour by the unbiased pass^k at this k instead of the success rate.
     {infra}
     cmap: the matplotlib colormap.
+    transpose: one row per group and one column per task instead (for more groups than tasks:
+    the figure then grows down, with its rows).
     {ax}
     {title}
 
@@ -294,8 +297,13 @@ def plot_tasks(
         return table.pivot(index="task", columns="_group", values=column).reindex(index=tasks, columns=groups)
 
     n, c = grid("trials"), grid("successes")
+    if transpose:
+        n, c = n.T, c.T
     values = grid("pass^k").to_numpy(dtype=float)
-    ax = new_axes(ax, figsize=(max(4.5, 1.6 * len(groups) + 3.5), max(2.5, 0.55 * len(tasks) + 1.5)))
+    values = values.T if transpose else values
+    rows, columns = (groups, tasks) if transpose else (tasks, groups)
+    per_column = min(1.6, max(0.8, 0.1 * max((len(str(col)) for col in columns), default=1)))
+    ax = new_axes(ax, figsize=(max(4.5, per_column * len(columns) + 3.5), max(2.5, 0.5 * len(rows) + 1.5)))
     colormap = plt.get_cmap(cmap).with_extremes(bad="0.92")
     image = ax.imshow(np.ma.masked_invalid(values), cmap=colormap, vmin=0, vmax=1, aspect="auto")
     for (row, col), value in np.ndenumerate(values):
@@ -316,10 +324,11 @@ def plot_tasks(
             fontsize="small",
             color="black" if luminance(shade) > 0.5 else "white",
         )
-    ax.set_xticks(range(len(groups)), groups, rotation=20, ha="right")
-    ax.set_yticks(range(len(tasks)), tasks)
-    ax.set_xlabel(" · ".join(shown_by))
-    ax.set_ylabel("task")
+    ax.set_xticks(range(len(columns)), columns, rotation=20, ha="right")
+    ax.set_yticks(range(len(rows)), rows)
+    group_name = " · ".join(shown_by)
+    ax.set_xlabel("task" if transpose else group_name)
+    ax.set_ylabel(group_name if transpose else "task")
     bar = ax.figure.colorbar(image, ax=ax, shrink=0.85, pad=0.02)
     bar.set_label("success rate (successes / trials)" if k is None else f"pass^{k} (all {k} tries succeed)")
     set_title(ax, title, f"Per-task success by {' · '.join(shown_by)}")

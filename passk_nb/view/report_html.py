@@ -12,10 +12,12 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import html
+import struct
 from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 import pandas as pd
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 
 from passk_nb._version import __version__
@@ -23,6 +25,8 @@ from passk_nb.stats.counts import outcome_counts
 from passk_nb.stats.flags import claimed_unperformed_action
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
 from passk_nb.stats.report import report_frame
+from passk_nb.stats.summary import curve
+from passk_nb.view.labels import text_or_none
 from passk_nb.view.plots import figure_png, plot_curve, plot_outcomes, plot_tasks
 from passk_nb.view.tables import (
     render_table,
@@ -62,8 +66,10 @@ def report_html(
     """The whole report as one HTML document (a string), self-contained and escaped.
 
     ``report``: the :func:`passk_nb.stats.report.report_frame` of ``df`` when already
-    computed. ``max_failures``: how many failed trials' transcripts to include (failures
-    whose answer claims an undone action first).
+    computed. ``max_failures``: how many failed trials' transcripts to include, shared out
+    evenly over the configurations (at least one each; failures whose answer claims an
+    undone action first). Several configurations get keys (A, B, …) in the table, which
+    the figures use, and the curve is drawn as one small panel per configuration.
 
     {df}
     {k}
@@ -86,67 +92,189 @@ def report_html(
     if report is None:
         report = report_frame(df, k=k, by=by, ci=ci, n_boot=n_boot, seed=seed, infra=infra)
     display, caption = report_display(report, by=by, ci=ci)
-    varying, _ = split_fields(row_fields(report, by))
-    label_name = " · ".join(varying) or "group"
-    if varying:
-        fields = row_fields(df, by)
-        labels = pd.Series([""] * len(df), index=df.index)
-        for i, name in enumerate(varying):
-            labels = labels + (" · " if i else "") + fields[name]
-    else:
-        labels = pd.Series("all trials", index=df.index)
-    labelled = df.assign(**{label_name: labels.to_numpy()})
-    group = (label_name,)
+    keys, names, labels = config_keys(df, report, by)
+    many = len(keys) > 1
+    if many:
+        display.insert(0, "key", keys)
+    labelled = df.assign(configuration=labels.to_numpy())
+    group = ("configuration",)
+    tasks = df["task"].nunique()
 
     runs = df["run_id"].nunique()
     when = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    per_task = plot_tasks(labelled, by=group, k=k, infra=infra, transpose=len(keys) > tasks)
+    curves = _curves(labelled, names, k=k, ci=ci, n_boot=n_boot, seed=seed, infra=infra)
     parts = [
         "<!DOCTYPE html>",
         "<html lang='en'><head><meta charset='utf-8'>",
         "<meta name='viewport' content='width=device-width, initial-scale=1'>",
         f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>",
         f"<h1>{_e(title)}</h1>",
-        f"<p>{len(df)} trials of {df['task'].nunique()} tasks in {runs} run{'s' * (runs != 1)}; "
+        f"<p>{len(df)} trials of {tasks} task{'s' * (tasks != 1)} in {runs} run{'s' * (runs != 1)}; "
         f"k = {k}, {ci:.0%} intervals. Written by passk-nb {_e(__version__)} on {when}.</p>",
         "<h2>pass@k and pass^k</h2>",
         f"<p class='caption'>{_e(caption)}</p>" if caption else "",
+        "<p class='caption'>Every figure below names a configuration by its key.</p>" if many else "",
         render_table(display, "html"),
         "<ul class='notes'>" + "".join(f"<li>{_e(n)}</li>" for n in report_notes(report, ci=ci)) + "</ul>",
         "<h2>As k grows</h2>",
-        _figure(
-            plot_curve(labelled, by=group, k=k, ci=ci, n_boot=n_boot, seed=seed),
-            f"pass@k and pass^k against k with {ci:.0%} intervals",
-        ),
+        _figure(curves, f"pass@k and pass^k against k with {ci:.0%} intervals"),
         "<h2>Per task</h2>",
-        _figure(plot_tasks(labelled, by=group, k=k, infra=infra), f"per-task successes and pass^{k}"),
+        _figure(per_task, f"per-task successes and pass^{k}"),
         "<h2>How the trials ended</h2>",
-        _figure(plot_outcomes(labelled, by=group), "outcome of every trial, by group"),
-        render_table(outcome_counts(labelled, by=label_name, total=True), "html"),
+        _figure(plot_outcomes(labelled, by=group), "outcome of every trial, by configuration"),
+        render_table(outcome_counts(labelled, by="configuration", total=True), "html"),
         "<h2>Failed trials</h2>",
-        _failures(df, max_failures),
+        _failures(labelled, names, max_failures),
         "</body></html>",
     ]
     return "\n".join(p for p in parts if p)
 
 
-def _failures(df: pd.DataFrame, limit: int) -> str:
-    failed = df[~df["passed"].astype(bool)]
+def config_keys(
+    df: pd.DataFrame, report: pd.DataFrame, by: Sequence[str]
+) -> tuple[list[str], list[str], pd.Series]:
+    """A short key for each configuration (row of ``report``), the name figures give it, and
+    each trial of ``df`` that name.
+
+    Keys are ``A``, ``B``, … ``Z``, ``AA``, … in the report's order; a name is the key followed
+    by what the configuration is (the fields that differ) when every such description is short,
+    else the key alone. One configuration is named "all trials".
+
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"model": ["m1", "m2", "m1"]})
+    >>> keys, names, labels = config_keys(df, pd.DataFrame({"model": ["m1", "m2"]}), ["model"])
+    >>> keys, names, labels.tolist()
+    (['A', 'B'], ['A: m1', 'B: m2'], ['A: m1', 'B: m2', 'A: m1'])
+    """
+    varying, _ = split_fields(row_fields(report, by))
+    if not varying:
+        return ["all trials"], ["all trials"], pd.Series("all trials", index=df.index)
+    described = _described(varying)
+    keys = [_key(i) for i in range(len(described))]
+    short = described.str.len().max() <= _SHORT
+    names = [f"{key}: {text}" if short else key for key, text in zip(keys, described, strict=True)]
+    trials = _described(split_fields(row_fields(df, by))[0])
+    return keys, names, trials.map(dict(zip(described, names, strict=True)))
+
+
+_SHORT = 24
+
+
+def _described(fields: dict[str, pd.Series]) -> pd.Series:
+    """Per row, the values of ``fields`` joined by " · "."""
+    parts = [values.astype(str) for values in fields.values()]
+    text = parts[0]
+    for part in parts[1:]:
+        text = text + " · " + part
+    return text
+
+
+def _key(i: int) -> str:
+    """A, B, … Z, AA, AB, …"""
+    text = ""
+    i += 1
+    while i:
+        i, rest = divmod(i - 1, 26)
+        text = chr(ord("A") + rest) + text
+    return text
+
+
+def _curves(
+    labelled: pd.DataFrame, names: list[str], *, k: int, ci: float, n_boot: int, seed: int, infra: str
+) -> Axes:
+    """One small panel of pass@k and pass^k per configuration (a single axes for one), shared axes."""
+    group = ("configuration",)
+    frame = curve(labelled, by=group, ci=ci, n_boot=n_boot, seed=seed, infra=infra)
+    if len(names) == 1:
+        return plot_curve(curve=frame, by=group, k=k, ci=ci)
+    columns = min(len(names), _PANELS_PER_ROW)
+    rows = -(-len(names) // columns)
+    figure, grid = plt.subplots(
+        rows,
+        columns,
+        figsize=(3.0 * columns, 2.4 * rows + 0.9),
+        sharex=True,
+        sharey=True,
+        layout="constrained",
+        squeeze=False,
+    )
+    handles: dict[str, Artist] = {}
+    legend_title = None
+    configuration = frame["configuration"].astype(str)
+    for ax, name in zip(grid.flat, names, strict=False):
+        plot_curve(curve=frame[configuration == name], by=group, k=k, ci=ci, ax=ax, title=name)
+        legend = ax.get_legend()
+        if legend is not None:
+            legend_title = legend_title or legend.get_title().get_text()
+            for handle, text in zip(legend.legend_handles, legend.get_texts(), strict=True):
+                label = text.get_text()
+                if label != name and handle is not None:
+                    handles.setdefault(label, handle)
+            legend.remove()
+        ax.title.set_fontsize("small")
+        if ax not in grid[-1]:
+            ax.set_xlabel("")
+        if ax not in grid[:, 0]:
+            ax.set_ylabel("")
+    for ax in list(grid.flat)[len(names) :]:
+        ax.set_visible(False)
+    figure.legend(
+        list(handles.values()),
+        list(handles),
+        loc="outside lower center",
+        ncol=min(3, len(handles)),
+        frameon=False,
+        fontsize="small",
+        title=legend_title,
+        title_fontsize="small",
+    )
+    return grid.flat[0]
+
+
+_PANELS_PER_ROW = 4
+
+
+def _failures(labelled: pd.DataFrame, names: list[str], limit: int) -> str:
+    """Failed trials of every configuration: ``limit`` in all, shared out evenly, at least one each,
+    claimed-but-not-done actions first; each titled with its outcome and the recorded reason."""
+    failed = labelled[~labelled["passed"].astype(bool)]
     if failed.empty:
         return "<p>No trial failed.</p>"
-    ordered = failed_first(failed).head(limit)
-    claimed = claimed_unperformed_action(ordered)
-    shown = (
-        f"the first {len(ordered)} of {len(failed)}" if len(failed) > len(ordered) else f"all {len(failed)}"
-    )
-    items = [
-        f"<details><summary>{_e(trial_label(row, bool(claimed.loc[index])))}</summary>"
-        f"{transcript_html(row)}</details>"
-        for index, row in ordered.iterrows()
+    by_name = dict(tuple(failed.groupby("configuration", sort=False)))
+    groups = [(name, by_name[name]) for name in names if name in by_name]
+    each = max(1, limit // len(groups))
+    many = len(names) > 1
+    parts = [
+        f"<p>Up to {each} failed trial{'s' * (each != 1)} of each configuration, those whose answer "
+        "claims an action that was not done first. Click one to open its transcript.</p>"
     ]
-    return (
-        f"<p>Showing {shown} failed trials, those whose answer claims an action that was not done "
-        "first. Click one to open its transcript.</p>" + "".join(items)
-    )
+    for name, rows in groups:
+        ordered = failed_first(rows).head(each)
+        claimed = claimed_unperformed_action(ordered)
+        shown = f"{len(ordered)} of {len(rows)}" if len(rows) > len(ordered) else f"all {len(rows)}"
+        if many:
+            parts.append(f"<h3>{_e(name)}</h3><p>Showing {shown} failed trials.</p>")
+        else:
+            parts.append(f"<p>Showing {shown} failed trials.</p>")
+        parts += [
+            f"<details><summary>{_e(_failure_title(row, bool(claimed.loc[index])))}</summary>"
+            f"{transcript_html(row)}</details>"
+            for index, row in ordered.iterrows()
+        ]
+    return "".join(parts)
+
+
+def _failure_title(row: pd.Series, claimed: bool) -> str:
+    title = trial_label(row, claimed)
+    reason = text_or_none(row.get("error"))
+    if reason:
+        reason = " ".join(reason.split())
+        title += " — " + (reason if len(reason) <= _REASON else reason[: _REASON - 1] + "…")
+    return title
+
+
+_REASON = 160
 
 
 def _figure(ax: Axes, alt: str) -> str:
@@ -154,7 +282,11 @@ def _figure(ax: Axes, alt: str) -> str:
     png = figure_png(figure)  # type: ignore[arg-type]
     plt.close(figure)  # type: ignore[arg-type]
     data = base64.b64encode(png).decode("ascii")
-    return f"<img class='figure' alt='{_e(alt)}' src='data:image/png;base64,{data}'>"
+    width, height = struct.unpack(">II", png[16:24])  # the PNG header's IHDR
+    return (
+        f"<img class='figure' alt='{_e(alt)}' data-size='{width}x{height}' "
+        f"src='data:image/png;base64,{data}'>"
+    )
 
 
 def _e(value: object) -> str:

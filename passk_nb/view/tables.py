@@ -12,6 +12,7 @@ import pandas as pd
 from passk_nb.stats.cost import Prices, price_table, with_cost, with_cost_columns
 from passk_nb.stats.params import CI, METHOD
 from passk_nb.stats.summary import DECLINED
+from passk_nb.view.labels import config_differences, config_shared
 
 
 def summary_table(summary: pd.DataFrame, *, ci: float = CI) -> pd.DataFrame:
@@ -203,7 +204,8 @@ _JOINED: tuple[tuple[str, tuple[str, str], str], ...] = (
 def row_fields(frame: pd.DataFrame, by: Sequence[str]) -> dict[str, pd.Series]:
     """``{field: label per row}`` for the grouping columns ``by`` of ``frame``.
 
-    Provider and model read ``provider/model``; prompt name and hash read ``name (hash)``.
+    Provider and model read ``provider/model``; prompt name and hash read ``name (hash)``;
+    a ``config`` that differs keeps only its differing fields (the rest is ``config, every row``).
 
     >>> frame = pd.DataFrame({"provider": ["p", "p"], "model": ["a", "b"], "config": ["x", "x"]})
     >>> {name: values.tolist() for name, values in row_fields(frame, ["provider", "model", "config"]).items()}
@@ -224,6 +226,14 @@ def row_fields(frame: pd.DataFrame, by: Sequence[str]) -> dict[str, pd.Series]:
                 )
         else:
             fields[col] = frame[col].map(_cell)
+    if "config" in fields and fields["config"].nunique() > 1:  # say only what differs
+        configs = frame["config"].astype(str)
+        differences = config_differences(configs, frame["model"] if "model" in frame else None)
+        del fields["config"]
+        if differences.nunique() > 1:
+            fields["config"] = differences
+        if shared := config_shared(configs):
+            fields["config, every row"] = pd.Series(shared, index=frame.index)
     return fields
 
 

@@ -36,7 +36,7 @@ from IPython.display import HTML
 from passk_nb.stats.counts import counts
 from passk_nb.stats.divergence import KeyArgs, action_sequence, common_prefix
 from passk_nb.stats.flags import claimed_unperformed_action
-from passk_nb.stats.params import INFRA, default_by
+from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by
 from passk_nb.stats.summary import curve, summarize
 from passk_nb.view.curve_image import CurveImage, render_curve
 from passk_nb.view.labels import (
@@ -250,17 +250,18 @@ _INTERVAL_NOTE = (
 def explore(
     df: pd.DataFrame,
     *,
-    by: str | Sequence[str] = ("model", "prompt_hash"),
+    by: str | Sequence[str] | None = None,
     k: int | None = None,
-    ci: float = 0.95,
-    n_boot: int = 1000,
-    seed: int = 0,
+    ci: float = CI,
+    n_boot: int = N_BOOT,
+    seed: int = SEED,
     static: bool | None = None,
 ) -> Explorer:
     """Filters (provider, model, prompt, JSON mode, task), a k slider, and a summary table and
     pass@k / pass^k curve that update as they change.
 
-    ``by``, ``k``, ``ci``, ``n_boot``, ``seed`` as in :func:`passk_nb.stats.summary.summarize`.
+    ``by``, ``k``, ``ci``, ``n_boot``, ``seed`` as in :func:`passk_nb.stats.summary.summarize`
+    (by default every identity column, so configurations are never pooled).
     Display the returned :class:`Explorer` (last line of a cell). ``static=None`` carries
     both the widget and a static rendering (table and figure for the initial selection),
     so headless runs and notebook viewers show the static part; ``True`` only static,
@@ -276,9 +277,9 @@ def explore(
     >>> int(ex.summary()["n_tasks"].iloc[0])
     1
     """
-    by = (by,) if isinstance(by, str) else tuple(by)
     if df.empty:
         raise ValueError("the frame has no trial rows")
+    by = default_by(df, by)
     return Explorer(df, by=by, k=k, ci=ci, n_boot=n_boot, seed=seed, static=static)
 
 

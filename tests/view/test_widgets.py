@@ -5,6 +5,7 @@ import json
 import random
 import warnings
 from html.parser import HTMLParser
+from pathlib import Path
 
 import matplotlib
 
@@ -20,6 +21,7 @@ from PIL import Image  # noqa: E402
 
 import passk_nb  # noqa: E402
 from passk_nb.data.records import frame_from_records  # noqa: E402
+from passk_nb.data.store import load  # noqa: E402
 from passk_nb.harness.providers.scripted import ScriptedProvider  # noqa: E402
 from passk_nb.stats.summary import summarize  # noqa: E402
 from passk_nb.view.labels import format_value  # noqa: E402
@@ -390,7 +392,7 @@ def test_explore_counts_once_and_a_k_change_recomputes_from_the_counts(monkeypat
     ex.k.value = 3
     ex.k.value = 5
     assert len(counted) == 1 and len(curves) == 2 and len(renders) == 2 and len(draws) == 2
-    options = {"k": 5, "by": ("model", "prompt_hash"), "n_boot": 200}
+    options = {"k": 5, "n_boot": 200}  # the explorer groups as summarize does
     pd.testing.assert_frame_equal(ex.summary(), summarize(ex.selection(), **options))
     assert ex.summary()["model"].tolist() == ["model-1", "model-1", "model-3", "model-3"]
     ex.filters["model"].value = tuple(f"model-{m}" for m in range(5))  # back to a selection seen before
@@ -482,11 +484,19 @@ def test_explore_table_shows_what_summarize_gives_at_the_slider_k(runs):
         ex.k.value = k
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # k above known-good's 3 trials: a coverage warning
-            expected = summary_table(summarize(runs, k=k, by=("model", "prompt_hash"), n_boot=100))
+            expected = summary_table(summarize(runs, k=k, n_boot=100))
         rows = table_cells(ex.table.value)
-        assert rows[0] == list(expected.columns)
+        assert rows[0] == list(expected.columns) and "prompt_hash" in ex.by
         assert len(rows) == 1 + len(expected)
         for row, (_, want) in zip(rows[1:], expected.iterrows(), strict=True):
-            assert row[0] == want["model"]
-            assert row[1] == format_value("prompt_hash", want["prompt_hash"], ex.names)  # name (hash)
-            assert row[2] == str(k) and row[2:] == [str(v) for v in want.iloc[2:]]
+            assert row[list(expected.columns).index("k")] == str(k)
+            shown = [format_value(c, v, ex.names) if c in ex.by else str(v) for c, v in want.items()]
+            assert row == shown  # the prompt as name (hash)
+
+
+def test_explore_never_pools_configurations():
+    """smollm2-suite: one model, three prompts × JSON mode × temperature: twelve rows, not three."""
+    df = load(Path(__file__).resolve().parents[2] / "data" / "smollm2-suite")
+    summary = explore(df, k=2, n_boot=0, static=False).summary()
+    assert len(summary) == 12 and summary["trials"].eq(60).all()
+    assert summary.groupby(["prompt_hash", "config"]).ngroups == 12
