@@ -41,6 +41,7 @@ failures.
 
 from __future__ import annotations
 
+import html
 import os
 import warnings
 from collections.abc import Callable, Iterable, Sequence
@@ -75,6 +76,63 @@ DECLINED = "declined: too few tasks"
 
 
 @share_docs
+class Summary(pd.DataFrame):
+    """What :func:`summarize` returns: a DataFrame whose notebook display leads with what
+    ``passk report`` prints — the grouping columns that differ, pass@k and pass^k with their
+    intervals, the fixed-task interval and the trials — and names the other columns, which
+    pandas would hide behind "…". A part without those columns displays as any DataFrame.
+
+    >>> table = pd.DataFrame({"model": "m", "task": list("abcde"), "n": 4, "c": [4, 3, 2, 1, 0]})
+    >>> out = summarize(table, k=2)
+    >>> isinstance(out, pd.DataFrame), "0.333 [0.008, 0.909]" in out._repr_html_()
+    (True, True)
+    >>> out[["model", "pass^k"]]._repr_html_() == pd.DataFrame(out[["model", "pass^k"]])._repr_html_()
+    True
+    """
+
+    @property
+    def _constructor(self) -> type[Summary]:
+        return Summary
+
+    def _repr_html_(self) -> str | None:
+        needed = {"k", "pass@k", "pass^k", "pass^k_fixed_lo", "trials", "successes", "n_tasks"}
+        if not needed <= set(self.columns) or len(self) > _HTML_ROWS:
+            return pd.DataFrame(self)._repr_html_()
+        by = list(self.columns[: list(self.columns).index("k")])
+        varying = [col for col in by if self[col].nunique(dropna=False) > 1] or by
+        shown = pd.DataFrame({col: self[col] for col in varying})
+        k = self["k"].iloc[0]
+        for metric in METRICS:
+            shown[metric.replace("k", str(k))] = [
+                _with_bounds(row[metric], row.get(f"{metric}_lo"), row.get(f"{metric}_hi"))
+                for _, row in self.iterrows()
+            ]
+        shown["these tasks"] = [
+            _with_bounds(None, row["pass^k_fixed_lo"], row["pass^k_fixed_hi"]) for _, row in self.iterrows()
+        ]
+        shown["tasks"] = self["n_tasks"]
+        passes = zip(self["successes"], self["trials"], strict=True)
+        shown["trials"] = [f"{int(c)}/{int(n)} pass" for c, n in passes]
+        shown["interval"] = self["ci_method"] if "ci_method" in self else ""
+        hidden = [col for col in self.columns if col not in set(varying) | {"k"}]
+        note = (
+            f"<p style='font-size:smaller'>pass@{k}, pass^{k}: value [interval for new tasks]; these "
+            f"tasks: pass^{k}'s interval for these tasks re-run. {len(self.columns)} columns in all: "
+            f"{html.escape(', '.join(hidden))}. <code>pd.DataFrame(summary)</code> shows every one.</p>"
+        )
+        return shown.to_html(escape=True) + note
+
+
+_HTML_ROWS = 200
+
+
+def _with_bounds(value: float | None, lo: float | None, hi: float | None) -> str:
+    text = "" if value is None else ("n/a" if pd.isna(value) else f"{value:.3f}")
+    if lo is not None and not pd.isna(lo):
+        text += f" [{lo:.3f}, {hi:.3f}]"
+    return text.strip() or "n/a"
+
+
 def summarize(
     df: pd.DataFrame | str | os.PathLike[str],
     *,
@@ -86,7 +144,7 @@ def summarize(
     infra: str = INFRA,
     method: str = METHODS[0],
     min_tasks: int = MIN_TASKS,
-) -> pd.DataFrame:
+) -> Summary:
     """pass@k and pass^k with both intervals, one row per group of ``by``.
 
     {df_or_folder}
@@ -190,7 +248,7 @@ def summarize(
     out = _monotone_summary(table, by, [k], grouping=grouping, **options)
     _warn_coverage(out, by, k)
     warn_declined(out, by, min_tasks)
-    return _with_infra_bound(out, table, by, k, infra, grouping)
+    return Summary(_with_infra_bound(out, table, by, k, infra, grouping))
 
 
 def _with_infra_bound(

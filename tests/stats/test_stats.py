@@ -627,3 +627,29 @@ def test_summarize_puts_the_infra_fail_value_beside_the_headline() -> None:
 def test_all_infra_errors_say_so_instead_of_asking_for_k_below_one() -> None:
     with pytest.raises(ValueError, match="all 3 trials were infrastructure errors"):
         summarize(trials({("m", "p", "a"): "iii"}), k=1)
+
+
+def test_a_summary_displays_its_headline_in_a_notebook_and_names_the_rest() -> None:
+    """pandas hides the middle of 27 columns behind "…"; the notebook display leads with what
+    `passk report` prints and lists every other column by name."""
+    table = pd.DataFrame(
+        {
+            "model": np.repeat(["<b>big</b>", "small"], 6),
+            "prompt_hash": "p",
+            "task": np.tile(list("abcdef"), 2),
+            "n": 4,
+            "c": [4, 4, 3, 4, 2, 4, 1, 0, 2, 0, 0, 1],
+        }
+    )
+    out = summarize(table, k=2)
+    page = out._repr_html_()
+    for _, row in out.iterrows():
+        assert f"{row['pass^k']:.3f} [{row['pass^k_lo']:.3f}, {row['pass^k_hi']:.3f}]" in page
+        assert f"[{row['pass^k_fixed_lo']:.3f}, {row['pass^k_fixed_hi']:.3f}]" in page
+        assert f"{int(row['successes'])}/{int(row['trials'])} pass" in page
+    assert "&lt;b&gt;big&lt;/b&gt;" in page and "<b>big" not in page
+    assert "prompt_hash</th>" not in page  # the same for every row: not a column
+    for hidden in ("pass^k_se_fixed", "n_infra_excluded", "pass@k_infra_fail"):
+        assert hidden in page
+    assert "…" not in page
+    assert pd.DataFrame(out).equals(out) and isinstance(out.head(1), pd.DataFrame)
