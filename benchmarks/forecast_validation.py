@@ -7,7 +7,8 @@ user would, and compares what it returns with the population's true pass^K at K 
 how often it declines, the coverage of the interval a user reads (the model's lo/hi when given,
 the model-free bounds when declined), the model interval's own coverage, bias, RMSE and width.
 
-    python benchmarks/forecast_validation.py                       # the README table (T 5-40, n 4 and 8)
+    python benchmarks/forecast_validation.py --tasks 20 40         # the README table (T 20, 40; n 4, 8)
+    python benchmarks/forecast_validation.py                       # also T = 5 and 10
     python benchmarks/forecast_validation.py --tasks 40 --trials 8 --only three
     python benchmarks/forecast_validation.py --trials 8 --only Beta --save a.json   # split a run ...
     python benchmarks/forecast_validation.py --tables a.json b.json                # ... and join its tables
