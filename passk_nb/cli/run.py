@@ -75,6 +75,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "--concurrency", type=positive_int, default=4, help="trials in flight at once (default: 4)"
     )
     p.add_argument(
+        "--adaptive",
+        action="store_true",
+        help="network backends: make --concurrency a ceiling and find what the server admits (start "
+        "low, grow while replies are clean, halve on 429/503/529); the bar shows requests in flight",
+    )
+    p.add_argument(
         "--rate-limit",
         type=rate_limit_arg,
         metavar="RATE",
@@ -245,6 +251,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         temperature=args.temperature,
         backend_seed=args.seed,
         concurrency=args.concurrency,
+        adaptive=args.adaptive,
         out=args.out,
         max_turns=args.max_turns,
         max_format_errors=args.max_format_errors,

@@ -342,6 +342,7 @@ def execute_trials(
     on_timeout: Callable[[Any, int, float], dict[str, Any]] | None = None,
     trial_key: Callable[[Any, int], tuple[str, int]] | None = None,
     keep_records: bool = True,
+    status: Callable[[], str] | None = None,
 ) -> list[dict[str, Any]]:
     """The batch layer: run ``one_trial(*job)`` for every job and keep the records.
 
@@ -352,6 +353,9 @@ def execute_trials(
     ``(task, trial)``; default: the job itself), merges the run's parts at the
     end, and returns the new records in completion order. Shared by :func:`run`
     and :func:`passk_nb.harness.cases.run_cases`.
+
+    ``status()``, when given, is shown beside the progress bar as each trial ends (the
+    requests in flight under adaptive concurrency).
 
     With ``keep_records=False`` (and an ``out`` folder) the records are not kept
     in memory once on disk and the list returned is empty: memory then holds only
@@ -407,6 +411,8 @@ def execute_trials(
                         writer.add(record)
                     if on_record is not None:
                         on_record(record)
+                    if status is not None:
+                        bar.set_postfix_str(status(), refresh=False)
                     bar.update(1)
                     if stops_run:  # the agent raised KeyboardInterrupt: stop as Ctrl-C does
                         raise KeyboardInterrupt(f"raised by the agent in task {record.get('task')!r}")

@@ -120,6 +120,7 @@ def run(
     backend_seed: int | None = 0,
     version: str | None = None,
     concurrency: int = 4,
+    adaptive: bool = False,
     out: str | os.PathLike[str] = "runs",
     max_turns: int = 10,
     max_format_errors: int = 2,
@@ -170,7 +171,11 @@ def run(
     completes. A provider that ``run`` created is closed when it returns.
 
     ``concurrency`` trials run at once, on threads; a network backend's one shared
-    connection pool is sized to it. ``rate_limit`` paces the model requests of all
+    connection pool is sized to it. ``adaptive=True`` makes ``concurrency`` a ceiling: a network
+    backend's requests in flight start lower, grow while replies are clean and halve on a 429,
+    503 or 529 (AIMD, :mod:`~passk_nb.harness.providers.adaptive`), so a run finds what the
+    server admits instead of retrying what it refuses; the progress bar shows the requests in
+    flight and the current limit. ``rate_limit`` paces the model requests of all
     of them: ``"600rpm"`` (requests per minute), ``"90000tpm"`` (tokens per minute)
     or both (``"600rpm,90000tpm"``); see :mod:`passk_nb.harness.pacing`. ``shard``
     ``(i, N)`` (or ``"i/N"``, 1 ≤ i ≤ N) runs only shard ``i`` of ``N`` of the tasks,
@@ -197,6 +202,7 @@ def run(
     check_text("model", model)
     check_text("prompt_name", prompt_name, allow_empty=False)
     check_bool("progress", progress)
+    check_bool("adaptive", adaptive)
     if on_record is not None and not callable(on_record):
         raise TypeError(f"on_record must be a function of one record, got {type(on_record).__name__}")
     if not isinstance(out, str | os.PathLike):
@@ -257,6 +263,7 @@ def run(
     try:
         backend.check_prompt(text)
         backend.size_pool(concurrency)
+        steered = backend.adapt_concurrency(concurrency) if adaptive else None
         return _run_trials(
             the_suite,
             backend,
@@ -276,6 +283,7 @@ def run(
             trial_timeout=trial_timeout,
             limiter=limiter,
             unseen=unseen,
+            status=None if steered is None else steered.status,
         )
     finally:
         if created:
@@ -302,6 +310,7 @@ def _run_trials(
     trial_timeout: float | None,
     limiter: RateLimiter | None = None,
     unseen: Sequence[str] = (),
+    status: Callable[[], str] | None = None,
 ) -> pd.DataFrame:
     described = backend.describe()
     spec = RunSpec(
@@ -378,5 +387,6 @@ def _run_trials(
         timeout=trial_timeout,
         on_timeout=timed_out,
         keep_records=False,  # read back from disk below: memory stays bounded however long the run
+        status=status,
     )
     return load_trials(out_dir, run_id, task_ids, trials)

@@ -133,6 +133,7 @@ class FakeServer:
         rule: Callable[[Any], Fault | None] | None = None,
         latency: float = 0.0,
         keep_alive: bool = False,
+        admit: int | None = None,
     ):
         if wire not in CHAT_PATHS:
             raise ValueError(f"wire must be one of {sorted(CHAT_PATHS)}")
@@ -143,6 +144,10 @@ class FakeServer:
         self.keep_alive = (
             keep_alive  # HTTP/1.1 with persistent connections (default: HTTP/1.0, one per request)
         )
+        self.admit = admit  # at most this many requests served at once; 429 above it
+        self.active = 0  # requests being served now (with admit)
+        self.admitted: list[int] = []  # requests being served as each was admitted (with admit)
+        self.rejected = 0  # requests answered 429 for being over admit
         self.connections_opened = 0  # TCP connections accepted so far
         self.connections_open = 0  # open right now
         self.max_connections_open = 0  # the most open at once
@@ -345,6 +350,26 @@ class FakeServer:
 
             def do_POST(self) -> None:
                 seen = self._read()
+                if server.admit is None:
+                    self._post(seen)
+                    return
+                with server._lock:  # a server that admits only so many requests at once
+                    busy = server.active >= server.admit
+                    if busy:
+                        server.rejected += 1
+                    else:
+                        server.active += 1
+                        server.admitted.append(server.active)
+                if busy:
+                    self._send(429, json.dumps({"error": {"message": "too many requests at once"}}))
+                    return
+                try:
+                    self._post(seen)
+                finally:
+                    with server._lock:
+                        server.active -= 1
+
+            def _post(self, seen: Seen) -> None:
                 if seen.path != CHAT_PATHS[server.wire] or not isinstance(seen.body, dict):
                     error = {"type": "not_found_error", "message": f"no route {seen.path}"}
                     self._send(404, json.dumps({"type": "error", "error": error}))

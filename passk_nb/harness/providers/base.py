@@ -41,6 +41,7 @@ from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
     from passk_nb.harness.protocol import NativeCall
+    from passk_nb.harness.providers.adaptive import AdaptiveLimit
 
 __all__ = [
     "Message",
@@ -285,6 +286,15 @@ class BaseProvider:
     def output_constraint(self) -> str:
         """How replies are constrained: ``"off"``, ``"json"`` (JSON mode) or ``"schema"``."""
         return "json" if self.json_mode else "off"
+
+    def adapt_concurrency(self, ceiling: int) -> AdaptiveLimit:
+        """Steer this backend's requests in flight by AIMD, at most ``ceiling``
+        (:mod:`~passk_nb.harness.providers.adaptive`); ``run(adaptive=True)`` calls it. Only
+        network backends send requests a server can refuse for load."""
+        raise ValueError(
+            f"adaptive concurrency steers the requests a network backend sends; the {self.name} "
+            "backend sends none: leave adaptive off and set concurrency"
+        )
 
     def size_pool(self, concurrency: int) -> None:
         """Get ready for ``concurrency`` requests in flight at once (network backends size their

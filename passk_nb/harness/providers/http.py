@@ -45,6 +45,7 @@ import httpx
 
 from passk_nb.harness.arguments import check_seconds
 from passk_nb.harness.protocol import ACTION_SCHEMA
+from passk_nb.harness.providers.adaptive import AdaptiveLimit
 from passk_nb.harness.providers.base import (
     BaseProvider,
     Message,
@@ -295,6 +296,14 @@ class RemoteProvider(BaseProvider):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+
+    def adapt_concurrency(self, ceiling: int) -> AdaptiveLimit:
+        """One AIMD limit for this provider and its ``with_seed`` copies (they share the retrier)."""
+        if self.retrier.adaptive is None:
+            self.retrier.adaptive = AdaptiveLimit(ceiling)
+        else:
+            self.retrier.adaptive.set_ceiling(ceiling)
+        return self.retrier.adaptive
 
     def send(self, request: Callable[[], Reply]) -> Reply:
         """``request()`` with retries (each attempt paced), then the reply as the model's: known

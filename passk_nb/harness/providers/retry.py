@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from passk_nb.harness.providers.adaptive import AdaptiveLimit
 from passk_nb.harness.providers.base import ProviderError, cancellable_sleep, cancelled, pace_request
 from passk_nb.harness.providers.redact import Redactor, short
 
@@ -112,6 +113,15 @@ class Transient(Exception):
         self.kind, self.detail, self.retry_after, self.pause_all = kind, detail, retry_after, pause_all
 
 
+def overloaded(failure: Transient) -> bool:
+    """Whether a failure says the server is over capacity: 429, 503 or 529 (Anthropic's "overloaded").
+
+    >>> overloaded(Transient("HTTP 503")), overloaded(Transient("timeout"))
+    (True, False)
+    """
+    return failure.pause_all or failure.kind in ("HTTP 429", "HTTP 503", "HTTP 529")
+
+
 class Retrier:
     """Runs a request with retries (see :class:`RetryPolicy`) and returns ``(result, attempts)``.
 
@@ -139,6 +149,8 @@ class Retrier:
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._paused_until = 0.0
+        #: Adaptive concurrency (:mod:`~passk_nb.harness.providers.adaptive`), when the run asks for it.
+        self.adaptive: AdaptiveLimit | None = None
 
     def _pause(self, seconds: float) -> None:
         with self._lock:
@@ -161,28 +173,42 @@ class Retrier:
                 raise provider_error(
                     "the trial was given up on (trial_timeout); no further attempts", attempt - 1
                 )
-            pace_request()
+            limit = self.adaptive
             try:
-                return request(), attempt
+                started = None if limit is None else limit.acquire()
+            except ProviderError as exc:
+                raise provider_error(str(exc), attempt - 1) from None
+            outcome, failure = "other", None
+            try:
+                pace_request()
+                result = request()
+                outcome = "ok"
             except ProviderError as exc:
                 raise provider_error(self.redact(exc), attempt) from None
             except Transient as exc:
-                kind, detail = self.redact(exc.kind), self.redact(exc.detail)
-                if attempt == attempts:
-                    plural = "attempt" if attempts == 1 else "attempts"
-                    message = f"{kind} after {attempts} {plural}" + (f": {detail}" if detail else "")
-                    raise provider_error(message, attempt) from None
-                with self._lock:
-                    wait = self.policy.delay(attempt, self._rng, exc.retry_after)
-                if exc.pause_all or exc.retry_after is not None:
-                    self._pause(wait)
-                log.warning(
-                    "%s: %s (attempt %d of %d); retrying in %.2f s",
-                    self.label,
-                    short(f"{kind}: {detail}" if detail else kind, 200),
-                    attempt,
-                    attempts,
-                    wait,
-                )
-                cancellable_sleep(wait)
+                outcome, failure = ("overload" if overloaded(exc) else "other"), exc
+            finally:
+                if limit is not None and started is not None:
+                    limit.release(started, outcome)
+            if failure is None:
+                return result, attempt
+            transient = failure
+            kind, detail = self.redact(transient.kind), self.redact(transient.detail)
+            if attempt == attempts:
+                plural = "attempt" if attempts == 1 else "attempts"
+                message = f"{kind} after {attempts} {plural}" + (f": {detail}" if detail else "")
+                raise provider_error(message, attempt) from None
+            with self._lock:
+                wait = self.policy.delay(attempt, self._rng, transient.retry_after)
+            if transient.pause_all or transient.retry_after is not None:
+                self._pause(wait)
+            log.warning(
+                "%s: %s (attempt %d of %d); retrying in %.2f s",
+                self.label,
+                short(f"{kind}: {detail}" if detail else kind, 200),
+                attempt,
+                attempts,
+                wait,
+            )
+            cancellable_sleep(wait)
         raise AssertionError("unreachable")  # pragma: no cover
