@@ -29,6 +29,9 @@ the ratio to the bare client is what the harness adds.
 ``--latency`` and writes one fixed reply (a few microseconds of CPU per request), so that neither
 the fake server's CPU nor the harness is in the figure.
 
+``--adaptive`` runs instead adaptive against fixed concurrency on a server that serves 4
+requests at once and answers 429 above (the README's figures for ``--adaptive``).
+
 ``--callable`` runs instead the earlier benchmark (issue 2): a Python function agent sleeping
 20 ms per turn, 500 trials at concurrency 32, no HTTP; target ≤ 1.25× ideal.
 """
@@ -320,6 +323,40 @@ def callable_benchmark() -> bool:
     return wall / ideal <= 1.25
 
 
+def adaptive_benchmark(repeats: int = 5, admit: int = 4) -> None:
+    """A server that serves ``admit`` requests at once and answers 429 above; 32 trials in flight,
+    with and without adaptive concurrency: trials lost, requests refused, requests held."""
+    import logging
+
+    sys.path.insert(0, str(ROOT))
+    from tests.helpers.fake_servers import FakeServer
+
+    logging.disable(logging.WARNING)  # the fixed pool's retry warnings
+    for adaptive in (True, False):
+        for _ in range(repeats if adaptive else 1):
+            server = FakeServer("openai", admit=admit, latency=0.03)
+            with tempfile.TemporaryDirectory() as out, server:
+                df = passk_nb.run(
+                    "openai",
+                    "m",
+                    base_url=server.url,
+                    trials=16,
+                    concurrency=32,
+                    adaptive=adaptive,
+                    out=out,
+                    progress=False,
+                    backoff_base=0.02,
+                    backoff_max=0.2,
+                )
+            later = server.admitted[len(server.admitted) // 2 :]
+            print(
+                f"{'adaptive' if adaptive else 'fixed 32'}: {len(df)} trials, "
+                f"{int((df['outcome'] == 'infra_error').sum())} lost to infra errors; "
+                f"{server.rejected} of {len(server.admitted) + server.rejected} requests refused; "
+                f"the server held {sum(later) / len(later):.2f} on average (second half, of {admit})"
+            )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trials", type=int, default=2000, help="trials per concurrency (default 2000)")
@@ -332,6 +369,11 @@ def main() -> int:
         help="only the in-process function-agent run (target ≤ 1.25x ideal, issue 2)",
     )
     mode.add_argument(
+        "--adaptive",
+        action="store_true",
+        help="only adaptive vs fixed concurrency against a server admitting 4 at once (README figures)",
+    )
+    mode.add_argument(
         "--floor",
         action="store_true",
         help="only the bare clients against a minimal asyncio server (no target)",
@@ -339,6 +381,9 @@ def main() -> int:
     args = parser.parse_args()
     if args.floor:
         floor_benchmark(args)
+        return 0
+    if args.adaptive:
+        adaptive_benchmark()
         return 0
     if args.callable:
         ok = callable_benchmark()
