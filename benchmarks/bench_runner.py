@@ -11,9 +11,9 @@ tasks × 400) into a fresh folder and reports:
   run made; a trial's turns are sequential, a run has thousands of trials, so the tail is
   negligible);
 - **bare client**: the same requests (the same number of trials, each its turns in sequence)
-  sent by a plain ``ThreadPoolExecutor`` through the same shared connection pool
-  (:class:`~passk_nb.harness.providers.http.ConnectionPool`, httpx), with no harness: what
-  this machine, this server and httpx can do at all;
+  sent by a plain ``ThreadPoolExecutor`` through the transport the runner uses (an aiohttp
+  session on a background loop, :mod:`passk_nb.harness.providers.transport`), with no harness:
+  what this machine, this server and the transport can do at all;
 - **passk_nb.run**: wall time, its ratio to the ideal and to the bare client, and the
   harness's CPU per turn (this process's CPU time / turns; the server's CPU is reported
   apart, read from ``/proc``).
@@ -22,11 +22,15 @@ Target (issue 15): ≤ 1.25× ideal at 256 in flight. On a small machine the bar
 itself cannot reach the ideal (Python's HTTP stack costs CPU per request on both ends), so
 the ratio to the bare client is what the harness adds.
 
-    python benchmarks/bench_runner.py [--trials 2000] [--concurrency 32 128 256] [--latency 0.05] [--floor]
+    python benchmarks/bench_runner.py [--trials 2000] [--concurrency 32 128 256] [--latency 0.05] [--minimal]
 
-``--floor`` measures instead what this machine allows at all: the same bare client (and an
-``httpx.AsyncClient`` sending the same requests) against a minimal asyncio server that only waits
-``--latency`` and writes one fixed reply (a few microseconds of CPU per request), so that neither
+``--minimal`` runs against the floor's minimal asyncio server instead (a fixed answer: every trial
+ends after one turn), so that the fake server's own CPU is not the bottleneck at high rates.
+
+``--floor`` measures instead what this machine allows at all: the bare clients (threads +
+``httpx.Client``, threads + passk-nb's transport loop, and an ``httpx.AsyncClient`` sending the
+same requests) against a minimal asyncio server that only waits ``--latency`` and writes one
+fixed reply (a few microseconds of CPU per request), so that neither
 the fake server's CPU nor the harness is in the figure.
 
 ``--adaptive`` runs instead adaptive against fixed concurrency on a server that serves 4
@@ -53,6 +57,7 @@ import httpx
 
 import passk_nb
 from passk_nb.harness.providers.http import ConnectionPool, pool_limits
+from passk_nb.harness.providers.transport import Limits, Session, on_loop, read_reply
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = passk_nb.get_suite("orders")
@@ -127,8 +132,11 @@ class Server:
         self.proc.wait(timeout=10)
 
 
-def timed_run(url: str, trials_per_task: int, concurrency: int) -> tuple[float, float, int]:
-    """``(wall s, harness CPU s, turns)`` of one ``passk_nb.run`` into a fresh folder."""
+def timed_run(
+    url: str, trials_per_task: int, concurrency: int, *, one_turn: bool = False
+) -> tuple[float, float, int]:
+    """``(wall s, harness CPU s, turns)`` of one ``passk_nb.run`` into a fresh folder (``one_turn``:
+    against the minimal server, whose one fixed answer ends every trial after one turn)."""
     with tempfile.TemporaryDirectory() as out:
         wall0, cpu0 = time.perf_counter(), time.process_time()
         df = passk_nb.run(
@@ -143,12 +151,16 @@ def timed_run(url: str, trials_per_task: int, concurrency: int) -> tuple[float, 
         )
         wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     assert len(df) == len(SUITE.tasks) * trials_per_task, len(df)
-    assert df["outcome"].eq("pass").all(), df["error"].dropna().head().tolist()
+    if one_turn:  # "done" without doing anything: a failed check, never the backend's failure
+        assert df["n_turns"].eq(1).all() and not df["outcome"].eq("infra_error").any(), df["error"].head()
+    else:
+        assert df["outcome"].eq("pass").all(), df["error"].dropna().head().tolist()
     return wall, cpu, int(df["n_turns"].sum())
 
 
-def conversations(trials_per_task: int) -> list[list[list[dict[str, str]]]]:
-    """The requests of the run's trials, each trial's turns in order (the messages sent at each)."""
+def conversations(trials_per_task: int, one_turn: bool = False) -> list[list[list[dict[str, str]]]]:
+    """The requests of the run's trials, each trial's turns in order (the messages sent at each;
+    ``one_turn``: the first only)."""
     prompt = SUITE.prompts["default"]
     trials = []
     for task in SUITE.tasks:
@@ -157,13 +169,15 @@ def conversations(trials_per_task: int) -> list[list[list[dict[str, str]]]]:
         for step in SCRIPTS[task.prompt]:
             turns.append(list(messages))
             messages = [*messages, {"role": "assistant", "content": step}, {"role": "user", "content": "ok"}]
-        trials.append(turns)
+        trials.append(turns[:1] if one_turn else turns)
     return trials * trials_per_task
 
 
-def bare_client(url: str, trials_per_task: int, concurrency: int) -> tuple[float, float, int]:
-    """The same conversations through a plain thread pool and the shared pool: ``(wall, CPU, turns)``."""
-    jobs = conversations(trials_per_task)
+def bare_client(
+    url: str, trials_per_task: int, concurrency: int, one_turn: bool = False
+) -> tuple[float, float, int]:
+    """The same conversations through a plain thread pool and a shared httpx pool: ``(wall, CPU, turns)``."""
+    jobs = conversations(trials_per_task, one_turn)
     connections = ConnectionPool(
         lambda n: httpx.Client(base_url=url, limits=pool_limits(n), timeout=60), concurrency
     )
@@ -184,10 +198,38 @@ def bare_client(url: str, trials_per_task: int, concurrency: int) -> tuple[float
     return wall, cpu, n
 
 
-def async_client(url: str, trials_per_task: int, concurrency: int) -> tuple[float, float, int]:
+def loop_client(
+    url: str, trials_per_task: int, concurrency: int, one_turn: bool = False
+) -> tuple[float, float, int]:
+    """The same conversations through a plain thread pool and passk-nb's transport (an aiohttp
+    session on the background loop, :mod:`passk_nb.harness.providers.transport`), no harness."""
+    jobs = conversations(trials_per_task, one_turn)
+    session = Session(concurrency, timeout=60.0)
+    limits = Limits(60.0, 2**25, 2**27, RuntimeError, RuntimeError, lambda *a: RuntimeError(a))
+    endpoint = f"{url}/v1/chat/completions"
+
+    def trial(turns: list[list[dict[str, str]]]) -> int:
+        for messages in turns:
+            payload = json.dumps({"model": "bench", "messages": messages}).encode()
+            received, raw = on_loop(read_reply(session, endpoint, payload, limits))
+            assert received.status_code == 200
+            json.loads(raw)["choices"][0]["message"]["content"]
+        return len(turns)
+
+    start, cpu0 = time.perf_counter(), time.process_time()
+    with ThreadPoolExecutor(concurrency) as threads:
+        n = sum(threads.map(trial, jobs))
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu0
+    session.close()
+    return wall, cpu, n
+
+
+def async_client(
+    url: str, trials_per_task: int, concurrency: int, one_turn: bool = False
+) -> tuple[float, float, int]:
     """The same conversations through one ``httpx.AsyncClient`` and asyncio tasks, ``concurrency``
     trials at a time: ``(wall, CPU, turns)``."""
-    jobs = conversations(trials_per_task)
+    jobs = conversations(trials_per_task, one_turn)
 
     async def main() -> int:
         async with httpx.AsyncClient(base_url=url, limits=pool_limits(concurrency), timeout=60) as client:
@@ -229,6 +271,7 @@ def floor_benchmark(args: argparse.Namespace) -> None:
         for concurrency in args.concurrency:
             for name, client in (
                 ("threads + httpx.Client", bare_client),
+                ("threads + transport loop", loop_client),
                 ("asyncio + httpx.AsyncClient", async_client),
             ):
                 server_cpu0 = server.cpu()
@@ -247,13 +290,19 @@ def floor_benchmark(args: argparse.Namespace) -> None:
 def http_benchmark(args: argparse.Namespace) -> bool:
     trials_per_task = max(1, args.trials // len(SUITE.tasks))
     n_trials = trials_per_task * len(SUITE.tasks)
-    server = Server(args.latency)
+    one_turn = args.minimal
+    server = Server(args.latency, minimal=one_turn)
     ok = True
     try:
-        timed_run(server.url, 2, 8)  # warm-up: imports, first parquet write, connections
+        timed_run(server.url, 2, 8, one_turn=one_turn)  # warm-up: imports, first parquet write
         load = os.getloadavg()
+        what = (
+            "the minimal asyncio server (one fixed answer: one-turn trials)"
+            if one_turn
+            else "local OpenAI-compatible fake server"
+        )
         print(
-            f"{n_trials} trials (orders suite), local OpenAI-compatible fake server adding "
+            f"{n_trials} trials (orders suite), {what} adding "
             f"{args.latency * 1000:.0f} ms per request; {os.cpu_count()} cores, load average "
             f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f} at the start"
         )
@@ -264,9 +313,9 @@ def http_benchmark(args: argparse.Namespace) -> bool:
         print(header)
         print("-" * len(header))
         for concurrency in args.concurrency:
-            bare, bare_cpu, bare_turns = bare_client(server.url, trials_per_task, concurrency)
+            bare, bare_cpu, bare_turns = loop_client(server.url, trials_per_task, concurrency, one_turn)
             server_cpu0 = server.cpu()
-            wall, cpu, turns = timed_run(server.url, trials_per_task, concurrency)
+            wall, cpu, turns = timed_run(server.url, trials_per_task, concurrency, one_turn=one_turn)
             server_cpu = server.cpu() - server_cpu0
             ideal = turns * args.latency / concurrency
             bare_ideal = bare_turns * args.latency / concurrency
@@ -283,8 +332,10 @@ def http_benchmark(args: argparse.Namespace) -> bool:
     finally:
         server.close()
     print(
-        "ideal = turns x latency / in flight; x bare = passk_nb.run's wall time per turn against the bare "
-        "client's; CPU/turn = this process's CPU (harness + httpx, or httpx alone) per request"
+        "ideal = turns x latency / in flight; bare client = a thread pool sending the same requests "
+        "through passk-nb's transport with no harness; x bare = passk_nb.run's wall time per turn against "
+        "the bare client's; CPU/turn = this process's CPU (harness + transport, or transport alone) "
+        "per request"
     )
     return ok
 
@@ -362,6 +413,11 @@ def main() -> int:
     parser.add_argument("--trials", type=int, default=2000, help="trials per concurrency (default 2000)")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[32, 128, 256])
     parser.add_argument("--latency", type=float, default=0.05, help="server seconds per request (0.05)")
+    parser.add_argument(
+        "--minimal",
+        action="store_true",
+        help="run against the minimal asyncio server (one-turn trials) instead of the fake server",
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument(
         "--callable",

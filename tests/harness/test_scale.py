@@ -98,7 +98,13 @@ def test_seeded_copies_share_the_client_and_the_pool_only_grows():
     assert provider.pool_size == DEFAULT_POOL_SIZE
     provider.size_pool(256)
     assert provider.pool_size == 256 and provider.with_seed(3)._pool is provider._pool
-    # httpcore's pools (8 stripes of 32): the limits really reached them, 256 connections in all
+    # HTTP/1.1: one aiohttp session on the transport loop, its connector holding 256 connections
+    assert provider._pool.session.connector.limit == 256
+    provider.close()
+    assert provider._pool.session.closed
+    # HTTP/2 (httpx): httpcore's pools, 8 stripes of 32: the limits really reached them
+    provider = make_provider("openai", "m", base_url="https://127.0.0.1:9", api_key_env=None, http2=True)
+    provider.size_pool(256)
     pools = [client._transport._pool for client in provider._pool.clients]
     assert [(p._max_connections, p._max_keepalive_connections) for p in pools] == [(32, 32)] * 8
     provider.close()

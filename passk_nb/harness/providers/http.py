@@ -37,10 +37,12 @@ import logging
 import os
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 from urllib.parse import unquote, urlsplit, urlunsplit
 
+import aiohttp
 import httpx
 
 from passk_nb.harness.arguments import check_seconds
@@ -61,6 +63,7 @@ from passk_nb.harness.providers.retry import (
     Transient,
     parse_retry_after,
 )
+from passk_nb.harness.providers.transport import Limits, Session, on_loop, read_reply
 from passk_nb.harness.spec import schema_id
 
 log = logging.getLogger("passk_nb.harness.providers")
@@ -336,23 +339,31 @@ class RemoteProvider(BaseProvider):
                     f"{where}: the trial was given up on (trial_timeout); reply no longer read"
                 )
             if time.monotonic() > deadline:
-                raise Transient(
-                    "timeout",
-                    f"{where}: the reply was not complete within {self.timeout:g} s "
-                    f"({size} bytes so far: the server sends it too slowly)",
-                )
+                raise self.too_slow(where, size)
             if response.num_bytes_downloaded > self.max_body_bytes:
-                raise ProviderError(
-                    f"reply to {where} is larger than max_body_bytes={self.max_body_bytes} (HTTP "
-                    f"{response.status_code}); not read further. Raise max_body_bytes= if it is genuine"
-                )
+                raise self.too_big(where, response.status_code)
             if size > self.max_decompressed_bytes:
-                raise ProviderError(
-                    f"reply to {where} decompresses to more than max_decompressed_bytes="
-                    f"{self.max_decompressed_bytes} (HTTP {response.status_code}, "
-                    f"{response.num_bytes_downloaded} bytes on the wire); not read further"
-                )
+                raise self.too_big_inflated(where, response.status_code, response.num_bytes_downloaded)
         return b"".join(chunks)
+
+    def too_slow(self, where: str, size: int) -> Transient:
+        return Transient(
+            "timeout",
+            f"{where}: the reply was not complete within {self.timeout:g} s "
+            f"({size} bytes so far: the server sends it too slowly)",
+        )
+
+    def too_big(self, where: str, status: int) -> ProviderError:
+        return ProviderError(
+            f"reply to {where} is larger than max_body_bytes={self.max_body_bytes} (HTTP "
+            f"{status}); not read further. Raise max_body_bytes= if it is genuine"
+        )
+
+    def too_big_inflated(self, where: str, status: int, wire: int) -> ProviderError:
+        return ProviderError(
+            f"reply to {where} decompresses to more than max_decompressed_bytes="
+            f"{self.max_decompressed_bytes} (HTTP {status}, {wire} bytes on the wire); not read further"
+        )
 
     def check_reply(self, response: Any, raw: bytes, where: str) -> str:
         """The text of a 2xx reply with a body; otherwise the failure, classified for the retry loop.
@@ -444,13 +455,23 @@ class HTTPProvider(RemoteProvider):
             pool_limits(max_connections)  # checks it
         self.max_connections = max_connections
         self.http2 = want_http2(http2, self.base_url)
-        self._retired: list[ConnectionPool] = []
-        self._pool = ConnectionPool(self._make_client, max_connections or DEFAULT_POOL_SIZE)
+        self._retired: list[ConnectionPool | Session] = []
+        self._pool = self._make_pool(max_connections or DEFAULT_POOL_SIZE)
 
     @property
     def pool_size(self) -> int:
         """Connections the shared pool holds at most (its size)."""
         return self._pool.size
+
+    def _make_pool(self, size: int) -> ConnectionPool | Session:
+        """HTTP/1.1: an aiohttp session on the transport loop (:mod:`.transport`, the fastest
+        client measured); HTTP/2, which aiohttp does not speak: httpx clients."""
+        if self.http2:
+            return ConnectionPool(self._make_client, size)
+        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        return Session(
+            size, timeout=self.timeout, headers=headers, auth=self._credentials, base_url=self.base_url
+        )
 
     def _make_client(self, size: int) -> httpx.Client:
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
@@ -472,7 +493,7 @@ class HTTPProvider(RemoteProvider):
         """
         if self.max_connections is None and concurrency > self.pool_size:
             self._retired.append(self._pool)
-            self._pool = ConnectionPool(self._make_client, concurrency)
+            self._pool = self._make_pool(concurrency)
 
     def close(self) -> None:
         """Close the HTTP connections (the provider is unusable afterwards)."""
@@ -483,16 +504,10 @@ class HTTPProvider(RemoteProvider):
         where = f"POST {path}"
         if cancelled():
             raise ProviderError(f"{where}: the trial was given up on (trial_timeout); request not sent")
-        deadline = time.monotonic() + self.timeout
-        try:
-            with self._pool.client() as client, client.stream("POST", path, json=body) as response:
-                raw = self.read_body(response, where, deadline)
-        except httpx.TimeoutException:
-            raise Transient("timeout", f"{where}: no reply within {self.timeout:g} s") from None
-        except httpx.UnsupportedProtocol as exc:  # a bad base URL: retrying cannot help
-            raise ProviderError(f"{where}: {exc}") from None
-        except (httpx.TransportError, httpx.DecodingError) as exc:
-            raise Transient("connection error", f"{where}: {type(exc).__name__}: {exc}") from None
+        if isinstance(self._pool, Session):
+            response, raw = self._post_on_loop(self._pool, path, body, where)
+        else:
+            response, raw = self._post_httpx(self._pool, path, body, where)
         text = self.check_reply(response, raw, where)
         status, kind = response.status_code, response.headers.get("content-type", "no content type")
         try:
@@ -507,6 +522,42 @@ class HTTPProvider(RemoteProvider):
                 f"reply to {where} (HTTP {status}) is not a JSON object: {self.excerpt(text, 120)!r}"
             )
         return data
+
+    def _post_on_loop(
+        self, session: Session, path: str, body: dict[str, Any], where: str
+    ) -> tuple[Any, bytes]:
+        limits = Limits(
+            deadline=self.timeout,
+            wire=self.max_body_bytes,
+            body=self.max_decompressed_bytes,
+            too_slow=lambda size: self.too_slow(where, size),
+            too_big=lambda status: self.too_big(where, status),
+            too_big_inflated=lambda status, wire: self.too_big_inflated(where, status, wire),
+        )
+        payload = json.dumps(body, ensure_ascii=False).encode()
+        try:
+            return on_loop(read_reply(session, f"{self.base_url}{path}", payload, limits), where=where)
+        except TimeoutError:
+            raise Transient("timeout", f"{where}: no reply within {self.timeout:g} s") from None
+        except (aiohttp.InvalidURL, aiohttp.NonHttpUrlClientError) as exc:  # a bad base URL
+            raise ProviderError(f"{where}: {type(exc).__name__}: {exc}") from None
+        except (aiohttp.ClientError, OSError, zlib.error) as exc:
+            raise Transient("connection error", f"{where}: {type(exc).__name__}: {exc}") from None
+
+    def _post_httpx(
+        self, pool: ConnectionPool, path: str, body: dict[str, Any], where: str
+    ) -> tuple[Any, bytes]:
+        deadline = time.monotonic() + self.timeout
+        try:
+            with pool.client() as client, client.stream("POST", path, json=body) as response:
+                raw = self.read_body(response, where, deadline)
+        except httpx.TimeoutException:
+            raise Transient("timeout", f"{where}: no reply within {self.timeout:g} s") from None
+        except httpx.UnsupportedProtocol as exc:  # a bad base URL: retrying cannot help
+            raise ProviderError(f"{where}: {exc}") from None
+        except (httpx.TransportError, httpx.DecodingError) as exc:
+            raise Transient("connection error", f"{where}: {type(exc).__name__}: {exc}") from None
+        return response, raw
 
     def post_reply(self, path: str, body: dict[str, Any], read: Callable[[dict[str, Any]], Reply]) -> Reply:
         """POST ``body`` to ``base_url + path`` with retries: ``read(reply as a dict)``, with the
