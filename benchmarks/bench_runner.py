@@ -52,6 +52,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -173,6 +174,14 @@ def conversations(trials_per_task: int, one_turn: bool = False) -> list[list[lis
     return trials * trials_per_task
 
 
+def threaded(trial: Any, jobs: list[Any], concurrency: int) -> tuple[float, float, int]:
+    """``trial(job)`` for every job on ``concurrency`` threads: ``(wall s, CPU s, turns)``."""
+    start, cpu0 = time.perf_counter(), time.process_time()
+    with ThreadPoolExecutor(concurrency) as threads:
+        n = sum(threads.map(trial, jobs))
+    return time.perf_counter() - start, time.process_time() - cpu0, n
+
+
 def bare_client(
     url: str, trials_per_task: int, concurrency: int, one_turn: bool = False
 ) -> tuple[float, float, int]:
@@ -190,12 +199,10 @@ def bare_client(
             reply.json()["choices"][0]["message"]["content"]
         return len(turns)
 
-    start, cpu0 = time.perf_counter(), time.process_time()
-    with ThreadPoolExecutor(concurrency) as threads:
-        n = sum(threads.map(trial, jobs))
-    wall, cpu = time.perf_counter() - start, time.process_time() - cpu0
-    connections.close()
-    return wall, cpu, n
+    try:
+        return threaded(trial, jobs, concurrency)
+    finally:
+        connections.close()
 
 
 def loop_client(
@@ -216,12 +223,10 @@ def loop_client(
             json.loads(raw)["choices"][0]["message"]["content"]
         return len(turns)
 
-    start, cpu0 = time.perf_counter(), time.process_time()
-    with ThreadPoolExecutor(concurrency) as threads:
-        n = sum(threads.map(trial, jobs))
-    wall, cpu = time.perf_counter() - start, time.process_time() - cpu0
-    session.close()
-    return wall, cpu, n
+    try:
+        return threaded(trial, jobs, concurrency)
+    finally:
+        session.close()
 
 
 def async_client(
