@@ -41,7 +41,6 @@ from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
     from passk_nb.harness.protocol import NativeCall
-    from passk_nb.harness.providers.adaptive import AdaptiveLimit
 
 __all__ = [
     "Message",
@@ -287,7 +286,7 @@ class BaseProvider:
         """How replies are constrained: ``"off"``, ``"json"`` (JSON mode) or ``"schema"``."""
         return "json" if self.json_mode else "off"
 
-    def adapt_concurrency(self, ceiling: int) -> AdaptiveLimit:
+    def adapt_concurrency(self, ceiling: int) -> Any:  # an AdaptiveLimit (adaptive.py imports this module)
         """Steer this backend's requests in flight by AIMD, at most ``ceiling``
         (:mod:`~passk_nb.harness.providers.adaptive`); ``run(adaptive=True)`` calls it. Only
         network backends send requests a server can refuse for load."""
