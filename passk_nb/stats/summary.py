@@ -75,7 +75,6 @@ METRICS: tuple[str, ...] = ("pass@k", "pass^k")
 DECLINED = "declined: too few tasks"
 
 
-@share_docs
 class Summary(pd.DataFrame):
     """What :func:`summarize` returns: a DataFrame whose notebook display leads with what
     ``passk report`` prints — the grouping columns that differ, pass@k and pass^k with their
@@ -133,6 +132,7 @@ def _with_bounds(value: float | None, lo: float | None, hi: float | None) -> str
     return text.strip() or "n/a"
 
 
+@share_docs
 def summarize(
     df: pd.DataFrame | str | os.PathLike[str],
     *,
