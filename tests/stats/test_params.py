@@ -51,3 +51,21 @@ def test_the_accessor_has_the_functions_defaults(name: str) -> None:
     shared = set(function) & set(method) - {"df", "self"}
     assert {"method", "ci", "by"} <= shared
     assert {p: method[p].default for p in shared} == {p: function[p].default for p in shared}
+
+
+def test_no_public_docstring_keeps_a_shared_placeholder() -> None:
+    """A function that lost its @share_docs (summarize once did, to a class put above it) shows
+    ``{k}``, ``{by}`` … in its help instead of the shared sentences."""
+    import inspect
+
+    import passk_nb
+    from passk_nb.stats.params import DOCS
+
+    public = {name: getattr(passk_nb, name) for name in passk_nb.__all__}  # the lazy names too
+    left = {
+        name: [key for key in DOCS if "{" + key + "}" in (inspect.getdoc(obj) or "")]
+        for name, obj in public.items()
+        if callable(obj)
+    }
+    assert "summarize" in left and len(left) > 30
+    assert not {name: keys for name, keys in left.items() if keys}
