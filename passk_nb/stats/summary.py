@@ -103,11 +103,12 @@ class Summary(pd.DataFrame):
         k = self["k"].iloc[0]
         for metric in METRICS:
             shown[metric.replace("k", str(k))] = [
-                _with_bounds(row[metric], row.get(f"{metric}_lo"), row.get(f"{metric}_hi"))
+                estimate_text(row[metric], row.get(f"{metric}_lo"), row.get(f"{metric}_hi"))
                 for _, row in self.iterrows()
             ]
         shown["these tasks"] = [
-            _with_bounds(None, row["pass^k_fixed_lo"], row["pass^k_fixed_hi"]) for _, row in self.iterrows()
+            interval_text(lo, hi)
+            for lo, hi in zip(self["pass^k_fixed_lo"], self["pass^k_fixed_hi"], strict=True)
         ]
         shown["tasks"] = self["n_tasks"]
         passes = zip(self["successes"], self["trials"], strict=True)
@@ -125,11 +126,27 @@ class Summary(pd.DataFrame):
 _HTML_ROWS = 200
 
 
-def _with_bounds(value: float | None, lo: float | None, hi: float | None) -> str:
-    text = "" if value is None else ("n/a" if pd.isna(value) else f"{value:.3f}")
+def estimate_text(value: float, lo: float | None, hi: float | None) -> str:
+    """An estimate as tables print it: ``0.333 [0.008, 0.909]``, ``n/a`` for NaN, no brackets without bounds.
+
+    >>> estimate_text(1 / 3, 0.008, 0.909), estimate_text(float("nan"), None, None)
+    ('0.333 [0.008, 0.909]', 'n/a')
+    """
+    text = "n/a" if pd.isna(value) else f"{value:.3f}"
     if lo is not None and not pd.isna(lo):
         text += f" [{lo:.3f}, {hi:.3f}]"
-    return text.strip() or "n/a"
+    return text
+
+
+def interval_text(lo: float, hi: float) -> str:
+    """An interval as tables print it, held to [0, 1]; ``–`` when it is missing.
+
+    >>> interval_text(0.1, 1.0000001), interval_text(float("nan"), 1.0)
+    ('[0.100, 1.000]', '–')
+    """
+    if pd.isna(lo) or pd.isna(hi):
+        return "–"
+    return f"[{max(lo, 0.0):.3f}, {min(hi, 1.0):.3f}]"
 
 
 @share_docs

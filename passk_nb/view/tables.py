@@ -11,7 +11,7 @@ import pandas as pd
 
 from passk_nb.stats.cost import Prices, price_table, with_cost, with_cost_columns
 from passk_nb.stats.params import CI, METHOD
-from passk_nb.stats.summary import DECLINED
+from passk_nb.stats.summary import DECLINED, estimate_text, interval_text
 from passk_nb.view.labels import config_differences, config_shared
 
 
@@ -46,22 +46,16 @@ def summary_table(summary: pd.DataFrame, *, ci: float = CI) -> pd.DataFrame:
         value = summary[metric]
         out[metric] = value.map(lambda v: "NaN" if pd.isna(v) else f"{v:.3f}")
         out[f"{metric} {ci:.0%} CI, new tasks"] = [
-            "too few tasks" if no else _interval(lo, hi)
+            "too few tasks" if no else interval_text(lo, hi)
             for lo, hi, no in zip(summary[f"{metric}_lo"], summary[f"{metric}_hi"], declined, strict=True)
         ]
         out[f"{metric} {ci:.0%} CI, these tasks"] = [
-            _interval(lo, hi)
+            interval_text(lo, hi)
             for lo, hi in zip(summary[f"{metric}_fixed_lo"], summary[f"{metric}_fixed_hi"], strict=True)
         ]
     if "n_infra_excluded" in summary.columns and summary["n_infra_excluded"].any():
         out["infra excluded"] = summary["n_infra_excluded"]
     return out
-
-
-def _interval(lo: float, hi: float) -> str:
-    if pd.isna(lo) or pd.isna(hi):
-        return "–"
-    return f"[{max(lo, 0.0):.3f}, {min(hi, 1.0):.3f}]"
 
 
 # --- The one renderer the CLI uses: text, markdown and HTML tables; CSV and JSON frames. ---
@@ -306,7 +300,7 @@ def report_display(report: pd.DataFrame, *, by: Sequence[str], ci: float = CI) -
     out[f"pass@{k}"] = [_with_interval(row, "pass@k") for row in report.to_dict("records")]
     out[f"pass^{k}"] = [_with_interval(row, "pass^k") for row in report.to_dict("records")]
     out["these tasks"] = [
-        "n/a (n < k)" if pd.isna(lo) else _interval(lo, hi)
+        "n/a (n < k)" if pd.isna(lo) else interval_text(lo, hi)
         for lo, hi in zip(report["pass^k_fixed_lo"], report["pass^k_fixed_hi"], strict=True)
     ]
     trials = []
@@ -405,9 +399,4 @@ def report_notes(report: pd.DataFrame, *, ci: float = CI) -> list[str]:
 
 
 def _with_interval(row: dict, metric: str) -> str:
-    value = row[metric]
-    text = "n/a" if pd.isna(value) else f"{value:.3f}"
-    lo, hi = row.get(f"{metric}_lo"), row.get(f"{metric}_hi")
-    if lo is not None and not pd.isna(lo):
-        text += f" [{lo:.3f}, {hi:.3f}]"
-    return text
+    return estimate_text(row[metric], row.get(f"{metric}_lo"), row.get(f"{metric}_hi"))
