@@ -158,6 +158,15 @@ def want_http2(http2: bool | None, base_url: str | None) -> bool:
     return http2
 
 
+def basic_credentials(user: str, password: str) -> str:
+    """The value of ``Authorization: Basic`` for ``user`` and ``password`` (UTF-8, as httpx sends it).
+
+    >>> basic_credentials("ann", "s3cret")
+    'YW5uOnMzY3JldA=='
+    """
+    return base64.b64encode(f"{user}:{password}".encode()).decode()
+
+
 def _normalise_url(url: str) -> tuple[str, tuple[str, str] | None, list[str]]:
     """``(url without credentials or trailing slash, (user, password) from them, the secrets in them)``.
 
@@ -176,7 +185,7 @@ def _normalise_url(url: str) -> tuple[str, tuple[str, str] | None, list[str]]:
     if parts.username or parts.password:
         user, password = unquote(parts.username or ""), unquote(parts.password or "")
         auth = (user, password)
-        secrets = [password, parts.password or "", base64.b64encode(f"{user}:{password}".encode()).decode()]
+        secrets = [password, parts.password or "", basic_credentials(user, password)]
     netloc = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
     if parts.port:
         netloc += f":{parts.port}"
@@ -468,17 +477,19 @@ class HTTPProvider(RemoteProvider):
         client measured); HTTP/2, which aiohttp does not speak: httpx clients."""
         if self.http2:
             return ConnectionPool(self._make_client, size)
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        return Session(
-            size, timeout=self.timeout, headers=headers, auth=self._credentials, base_url=self.base_url
-        )
+        headers = self._bearer()
+        if self._credentials:
+            headers["Authorization"] = "Basic " + basic_credentials(*self._credentials)
+        return Session(size, timeout=self.timeout, headers=headers, base_url=self.base_url)
+
+    def _bearer(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
 
     def _make_client(self, size: int) -> httpx.Client:
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         return httpx.Client(
             base_url=self.base_url or "",
             auth=httpx.BasicAuth(*self._credentials) if self._credentials else None,
-            headers=headers,
+            headers=self._bearer(),
             timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
             follow_redirects=False,
             limits=pool_limits(size),

@@ -23,7 +23,6 @@ the connection.
 from __future__ import annotations
 
 import asyncio
-import base64
 import concurrent.futures
 import threading
 import urllib.request
@@ -92,20 +91,16 @@ class Session:
         *,
         timeout: float,
         headers: dict[str, str] | None = None,
-        auth: tuple[str, str] | None = None,
         base_url: str | None = None,
     ):
         self.size = size
         self.proxy = env_proxy(base_url)
-        basic = (
-            {"Authorization": "Basic " + base64.b64encode(":".join(auth).encode()).decode()} if auth else {}
-        )
 
         async def make() -> aiohttp.ClientSession:
             connector = aiohttp.TCPConnector(limit=size, limit_per_host=0, keepalive_timeout=30.0)
             return aiohttp.ClientSession(
                 connector=connector,
-                headers={"Accept-Encoding": "gzip, deflate", **basic, **(headers or {})},
+                headers={"Accept-Encoding": "gzip, deflate", **(headers or {})},
                 auto_decompress=False,
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=min(timeout, 10.0), sock_read=timeout),
             )
