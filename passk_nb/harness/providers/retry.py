@@ -192,15 +192,14 @@ class Retrier:
                     limit.release(started, outcome)
             if failure is None:
                 return result, attempt
-            transient = failure
-            kind, detail = self.redact(transient.kind), self.redact(transient.detail)
+            kind, detail = self.redact(failure.kind), self.redact(failure.detail)
             if attempt == attempts:
                 plural = "attempt" if attempts == 1 else "attempts"
                 message = f"{kind} after {attempts} {plural}" + (f": {detail}" if detail else "")
                 raise provider_error(message, attempt) from None
             with self._lock:
-                wait = self.policy.delay(attempt, self._rng, transient.retry_after)
-            if transient.pause_all or transient.retry_after is not None:
+                wait = self.policy.delay(attempt, self._rng, failure.retry_after)
+            if failure.pause_all or failure.retry_after is not None:
                 self._pause(wait)
             log.warning(
                 "%s: %s (attempt %d of %d); retrying in %.2f s",
