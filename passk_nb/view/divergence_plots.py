@@ -21,7 +21,7 @@ from matplotlib.lines import Line2D
 
 from passk_nb.stats.divergence import action_tree
 from passk_nb.view.axes import legend_outside, new_axes, plain_text
-from passk_nb.view.labels import OUTCOME_COLORS
+from passk_nb.view.labels import OUTCOME_COLORS, cut_text
 
 #: Edge colours: every trial through the edge passed, failed, or both.
 PASS_COLOR, FAIL_COLOR, MIXED_COLOR = OUTCOME_COLORS["pass"], OUTCOME_COLORS["unrequested_change"], "#777777"
@@ -66,7 +66,7 @@ def plot_divergence(
         x0, x1, y0, y1 = row.depth - 1, row.depth, y[row.parent], y[row.node]
         ax.plot([x0, x1], [y0, y1], color=color, lw=1 + 5 * n / widest, solid_capstyle="round", zorder=1)
         ax.scatter([x1], [y1], s=18, color=color, zorder=2)
-        label = row.action if len(row.action) <= MAX_LABEL else row.action[: MAX_LABEL - 1] + "…"
+        label = cut_text(row.action, MAX_LABEL)
         mid = ((x0 + x1) / 2, (y0 + y1) / 2)
         ax.annotate(
             label,

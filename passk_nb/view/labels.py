@@ -165,3 +165,12 @@ def text_or_none(value: Any) -> str | None:
     if value is None or (not isinstance(value, str) and pd.isna(value)):
         return None
     return str(value)
+
+
+def cut_text(text: str, limit: int) -> str:
+    """``text`` if it has at most ``limit`` characters, else its first ``limit - 1`` and "…".
+
+    >>> cut_text("refund_order(O1001)", 8), cut_text("answer", 8)
+    ('refund_…', 'answer')
+    """
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -26,7 +26,7 @@ from passk_nb.stats.flags import claimed_unperformed_action
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
 from passk_nb.stats.report import report_frame
 from passk_nb.stats.summary import curve
-from passk_nb.view.labels import text_or_none
+from passk_nb.view.labels import cut_text, text_or_none
 from passk_nb.view.plots import figure_png, plot_curve, plot_outcomes, plot_tasks
 from passk_nb.view.tables import (
     render_table,
@@ -269,8 +269,7 @@ def _failure_title(row: pd.Series, claimed: bool) -> str:
     title = trial_label(row, claimed)
     reason = text_or_none(row.get("error"))
     if reason:
-        reason = " ".join(reason.split())
-        title += " — " + (reason if len(reason) <= _REASON else reason[: _REASON - 1] + "…")
+        title += " — " + cut_text(" ".join(reason.split()), _REASON)
     return title
 
 
