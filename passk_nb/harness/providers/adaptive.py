@@ -52,25 +52,21 @@ class AdaptiveLimit:
     """
 
     def __init__(self, ceiling: int, *, start: int = START, clock: Callable[[], float] = time.monotonic):
-        if ceiling < 1:
-            raise ValueError(f"the ceiling of in-flight requests must be ≥ 1, got {ceiling}")
-        self.ceiling = ceiling
-        self.limit = float(max(1, min(start, ceiling)))
         self.in_flight = 0
         self.most_in_flight = 0
         self.cuts = 0
-        self.slow_start = True
         self._clock = clock
         self._cut_at = -math.inf
         self._ready = threading.Condition()
+        self.set_ceiling(ceiling, start=start)
 
-    def set_ceiling(self, ceiling: int) -> None:
-        """A new ceiling (``run()`` sets its ``concurrency``); the limit starts again from ``START``."""
+    def set_ceiling(self, ceiling: int, *, start: int = START) -> None:
+        """A new ceiling (``run()`` sets its ``concurrency``); the limit starts again from ``start``."""
         if ceiling < 1:
             raise ValueError(f"the ceiling of in-flight requests must be ≥ 1, got {ceiling}")
         with self._ready:
             self.ceiling = ceiling
-            self.limit = float(max(1, min(START, ceiling)))
+            self.limit = float(max(1, min(start, ceiling)))
             self.slow_start = True
             self._ready.notify_all()
 
