@@ -36,7 +36,7 @@ from passk_nb.view.axes import (
     require_frame,
     set_title,
 )
-from passk_nb.view.labels import PALETTE, group_labels, prompt_names
+from passk_nb.view.labels import group_colors, group_labels, prompt_names
 
 #: What the x axis can show: the cost of one trial, of k trials of one task, of one reliable success.
 X_CHOICES = ("trial", "task", "reliable_success")
@@ -139,6 +139,7 @@ def plot_cost(
     left_out: list[str] = []
     drawn: list[float] = []
     arrows: list[tuple[float, float, str]] = []
+    colors = group_colors(len(labels))
     for i, (row, label) in enumerate(zip(summary.to_dict("records"), labels, strict=True)):
         if not row["n_measured"]:
             left_out.append(f"{label} (no {'token counts or price' if measure == 'cost_usd' else measure})")
@@ -155,7 +156,7 @@ def plot_cost(
             unbounded = not np.isfinite(x_hi)  # the pass^k interval reaches 0: no upper end
             xerr = np.array([[value - x_lo], [0.0 if unbounded else x_hi - value]])
             if unbounded:
-                arrows.append((value, y, PALETTE[i % len(PALETTE)]))
+                arrows.append((value, y, colors[i]))
         partial = int(row["n_measured"]) < int(row["trials"])
         text = label + (f" (cost from {int(row['n_measured'])} trials)" if partial else "")
         ax.errorbar(
@@ -164,7 +165,7 @@ def plot_cost(
             yerr=yerr,
             xerr=xerr,
             fmt="o",
-            color=PALETTE[i % len(PALETTE)],
+            color=colors[i],
             capsize=3,
             markersize=7,
             label=text,

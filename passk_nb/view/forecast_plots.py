@@ -20,7 +20,7 @@ from passk_nb.stats import rank as _rank
 from passk_nb.stats.forecast import KS
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, share_docs
 from passk_nb.view.axes import data_or_frame, legend_outside, new_axes, plain_text, require_frame, set_title
-from passk_nb.view.labels import PALETTE, group_labels
+from passk_nb.view.labels import PALETTE, group_colors, group_labels
 
 _FORECAST_COLUMNS = ("k", "pass^k", "lo", "hi", "observed", "share_always", "min_n")
 
@@ -83,8 +83,9 @@ def plot_forecast(
         ax.axvspan(min_n, k_max * 1.15, color="0.93", zorder=0)
         ax.text(min_n * 1.08, 1.02, "extrapolation (k > n)", fontsize="small", color="0.35", va="bottom")
     notes = []
+    colors = group_colors(labels.nunique())
     for i, (label, rows) in enumerate(data.groupby(labels, sort=False)):
-        color = PALETTE[i % len(PALETTE)]
+        color = colors[i]
         rows = rows.sort_values("k")
         fitted = rows["pass^k"].notna()
         if fitted.any():

@@ -21,6 +21,27 @@ PALETTE: tuple[str, ...] = (
     "#000000",  # black
 )
 
+#: Twenty colours for figures with more groups than the Okabe–Ito palette has (matplotlib's tab20,
+#: dark and light of each hue taken apart so that neighbouring groups differ in hue).
+_MANY: tuple[str, ...] = (
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+    "#bcbd22", "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94",
+    "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5",
+)  # fmt: skip
+
+
+def group_colors(n: int) -> list[str]:
+    """One colour per group: Okabe–Ito up to eight groups, twenty distinct hues up to twenty
+    (past that, colours repeat: a figure with more lines than that needs small multiples).
+
+    >>> group_colors(2)
+    ['#0072B2', '#E69F00']
+    >>> len(set(group_colors(13)))
+    13
+    """
+    palette = PALETTE if n <= len(PALETTE) else _MANY
+    return [palette[i % len(palette)] for i in range(n)]
+
 
 #: One fixed colour per outcome, so a category looks the same in every figure.
 OUTCOME_COLORS: dict[str, str] = {

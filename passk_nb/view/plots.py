@@ -58,6 +58,7 @@ from passk_nb.view.labels import (
     OUTCOME_COLORS,
     PALETTE,
     format_value,
+    group_colors,
     group_labels,
     prompt_names,
 )
@@ -159,8 +160,9 @@ def plot_curve(
     group_handles: list[Line2D] = []
     single = labels.nunique() == 1
     fixed_bands = partial_any = False
+    colors = group_colors(labels.nunique())
     for i, (label, rows) in enumerate(frame.groupby(labels, sort=False)):
-        color = PALETTE[i % len(PALETTE)]
+        color = colors[i]
         group_handles.append(Line2D([], [], color=color, linewidth=3, label=label))
         by_metric = {}
         for metric in metrics:

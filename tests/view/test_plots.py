@@ -168,6 +168,20 @@ def test_curve_labels_prompts_by_name_and_hash():
     }
 
 
+@pytest.mark.parametrize("groups", [3, 13])
+def test_curve_gives_every_group_its_own_colour(groups):
+    # a counts table of `groups` models: past the eight Okabe-Ito colours, no colour repeats
+    table = pd.DataFrame(
+        [(f"m{g:02d}", t, 4, (g + t) % 5) for g in range(groups) for t in range(6)],
+        columns=["model", "task", "n", "c"],
+    )
+    ax = plot_curve(table, by="model", n_boot=0, metrics=("pass^k",))
+    colours = [to_hex(line.get_color()) for line in data_lines(ax)]
+    assert len(colours) == groups and len(set(colours)) == groups
+    if groups <= len(PALETTE):
+        assert colours == [to_hex(c) for c in PALETTE[:groups]]
+
+
 def test_curve_rejects_unknown_metrics():
     with pytest.raises(ValueError, match="metrics"):
         plot_curve(TWO_MODELS, metrics=["accuracy"])
