@@ -6,6 +6,7 @@ independently — reading the parquet files and the τ-bench JSON directly, with
 package that moves a number the notebooks talk about fails here, with the number named.
 """
 
+import importlib.util
 import json
 import math
 from collections import Counter
@@ -18,6 +19,7 @@ import passk_nb
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 TAU = DATA / "tau-bench" / "tau-bench-gpt-4o-airline.json"
+LCB = DATA / "livecodebench"
 #: τ-bench's README, for gpt-4o on the airline domain (quoted in data/tau-bench/README.md).
 TAU_PUBLISHED = {1: 0.420, 2: 0.273, 3: 0.220, 4: 0.200}
 SMOLLM2 = {
@@ -77,12 +79,16 @@ def tau_pass_hat(k: int) -> float:
 
 def test_every_data_folder_is_known_and_loads():
     folders = sorted(p.name for p in DATA.iterdir() if p.is_dir())
-    assert folders == sorted([*SMOLLM2, "tau-bench"]), "a new data folder needs its figures checked here"
+    assert folders == sorted([*SMOLLM2, "tau-bench", "livecodebench"]), (
+        "a new data folder needs its figures checked here"
+    )
     for name in SMOLLM2:
         records = passk_nb.load(DATA / name)
         assert len(records) == len(read_parquet_folder(DATA / name))
     tau = passk_nb.from_tau_bench(TAU, model="gpt-4o")
     assert len(tau) == len(tau_trials()) == 200
+    lcb = pd.read_parquet(LCB / "counts.parquet")
+    assert passk_nb.summarize(lcb, k=1, by="model", n_boot=0).shape[0] == 19
 
 
 def test_tau_bench_folder_keeps_licence_and_provenance():
@@ -125,6 +131,66 @@ def test_tau_bench_shape_and_per_task_reliability():
         for k in (1, 2, 3, 4)
     }
     assert [round(v, 3) for v in pass_at.values()] == [0.42, 0.567, 0.66, 0.72]
+
+
+def lcb_builder():
+    """scripts/make_livecodebench_data.py as a module (scripts/ is not a package)."""
+    path = DATA.parent / "scripts" / "make_livecodebench_data.py"
+    spec = importlib.util.spec_from_file_location("make_lcb", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def lcb_source() -> pd.DataFrame:
+    """The published source rows, read with pandas alone."""
+    return pd.read_csv(LCB / "source" / "lcb_codegen_2025-01-15.csv.gz", dtype={"question_id": str})
+
+
+def test_livecodebench_folder_keeps_licence_and_provenance():
+    readme = (LCB / "README.md").read_text()
+    for fact in (
+        "CC BY-SA 4.0",
+        "creativecommons.org/licenses/by-sa/4.0",
+        "LiveCodeBench/livecodebench.github.io",
+        "33505c076467ba6e4acaa8fad8a29dcc75ec65ce",
+        "79c5f7a2760c33a0893b98d09b2d25e018c86795",
+        "inferred",
+        "not tool use",
+        "scripts/make_livecodebench_data.py",
+    ):
+        assert fact in readme, f"data/livecodebench/README.md must say {fact}"
+    source_readme = (LCB / "source" / "SOURCE-README.md").read_text()
+    assert "CC BY-SA 4.0" in source_readme and "33505c0" in source_readme
+    models = json.loads((LCB / "source" / "lcb_codegen_2025-01-15_models.json").read_text())
+    assert models["source_commit"] == "33505c076467ba6e4acaa8fad8a29dcc75ec65ce"
+
+
+def test_livecodebench_counts_are_rebuilt_from_the_source():
+    builder = lcb_builder()
+    rebuilt = builder.build(lcb_source())
+    bundled = pd.read_parquet(LCB / "counts.parquet")
+    pd.testing.assert_frame_equal(rebuilt, bundled)
+    assert bundled.shape == (880 * 19, 7) and bundled["task"].nunique() == 880
+    assert dict(bundled.groupby("model")["n"].first().value_counts()) == {10: 13, 1: 6}
+    # a percentage that is not a whole number of the inferred samples is refused, naming it
+    broken = lcb_source().head(3).copy()
+    broken.loc[1, "pass_at_1_pct"] = 55.0
+    with pytest.raises(ValueError, match=r"not a whole number of successes"):
+        builder.build(broken)
+
+
+def test_livecodebench_counts_reproduce_every_published_pass_at_1():
+    # published: the leaderboard's pass@1 of a model is the mean of its per-problem percentages
+    published = lcb_source().groupby("model")["pass_at_1_pct"].mean() / 100
+    assert len(published) == 19
+    bundled = pd.read_parquet(LCB / "counts.parquet")
+    from_counts = (bundled["c"] / bundled["n"]).groupby(bundled["model"]).mean()
+    pd.testing.assert_series_equal(from_counts, published, check_names=False, atol=1e-12, rtol=0)
+    # and through the public API, on the counts table as bundled
+    summary = passk_nb.summarize(bundled, k=1, by="model", n_boot=0).set_index("model")
+    pd.testing.assert_series_equal(summary["pass@k"], published, check_names=False, atol=1e-12, rtol=0)
+    assert round(published["DeepSeek-V3"], 4) == 0.5453 and round(published["Claude-3-Haiku"], 4) == 0.2215
 
 
 @pytest.mark.parametrize("folder", sorted(SMOLLM2))
