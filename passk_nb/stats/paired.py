@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -84,6 +85,40 @@ def compare(
     0     m  pass@k        3  0.6667  1.0000  0.3333
     1     m  pass^k        3  0.3333  0.6667  0.3333
     """
+    check_options(ci=ci, n_boot=n_boot, seed=seed)
+    check_method(method, PAIRED_METHODS, min_tasks)
+    check_k(k)
+    tasks = paired_tasks(df, on=on, a=a, b=b, k=k, by=by, infra=infra)
+    return paired_frame(tasks, ci=ci, n_boot=n_boot, seed=seed, method=method, min_tasks=min_tasks)
+
+
+@dataclass(frozen=True)
+class PairedTasks:
+    """What :func:`compare` computes before it chooses a level: the paired tasks' per-task values
+    and fixed-task variances of both arms (columns pass@k, pass^k), grouped by ``by``. :func:`rank`
+    builds one per pair and reads compare's interval at several levels from it."""
+
+    by: tuple[str, ...]
+    k: int
+    gid: np.ndarray
+    groups: pd.DataFrame
+    va: np.ndarray
+    vb: np.ndarray
+    var_a: np.ndarray
+    var_b: np.ndarray
+
+
+def paired_tasks(
+    df: pd.DataFrame | str | os.PathLike[str],
+    *,
+    on: str,
+    a: object,
+    b: object,
+    k: int,
+    by: str | Sequence[str] | None,
+    infra: str,
+) -> PairedTasks:
+    """The tasks with at least k usable trials under both arms, paired (see :func:`compare`)."""
     df = counted_folder(df, by, on)
     arm_a, arm_b = _arms(df, on, a, b)
     by = _default_by(by, on, arm_a, arm_b)
@@ -91,9 +126,6 @@ def compare(
         raise ValueError(
             f"by={list(by)} must not contain 'task' or on={on!r}; for per-task differences use flips()"
         )
-    check_options(ci=ci, n_boot=n_boot, seed=seed)
-    check_method(method, PAIRED_METHODS, min_tasks)
-    check_k(k)
     keys = [*by, "task"]
     tables = (
         counts(arm_a, by=by, infra=infra)[[*keys, "n", "c"]],
@@ -106,7 +138,7 @@ def compare(
             f"{int((~usable).sum())} of {len(paired)} tasks lack {k} usable trials under both "
             f"{on}={a!r} and {on}={b!r} and are left out of the comparison",
             UserWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
     paired = paired[usable].sort_values(keys, kind="stable").reset_index(drop=True)
     if paired.empty:
@@ -114,7 +146,6 @@ def compare(
             f"no task has {k} usable trials under both arms; run more trials or choose a smaller k"
         )
     gid, groups = group_ids(paired, by)
-    n_groups = len(groups)
 
     def arm(name: str) -> tuple[np.ndarray, np.ndarray]:
         n, c = (
@@ -126,6 +157,16 @@ def compare(
         return values, variances
 
     (va, var_a), (vb, var_b) = arm("a"), arm("b")
+    return PairedTasks(by, k, gid, groups, va, vb, var_a, var_b)
+
+
+def paired_frame(
+    tasks: PairedTasks, *, ci: float, n_boot: int, seed: int, method: str, min_tasks: int
+) -> pd.DataFrame:
+    """:func:`compare`'s frame from its paired tasks, at level ``ci``."""
+    by, k, gid, groups = tasks.by, tasks.k, tasks.gid, tasks.groups
+    va, vb, var_a, var_b = tasks.va, tasks.vb, tasks.var_a, tasks.var_b
+    n_groups = len(groups)
     n_tasks = np.bincount(gid, minlength=n_groups)
     mean_a, mean_b = group_means(gid, va, n_tasks), group_means(gid, vb, n_tasks)
     se_fixed = np.sqrt(group_sums(gid, var_a + var_b, n_groups)) / n_tasks[:, None]
@@ -148,25 +189,28 @@ def compare(
         ci_method[declined] = DECLINED
     corr = group_corr(gid, va, vb, mean_a, mean_b, n_groups)
     fixed_lo, fixed_hi = fixed_interval(mean_b - mean_a, se_fixed, ci, lower=-1.0)
-    long = [
-        groups.assign(
-            metric=metric,
-            k=k,
-            n_tasks=n_tasks,
-            a=mean_a[:, j],
-            b=mean_b[:, j],
-            diff=mean_b[:, j] - mean_a[:, j],
-            lo=lo[:, j],
-            hi=hi[:, j],
-            se_fixed=se_fixed[:, j],
-            fixed_lo=fixed_lo[:, j],
-            fixed_hi=fixed_hi[:, j],
-            corr=corr[:, j],
-            ci_method=ci_method,
-        )
-        for j, metric in enumerate(METRICS)
-    ]
-    out = pd.concat(long, ignore_index=True)
+    m = len(METRICS)
+
+    def stacked(values: np.ndarray) -> np.ndarray:  # (groups, metrics) -> metric-major rows
+        return values.T.reshape(-1)
+
+    columns = {
+        "metric": np.repeat(np.asarray(METRICS, dtype=object), n_groups),
+        "k": np.full(n_groups * m, k),
+        "n_tasks": np.tile(n_tasks, m),
+        "a": stacked(mean_a),
+        "b": stacked(mean_b),
+        "diff": stacked(mean_b - mean_a),
+        "lo": stacked(lo),
+        "hi": stacked(hi),
+        "se_fixed": stacked(se_fixed),
+        "fixed_lo": stacked(fixed_lo),
+        "fixed_hi": stacked(fixed_hi),
+        "corr": stacked(corr),
+        "ci_method": np.tile(ci_method, m),
+    }
+    keys = groups.iloc[np.tile(np.arange(n_groups), m)].reset_index(drop=True)
+    out = pd.concat([keys, pd.DataFrame(columns)], axis=1)
     warn_declined(out.rename(columns={"n_tasks": "n_tasks_covered"}), by, min_tasks)
     return out.sort_values([*by, "metric"], kind="stable").reset_index(drop=True)
 

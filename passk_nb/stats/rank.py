@@ -22,8 +22,8 @@ import pandas as pd
 from passk_nb.stats._grouping import group_ids
 from passk_nb.stats.checks import check_k, check_options
 from passk_nb.stats.counts import counted_folder, counts
-from passk_nb.stats.paired import compare
-from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
+from passk_nb.stats.paired import PairedTasks, paired_frame, paired_tasks
+from passk_nb.stats.params import CI, INFRA, MIN_TASKS, N_BOOT, SEED, default_by, share_docs
 from passk_nb.stats.summary import summarize
 
 CORRECTIONS = ("holm", "bh")
@@ -155,11 +155,25 @@ def _pairs(
     interval at ``ci = 1 − level`` excludes 0, so no p-value is computed here."""
     pair_list = list(itertools.combinations(arms, 2))
     m = len(pair_list)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # declines and left-out tasks: said once by rank
+        prepared = [
+            paired_tasks(
+                data[data[on].isin(pair)],
+                on=on,
+                a=pair[0],
+                b=pair[1],
+                k=int(options["k"]),
+                by=by,
+                infra=INFRA,
+            )
+            for pair in pair_list
+        ]  # data is counted already (with rank's infra=): compare's default reads it as it is
 
     def excludes_zero(chosen: list[int], level: float) -> dict[int, bool]:
         out = {}
         for i in chosen:
-            row = _compare_row(data, on, by, pair_list[i], {**options, "ci": 1 - level})
+            row = _compare_row(prepared[i], {**options, "ci": 1 - level})
             out[i] = bool(row["lo"] > 0 or row["hi"] < 0)  # NaN (declined): never differs
         return out
 
@@ -183,7 +197,7 @@ def _pairs(
                 break
             i = count
         level_used[:] = max(i, 1) * alpha / m
-    rows = [_compare_row(data, on, by, pair, options) for pair in pair_list]
+    rows = [_compare_row(tasks, options) for tasks in prepared]
     return pd.DataFrame(
         {
             "a": [a for a, _ in pair_list],
@@ -197,18 +211,13 @@ def _pairs(
     )
 
 
-def _compare_row(
-    data: pd.DataFrame,
-    on: str,
-    by: tuple[str, ...],
-    pair: tuple[object, object],
-    options: dict[str, int | float],
-) -> pd.Series:
-    """compare()'s pass^k row for one pair of arms (b − a), through its public signature."""
-    a, b = pair
+def _compare_row(tasks: PairedTasks, options: dict[str, int | float]) -> pd.Series:
+    """compare()'s pass^k row for one pair of arms (b − a), from the pair's paired tasks: the same
+    code as :func:`~passk_nb.stats.paired.compare`, which prepares the tasks once per pair."""
+    keep = ("ci", "n_boot", "seed")
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # declines and left-out tasks: said once by rank
-        out = compare(data[data[on].isin(pair)], on=on, a=a, b=b, by=by, **options)  # type: ignore[arg-type]
+        warnings.simplefilter("ignore", UserWarning)  # declines: said once by rank
+        out = paired_frame(tasks, **{key: options[key] for key in keep}, method="t", min_tasks=MIN_TASKS)  # type: ignore[arg-type]
     return out[out["metric"] == "pass^k"].iloc[0]
 
 
