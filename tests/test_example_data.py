@@ -352,3 +352,33 @@ def test_bank_grid_holds_whole_comparisons_and_what_notebook_03_reads_from_it():
     reuses = calls.map(lambda cs: uses_any(cs, example))
     by_prompt = reuses.groupby(records["prompt_name"]).sum()
     assert by_prompt["fewshot"] > 0 and by_prompt["default"] == by_prompt["strict"] == 0
+
+
+def test_livecodebench_figures_the_readme_and_notebook_09_quote():
+    chat = pd.read_parquet(LCB / "counts.parquet").query("n == 10")
+    # pass^k per model, from the counts with math.comb alone
+    hat = {
+        k: {
+            model: sum(math.comb(c, k) / math.comb(n, k) for n, c in zip(rows["n"], rows["c"], strict=True))
+            / len(rows)
+            for model, rows in chat.groupby("model")
+        }
+        for k in (1, 10)
+    }
+    order = {k: sorted(hat[k], key=hat[k].get, reverse=True) for k in hat}
+    model = "Gemini-Flash-2.0-Thinking"
+    assert (order[1].index(model) + 1, order[10].index(model) + 1) == (2, 5)
+    assert (round(hat[1][model], 3), round(hat[10][model], 3)) == (0.510, 0.362)
+    # the swaps, and which survive Holm's correction, through the paired comparison rank uses
+    pairs = {k: passk_nb.rank(chat, k=k, pairs=True) for k in (1, 10)}
+    both = pairs[1].merge(pairs[10], on=["a", "b"], suffixes=("_1", "_10"))
+    swaps = both[both["diff_1"] * both["diff_10"] < 0]  # opposite signs; a tie at either k is no swap
+    assert len(both) == 78 and len(swaps) == 11
+    assert int(swaps["significant_10"].sum()) == 4 and int(swaps["significant_1"].sum()) == 2
+    assert not (swaps["significant_1"] & swaps["significant_10"]).any()
+    readme = " ".join((DATA.parent / "README.md").read_text().split())
+    assert (
+        "Gemini-Flash-2.0-Thinking ranks 2nd of 13 at pass^1 (0.510) and 5th at pass^10 (0.362)**; of the "
+        "11 pairs of models whose order flips between pass^1 and pass^10, 4 are significant at pass^10 after "
+        "Holm's correction over the 78 pairs"
+    ) in readme

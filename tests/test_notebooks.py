@@ -23,6 +23,7 @@ EXPECTED = [
     "06-beyond-n",
     "07-diagnose",
     "08-your-own-suite",
+    "09-frontier-reliability",
 ]
 PLOT_FUNCTIONS = (
     "plot_curve",
