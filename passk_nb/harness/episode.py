@@ -15,9 +15,12 @@ errors, or a provider failure. The task's check then judges the final state.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import json
 import time
+from collections.abc import Generator
+from dataclasses import dataclass, field
 from typing import Any
 
 from passk_nb.data.transcript import MAX_STORED_CHARS, cap_text, transcript_entry
@@ -36,7 +39,7 @@ from passk_nb.harness.protocol import (
 from passk_nb.harness.providers.base import STOPS_RUN, AgentError, ChatProvider, Message, Reply
 from passk_nb.harness.suites.base import Suite, Task
 
-__all__ = ["run_episode"]
+__all__ = ["run_episode", "arun_episode", "episode_steps", "ChatRequest"]
 
 
 def _action_dict(action: ToolCall | Answer) -> dict[str, Any]:
@@ -58,6 +61,23 @@ def _native_entry_content(text: str, call: NativeCall) -> str:
     return (text + "\n" if text else "") + _json(raw)
 
 
+@dataclass(frozen=True)
+class ChatRequest:
+    """One model turn an episode asks for: the conversation so far and, under native tool
+    calling, the tool definitions (``chat_native``) — else the JSON protocol (``chat``)."""
+
+    messages: list[Message]
+    native: bool = False
+    tools: list[dict[str, Any]] = field(default_factory=list)
+
+
+#: An episode as a generator: it yields each :class:`ChatRequest`, is sent the reply (or thrown
+#: the backend's exception), and returns the record fields. It does no I/O itself, so the same
+#: episode runs under a blocking driver (:func:`run_episode`) and an asyncio one
+#: (:func:`arun_episode`).
+Episode = Generator[ChatRequest, "str | Reply", dict[str, Any]]
+
+
 def run_episode(
     suite: Suite,
     task: Task,
@@ -69,6 +89,110 @@ def run_episode(
     protocol: str = "json",
 ) -> dict[str, Any]:
     """Run one trial of ``task`` with ``provider`` and return its record fields.
+
+    The steps are :func:`episode_steps`'; each request goes to ``provider.chat`` (or
+    ``chat_native``) and blocks until it answers.
+    """
+    steps = episode_steps(
+        suite,
+        task,
+        system_prompt=system_prompt,
+        max_turns=max_turns,
+        max_format_errors=max_format_errors,
+        protocol=protocol,
+    )
+    request, result = _resume(steps)
+    while request is not None:
+        try:
+            reply, error = send(provider, request), None
+        except Exception as exc:  # the episode decides what it means (agent or backend failure)
+            reply, error = None, exc
+        request, result = _resume(steps, reply, error)
+    assert result is not None
+    return result
+
+
+async def arun_episode(
+    suite: Suite,
+    task: Task,
+    provider: Any,
+    *,
+    system_prompt: str,
+    max_turns: int = 10,
+    max_format_errors: int = 2,
+    protocol: str = "json",
+) -> dict[str, Any]:
+    """:func:`run_episode` on an asyncio loop: the same steps and record, each request awaited
+    from ``provider.achat`` (or ``achat_native``); a provider without them runs in a worker thread.
+
+    >>> import asyncio
+    >>> from passk_nb.harness.suites import get_suite
+    >>> from passk_nb.harness.providers.scripted import ScriptedProvider
+    >>> suite = get_suite("orders")
+    >>> task, agent = suite.task("refund-delivered"), ScriptedProvider(suite=suite)
+    >>> result = asyncio.run(arun_episode(suite, task, agent, system_prompt=suite.prompts["default"]))
+    >>> result["outcome"], result["n_tool_calls"]
+    ('pass', 2)
+    """
+    steps = episode_steps(
+        suite,
+        task,
+        system_prompt=system_prompt,
+        max_turns=max_turns,
+        max_format_errors=max_format_errors,
+        protocol=protocol,
+    )
+    request, result = _resume(steps)
+    while request is not None:
+        try:
+            reply, error = await asend(provider, request), None
+        except Exception as exc:
+            reply, error = None, exc
+        request, result = _resume(steps, reply, error)
+    assert result is not None
+    return result
+
+
+def send(provider: ChatProvider, request: ChatRequest) -> str | Reply:
+    """Ask ``provider`` for one turn, blocking."""
+    if request.native:
+        return provider.chat_native(request.messages, request.tools)  # type: ignore[attr-defined]
+    return provider.chat(request.messages)
+
+
+async def asend(provider: Any, request: ChatRequest) -> str | Reply:
+    """Ask ``provider`` for one turn on the running loop (in a worker thread if it only blocks)."""
+    name = "achat_native" if request.native else "achat"
+    method = getattr(provider, name, None)
+    if method is None:
+        return await asyncio.to_thread(send, provider, request)
+    if request.native:
+        return await method(request.messages, request.tools)
+    return await method(request.messages)
+
+
+def _resume(
+    steps: Episode, reply: str | Reply | None = None, error: Exception | None = None
+) -> tuple[ChatRequest | None, dict[str, Any] | None]:
+    """Start or resume an episode: its next request, or (None, its record fields) once it ends."""
+    try:
+        if error is not None:
+            return steps.throw(error), None
+        return (next(steps) if reply is None else steps.send(reply)), None
+    except StopIteration as stop:
+        return None, stop.value
+
+
+def episode_steps(
+    suite: Suite,
+    task: Task,
+    *,
+    system_prompt: str,
+    max_turns: int = 10,
+    max_format_errors: int = 2,
+    protocol: str = "json",
+) -> Episode:
+    """One trial of ``task`` as an :data:`Episode`: yields each model turn, returns its record fields.
 
     The returned dict holds the episode's part of a trial record (outcome,
     counts, tokens, timing, transcript and state diff as JSON); the runner
@@ -133,10 +257,7 @@ def run_episode(
             break
         t_call = time.perf_counter()
         try:
-            if native:
-                raw = provider.chat_native(list(messages), tools)  # type: ignore[attr-defined]
-            else:
-                raw = provider.chat(list(messages))
+            raw = yield ChatRequest(list(messages), native, tools)
         except AgentError as exc:  # the user's own agent code raised: the agent's failure
             counts["attempts"] += 1
             stops_run = exc.stops_run
