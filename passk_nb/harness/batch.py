@@ -11,7 +11,9 @@ merged into one (:func:`passk_nb.data.store.merge`).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import inspect
 import logging
 import os
 import queue
@@ -20,7 +22,7 @@ import threading
 import time
 import warnings
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,7 @@ from tqdm.auto import tqdm
 from passk_nb.data.records import frame_from_records, storable_record
 from passk_nb.data.store import StoredTrials, TrialClaims, load, merge, write_part
 from passk_nb.harness.providers.base import STOPS_RUN, cancel_scope
+from passk_nb.harness.providers.transport import shared_loop
 
 log = logging.getLogger("passk_nb")
 
@@ -277,6 +280,94 @@ def _run_concurrently(
                 event.set()
 
 
+def _run_on_loop(
+    fn: Callable[[Any, int], Awaitable[dict[str, Any]]],
+    jobs: list[tuple[Any, int]],
+    concurrency: int,
+    timeout: float | None = None,
+    on_timeout: Callable[[Any, int, float], dict[str, Any]] | None = None,
+    tick: float | None = None,
+    claim: Callable[[tuple[Any, int]], bool] | None = None,
+    is_done: Callable[[tuple[Any, int]], bool] | None = None,
+) -> Iterator[dict[str, Any] | None]:
+    """:func:`_run_concurrently` for trials that are coroutines: ``concurrency`` tasks on the
+    transport loop (:mod:`~passk_nb.harness.providers.transport`) instead of as many threads,
+    yielding the same stream (records, None on a ``tick``) to the calling thread.
+
+    A trial still running after ``timeout`` seconds is cancelled (its request is closed) and
+    ``on_timeout(*job, elapsed)`` is yielded instead; its cancel event is set too, for anything it
+    runs in a worker thread. On an early exit every running trial is cancelled.
+    """
+    loop = shared_loop()
+    results: queue.SimpleQueue[tuple[tuple[Any, int], dict[str, Any] | None, BaseException | None]]
+    results = queue.SimpleQueue()
+    todo: deque[tuple[Any, int]] = deque(jobs)
+    later: deque[tuple[Any, int]] = deque()  # claimed by another process when first tried
+
+    async def acquire(job: tuple[Any, int], wait: bool) -> bool:
+        if claim is None:
+            return True
+        while not claim(job):
+            if not wait:
+                return False
+            await asyncio.sleep(0.05)
+        return True
+
+    async def trial(job: tuple[Any, int]) -> dict[str, Any]:
+        event, started = threading.Event(), time.monotonic()
+        try:
+            with cancel_scope(event):
+                return await asyncio.wait_for(fn(*job), timeout)
+        except TimeoutError:
+            if timeout is None or time.monotonic() - started < timeout:
+                raise  # not the trial's timeout: a harness failure, raised in the caller's thread
+            assert on_timeout is not None
+            return on_timeout(*job, time.monotonic() - started)
+        finally:
+            event.set()  # anything the trial left in a worker thread stops
+
+    async def worker() -> None:
+        while todo or later:
+            job, waited = (todo.popleft(), False) if todo else (later.popleft(), True)
+            if not await acquire(job, wait=waited):
+                later.append(job)
+                continue
+            if is_done is not None and is_done(job):
+                results.put((job, _SKIPPED, None))
+                continue
+            try:
+                results.put((job, await trial(job), None))
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:  # re-raised in the caller's thread
+                results.put((job, None, exc))
+                return
+
+    async def main() -> None:
+        await asyncio.gather(*(worker() for _ in range(min(concurrency, len(jobs)))))
+
+    running = asyncio.run_coroutine_threadsafe(main(), loop)
+    delivered = 0
+    try:
+        while delivered < len(jobs):
+            try:
+                _, record, error = results.get(timeout=tick if tick is not None else 1.0)
+            except queue.Empty:
+                if running.done() and results.empty():
+                    running.result()  # the loop's own failure, if any
+                    raise RuntimeError("the trials' tasks ended before every trial was delivered") from None
+                if tick is not None:
+                    yield None
+                continue
+            if error is not None:
+                raise error
+            delivered += 1
+            if record is not _SKIPPED:
+                yield record
+    finally:
+        running.cancel()
+
+
 class _Terminated(BaseException):
     """SIGTERM arrived: stop like Ctrl-C (completed trials are written), then end as SIGTERM asks."""
 
@@ -329,7 +420,7 @@ def _merge_at_end(writer: _Writer) -> None:
 
 
 def execute_trials(
-    one_trial: Callable[[Any, int], dict[str, Any]],
+    one_trial: Callable[[Any, int], dict[str, Any]] | Callable[[Any, int], Awaitable[dict[str, Any]]],
     jobs: list[tuple[Any, int]],
     *,
     concurrency: int,
@@ -353,6 +444,9 @@ def execute_trials(
     ``(task, trial)``; default: the job itself), merges the run's parts at the
     end, and returns the new records in completion order. Shared by :func:`run`
     and :func:`passk_nb.harness.cases.run_cases`.
+
+    ``one_trial`` may be a coroutine function: the trials then run as tasks on the transport loop
+    (no thread per trial), with the same claims, timeouts, records and stops.
 
     ``status()``, when given, is shown beside the progress bar as each trial ends (the
     requests in flight under adaptive concurrency).
@@ -388,8 +482,9 @@ def execute_trials(
         with _sigterm_flushes():
             try:
                 ticks = None if writer is None else writer.every_s
-                results = _run_concurrently(
-                    one_trial,
+                schedule = _run_on_loop if inspect.iscoroutinefunction(one_trial) else _run_concurrently
+                results = schedule(
+                    one_trial,  # type: ignore[arg-type]
                     jobs,
                     concurrency,
                     timeout,

@@ -34,6 +34,7 @@ RateLimit(requests_per_min=600.0, tokens_per_min=90000.0)
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
 import threading
@@ -42,7 +43,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from passk_nb.harness.providers.base import Reply, cancellable_sleep, check_usage, pace_scope
+from passk_nb.harness.providers.base import Reply, apace_scope, cancellable_sleep, check_usage, pace_scope
 
 __all__ = ["RateLimit", "RateLimiter", "Paced", "FakeClock", "estimate_tokens", "WINDOW_S"]
 
@@ -167,6 +168,21 @@ class RateLimiter:
 
     def acquire(self, tokens: float = 0.0) -> float:
         """Wait for the slot of one request estimated at ``tokens``; returns the seconds waited."""
+        wait = self.reserve(tokens)
+        if wait > 0:
+            self._sleep(wait)
+        return wait
+
+    async def aacquire(self, tokens: float = 0.0) -> float:
+        """:meth:`acquire` on an asyncio loop: the wait is awaited, not slept."""
+        wait = self.reserve(tokens)
+        if wait > 0:
+            await asyncio.sleep(wait)
+        return wait
+
+    def reserve(self, tokens: float = 0.0) -> float:
+        """Take the slot of one request estimated at ``tokens`` and return how long to wait for it
+        (never longer than a window); the caller waits."""
         with self._lock:
             now = self._clock()
             at = now
@@ -180,10 +196,7 @@ class RateLimiter:
             if self._requests is not None:
                 self._requests.spend(at, 1.0)
             self.started += 1
-        wait = at - now
-        if wait > 0:
-            self._sleep(wait)
-        return max(0.0, wait)
+        return max(0.0, at - now)
 
     def settle(self, estimated: float, actual: float) -> None:
         """Charge the difference between a request's estimated and actual tokens (at most a window)."""
@@ -231,9 +244,17 @@ class Paced:
     def chat_native(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
         return self._send(self._provider.chat_native, messages, *args, **kwargs)
 
+    async def achat(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
+        return await self._asend("achat", self.chat, messages, *args, **kwargs)
+
+    async def achat_native(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
+        return await self._asend("achat_native", self.chat_native, messages, *args, **kwargs)
+
+    def _estimate(self, messages: Any) -> int:
+        return estimate_tokens(messages) if self._limiter.limit.tokens_per_min else 0
+
     def _send(self, send: Callable[..., Any], messages: Any, *args: Any, **kwargs: Any) -> Any:
-        tpm = self._limiter.limit.tokens_per_min
-        estimate = estimate_tokens(messages) if tpm else 0
+        estimate = self._estimate(messages)
         if getattr(self._provider, "paces_each_request", False):
 
             def wait() -> None:
@@ -244,7 +265,31 @@ class Paced:
         else:
             self._limiter.acquire(estimate)
             reply = send(messages, *args, **kwargs)
-        if tpm:
+        return self._settle(reply, estimate)
+
+    async def _asend(
+        self, name: str, blocking: Callable[..., Any], messages: Any, *args: Any, **kwargs: Any
+    ) -> Any:
+        """The awaited twin of :meth:`_send`; a provider that only blocks runs paced in a worker thread."""
+        send = getattr(self._provider, name, None)
+        if send is None:
+            return await asyncio.to_thread(blocking, messages, *args, **kwargs)
+        estimate = self._estimate(messages)
+        if getattr(self._provider, "paces_each_request", False):
+
+            async def wait() -> None:
+                await self._limiter.aacquire(estimate)
+
+            with apace_scope(wait):
+                reply = await send(messages, *args, **kwargs)
+        else:
+            await self._limiter.aacquire(estimate)
+            reply = await send(messages, *args, **kwargs)
+        return self._settle(reply, estimate)
+
+    def _settle(self, reply: Any, estimate: float) -> Any:
+        """Charge the tokens the reply says it used (its own count, else an estimate)."""
+        if self._limiter.limit.tokens_per_min:
             if isinstance(reply, Reply):
                 reply = check_usage(reply)
             text = reply if isinstance(reply, str) else getattr(reply, "text", "")

@@ -35,7 +35,7 @@ from passk_nb.harness.arguments import (
     check_unique,
 )
 from passk_nb.harness.batch import execute_trials, load_trials
-from passk_nb.harness.episode import run_episode
+from passk_nb.harness.episode import arun_episode, run_episode
 from passk_nb.harness.fingerprint import blind_spots, suite_fingerprint
 from passk_nb.harness.pacing import Paced, RateLimit, RateLimiter
 from passk_nb.harness.preflight import check_backend
@@ -90,9 +90,7 @@ def _trial_record(
     episode_options: dict[str, Any],
     limiter: RateLimiter | None = None,
 ) -> dict[str, Any]:
-    bound: Any = provider.with_seed(None if seed is None else seed + trial)
-    if limiter is not None:
-        bound = Paced(bound, limiter)
+    bound = _bound(provider, trial, seed, limiter)
     started = dt.datetime.now(dt.UTC)
     try:
         return _record(
@@ -101,10 +99,43 @@ def _trial_record(
     except SuiteError:  # the suite's own check is wrong: no trial can be judged; stop the run
         raise
     except Exception as exc:  # a harness bug must not stop the run; it is kept, visibly, as infra
-        log.exception("harness error in task %s trial %d", task_id, trial)
-        return _record(
-            base, task_id, trial, seed, _infra(started, f"harness error: {type(exc).__name__}: {exc}")
-        )
+        return _harness_error(base, task_id, trial, seed, started, exc)
+
+
+async def _atrial_record(
+    suite: Suite,
+    provider: BaseProvider,
+    base: dict[str, Any],
+    task_id: str,
+    trial: int,
+    seed: int | None,
+    episode_options: dict[str, Any],
+    limiter: RateLimiter | None = None,
+) -> dict[str, Any]:
+    """:func:`_trial_record` as a task on the transport loop (a backend that speaks asyncio)."""
+    bound = _bound(provider, trial, seed, limiter)
+    started = dt.datetime.now(dt.UTC)
+    try:
+        fields = await arun_episode(suite, suite.task(task_id), bound, **episode_options)
+        return _record(base, task_id, trial, seed, fields)
+    except SuiteError:
+        raise
+    except Exception as exc:
+        return _harness_error(base, task_id, trial, seed, started, exc)
+
+
+def _bound(provider: BaseProvider, trial: int, seed: int | None, limiter: RateLimiter | None) -> Any:
+    """The provider of one trial: its own seed, paced when the run has a rate limit."""
+    bound: Any = provider.with_seed(None if seed is None else seed + trial)
+    return bound if limiter is None else Paced(bound, limiter)
+
+
+def _harness_error(
+    base: dict[str, Any], task_id: str, trial: int, seed: int | None, started: dt.datetime, exc: Exception
+) -> dict[str, Any]:
+    log.exception("harness error in task %s trial %d", task_id, trial)
+    error = f"harness error: {type(exc).__name__}: {exc}"
+    return _record(base, task_id, trial, seed, _infra(started, error))
 
 
 def run(
@@ -367,6 +398,9 @@ def _run_trials(
     def one_trial(task_id: str, trial: int) -> dict[str, Any]:
         return _trial_record(the_suite, backend, base, task_id, trial, seed, episode_options, limiter)
 
+    async def one_async_trial(task_id: str, trial: int) -> dict[str, Any]:
+        return await _atrial_record(the_suite, backend, base, task_id, trial, seed, episode_options, limiter)
+
     def timed_out(task_id: str, trial: int, elapsed: float) -> dict[str, Any]:
         started = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=elapsed)
         error = f"trial timed out after {elapsed:.1f} s (trial_timeout={trial_timeout}): no answer in time"
@@ -376,7 +410,7 @@ def _run_trials(
         return _record(base, task_id, trial, seed, fields)
 
     execute_trials(
-        one_trial,
+        one_async_trial if backend.speaks_asyncio else one_trial,
         todo,
         concurrency=concurrency,
         out=out_dir,

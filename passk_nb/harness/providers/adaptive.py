@@ -30,6 +30,8 @@ by a provider and its ``with_seed`` copies, from every worker thread.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import math
 import threading
 import time
@@ -58,6 +60,7 @@ class AdaptiveLimit:
         self._clock = clock
         self._cut_at = -math.inf
         self._ready = threading.Condition()
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self.set_ceiling(ceiling, start=start)
 
     def set_ceiling(self, ceiling: int, *, start: int = START) -> None:
@@ -68,7 +71,7 @@ class AdaptiveLimit:
             self.ceiling = ceiling
             self.limit = float(max(1, min(start, ceiling)))
             self.slow_start = True
-            self._ready.notify_all()
+            self._notify()
 
     def acquire(self) -> float:
         """Wait for a free slot (giving up if the trial is), take it, and return the start time."""
@@ -77,9 +80,33 @@ class AdaptiveLimit:
                 if cancelled():
                     raise ProviderError("the trial was given up on (trial_timeout) while waiting to send")
                 self._ready.wait(0.25)
-            self.in_flight += 1
-            self.most_in_flight = max(self.most_in_flight, self.in_flight)
-            return self._clock()
+            return self._take()
+
+    async def aacquire(self) -> float:
+        """:meth:`acquire` for an asyncio task: waits without blocking the loop (a cancelled task
+        stops waiting by its CancelledError)."""
+        loop = asyncio.get_running_loop()
+        while True:
+            with self._ready:
+                if self.in_flight < int(self.limit):
+                    return self._take()
+                waiter = loop.create_future()
+                self._waiters.append((loop, waiter))
+            with contextlib.suppress(TimeoutError):  # re-checked at least every 0.25 s, as acquire
+                await asyncio.wait_for(waiter, 0.25)
+
+    def _take(self) -> float:
+        """Take a slot (the caller holds the lock) and return its start time."""
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        return self._clock()
+
+    def _notify(self) -> None:
+        """Wake every waiting thread and task (the caller holds the lock)."""
+        self._ready.notify_all()
+        waiters, self._waiters = self._waiters, []
+        for loop, waiter in waiters:
+            loop.call_soon_threadsafe(_wake, waiter)
 
     def release(self, started: float, outcome: str) -> None:
         """Give the slot back; ``outcome`` (:data:`OUTCOMES`) moves the limit."""
@@ -96,8 +123,13 @@ class AdaptiveLimit:
             elif outcome == "ok":
                 step = 1.0 if self.slow_start else 1.0 / self.limit
                 self.limit = min(float(self.ceiling), self.limit + step)
-            self._ready.notify_all()
+            self._notify()
 
     def status(self) -> str:
         """What the progress bar shows: requests in flight and the current limit."""
         return f"in flight {self.in_flight}/{int(self.limit)}"
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)

@@ -31,10 +31,11 @@ tool, "content": result_json, "is_error": bool}``.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import copy
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 from urllib.parse import urlsplit
@@ -53,23 +54,29 @@ __all__ = [
     "cancelled",
     "pace_scope",
     "pace_request",
+    "apace_scope",
+    "apace_request",
     "MAX_USAGE_TOKENS",
     "check_usage",
 ]
 
-_scope = threading.local()
-_pacing = threading.local()
+#: The trial's cancel event and rate-limit wait, per thread and per asyncio task: a context
+#: variable is both (a thread starts with none set; a task starts with its creator's).
+_cancel: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("passk_cancel", default=None)
+_pace: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar("passk_pace", default=None)
+_apace: contextvars.ContextVar[Callable[[], Awaitable[None]] | None] = contextvars.ContextVar(
+    "passk_apace", default=None
+)
 
 
 @contextlib.contextmanager
-def _in_this_thread(slot: threading.local, name: str, value: Any) -> Iterator[None]:
-    """``slot.<name> = value`` for the calls inside, then what it was before."""
-    previous = getattr(slot, name, None)
-    setattr(slot, name, value)
+def _scoped(var: contextvars.ContextVar[Any], value: Any) -> Iterator[None]:
+    """``var`` set to ``value`` for the calls inside, then what it was before."""
+    token = var.set(value)
     try:
         yield
     finally:
-        setattr(slot, name, previous)
+        var.reset(token)
 
 
 @contextlib.contextmanager
@@ -86,15 +93,39 @@ def pace_scope(before_request: Callable[[], None]) -> Iterator[None]:
     >>> pace_request(); len(waited)
     2
     """
-    with _in_this_thread(_pacing, "before", before_request):
+    with _scoped(_pace, before_request):
         yield
 
 
 def pace_request() -> None:
     """Wait for the rate limit, if one is set for this thread (see :func:`pace_scope`)."""
-    before = getattr(_pacing, "before", None)
+    before = _pace.get()
     if before is not None:
         before()
+
+
+@contextlib.contextmanager
+def apace_scope(before_request: Callable[[], Awaitable[None]]) -> Iterator[None]:
+    """:func:`pace_scope` for an asyncio task: ``await before_request()`` before every request.
+
+    >>> import asyncio
+    >>> waited = []
+    >>> async def wait(): waited.append(1)
+    >>> async def trial():
+    ...     with apace_scope(wait):
+    ...         await apace_request(); await apace_request()
+    >>> asyncio.run(trial()); len(waited)
+    2
+    """
+    with _scoped(_apace, before_request):
+        yield
+
+
+async def apace_request() -> None:
+    """Await the rate limit set for this task (see :func:`apace_scope`), if any."""
+    before = _apace.get()
+    if before is not None:
+        await before()
 
 
 @contextlib.contextmanager
@@ -111,19 +142,19 @@ def cancel_scope(event: threading.Event) -> Iterator[None]:
     >>> before, after, cancelled()
     (False, True, False)
     """
-    with _in_this_thread(_scope, "event", event):
+    with _scoped(_cancel, event):
         yield
 
 
 def cancelled() -> bool:
     """Whether the trial running in this thread was given up on (see :func:`cancel_scope`)."""
-    event = getattr(_scope, "event", None)
+    event = _cancel.get()
     return event is not None and event.is_set()
 
 
 def cancel_event() -> threading.Event | None:
     """The event of the trial running in this thread, if any."""
-    return getattr(_scope, "event", None)
+    return _cancel.get()
 
 
 def cancellable_sleep(seconds: float) -> None:
@@ -239,6 +270,9 @@ class BaseProvider:
     #: True for backends that call :func:`pace_request` before every request they send
     #: (retries included); the rate limiter paces the others once per ``chat`` call.
     paces_each_request: ClassVar[bool] = False
+    #: Whether the backend's requests are coroutines (``achat``/``achat_native`` on the transport
+    #: loop): the runner then runs its trials as asyncio tasks, not a thread each.
+    speaks_asyncio: ClassVar[bool] = False
 
     def __init__(
         self,

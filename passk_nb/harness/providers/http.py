@@ -29,6 +29,7 @@ Anthropic SDK), so they behave alike under faults and record attempts alike:
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import importlib.util
@@ -38,7 +39,7 @@ import os
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from typing import Any, ClassVar
 from urllib.parse import unquote, urlsplit, urlunsplit
 
@@ -63,7 +64,14 @@ from passk_nb.harness.providers.retry import (
     Transient,
     parse_retry_after,
 )
-from passk_nb.harness.providers.transport import Limits, Session, on_loop, read_reply
+from passk_nb.harness.providers.transport import (
+    Limits,
+    Received,
+    Session,
+    awaited_on_loop,
+    on_loop,
+    read_reply,
+)
 from passk_nb.harness.spec import schema_id
 
 log = logging.getLogger("passk_nb.harness.providers")
@@ -320,7 +328,13 @@ class RemoteProvider(BaseProvider):
     def send(self, request: Callable[[], Reply]) -> Reply:
         """``request()`` with retries (each attempt paced), then the reply as the model's: known
         secrets masked in its text, calls and metadata, impossible token counts unknown."""
-        reply, attempts = self.retrier.call(request)
+        return self._as_models(*self.retrier.call(request))
+
+    async def asend(self, request: Callable[[], Awaitable[Reply]]) -> Reply:
+        """:meth:`send` on an asyncio loop (:meth:`Retrier.acall`)."""
+        return self._as_models(*await self.retrier.acall(request))
+
+    def _as_models(self, reply: Reply, attempts: int) -> Reply:
         reply = check_usage(self.redact.known(reply))
         reply.attempts = attempts
         return reply
@@ -448,8 +462,27 @@ class HTTPProvider(RemoteProvider):
     def read_reply(data: dict[str, Any]) -> Reply:
         raise NotImplementedError
 
+    def native_body(self, messages: list[Message], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    @staticmethod
+    def read_native_reply(data: dict[str, Any]) -> Reply:
+        raise NotImplementedError
+
     def chat(self, messages: list[Message]) -> Reply:
         return self.post_reply(self.path, self.request_body(messages), self.read_reply)
+
+    def chat_native(self, messages: list[Message], tools: list[dict[str, Any]]) -> Reply:
+        """One reply with ``tools`` offered; its ``tool_calls`` in ``Reply.tool_calls``."""
+        return self.post_reply(self.path, self.native_body(messages, tools), self.read_native_reply)
+
+    async def achat(self, messages: list[Message]) -> Reply:
+        """:meth:`chat` awaited on the transport loop (the asyncio runner's path)."""
+        return await self.apost_reply(self.path, self.request_body(messages), self.read_reply)
+
+    async def achat_native(self, messages: list[Message], tools: list[dict[str, Any]]) -> Reply:
+        """:meth:`chat_native` awaited on the transport loop."""
+        return await self.apost_reply(self.path, self.native_body(messages, tools), self.read_native_reply)
 
     def __init__(
         self,
@@ -466,6 +499,11 @@ class HTTPProvider(RemoteProvider):
         self.http2 = want_http2(http2, self.base_url)
         self._retired: list[ConnectionPool | Session] = []
         self._pool = self._make_pool(max_connections or DEFAULT_POOL_SIZE)
+
+    @property
+    def speaks_asyncio(self) -> bool:  # type: ignore[override]  # a class constant elsewhere
+        """HTTP/1.1 (the aiohttp session on the transport loop) does; HTTP/2 (httpx) blocks."""
+        return isinstance(self._pool, Session)
 
     @property
     def pool_size(self) -> int:
@@ -513,12 +551,57 @@ class HTTPProvider(RemoteProvider):
 
     def _post_once(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         where = f"POST {path}"
-        if cancelled():
-            raise ProviderError(f"{where}: the trial was given up on (trial_timeout); request not sent")
+        self._refuse_if_cancelled(where)
         if isinstance(self._pool, Session):
-            response, raw = self._post_on_loop(self._pool, path, body, where)
+            session = self._pool
+            with self._transport_errors(where):
+                response, raw = on_loop(self._read(session, path, body, where), where=where)
         else:
             response, raw = self._post_httpx(self._pool, path, body, where)
+        return self._decode(response, raw, where)
+
+    async def _apost_once(self, session: Session, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        where = f"POST {path}"
+        self._refuse_if_cancelled(where)
+        with self._transport_errors(where):
+            response, raw = await awaited_on_loop(self._read(session, path, body, where))
+        return self._decode(response, raw, where)
+
+    @staticmethod
+    def _refuse_if_cancelled(where: str) -> None:
+        if cancelled():
+            raise ProviderError(f"{where}: the trial was given up on (trial_timeout); request not sent")
+
+    def _read(
+        self, session: Session, path: str, body: dict[str, Any], where: str
+    ) -> Coroutine[Any, Any, tuple[Received, bytes]]:
+        """The request as a coroutine for the transport loop, within the deadline and size caps."""
+        limits = Limits(
+            deadline=self.timeout,
+            wire=self.max_body_bytes,
+            body=self.max_decompressed_bytes,
+            too_slow=lambda size: self.too_slow(where, size),
+            too_big=lambda status: self.too_big(where, status),
+            too_big_inflated=lambda status, wire: self.too_big_inflated(where, status, wire),
+        )
+        payload = json.dumps(body, ensure_ascii=False).encode()
+        return read_reply(session, f"{self.base_url}{path}", payload, limits)
+
+    @contextlib.contextmanager
+    def _transport_errors(self, where: str) -> Iterator[None]:
+        """The transport's failures as the retrier's: a timeout or a dropped connection is
+        :class:`Transient`, a bad base URL a :class:`ProviderError`."""
+        try:
+            yield
+        except TimeoutError:
+            raise Transient("timeout", f"{where}: no reply within {self.timeout:g} s") from None
+        except (aiohttp.InvalidURL, aiohttp.NonHttpUrlClientError) as exc:  # a bad base URL
+            raise ProviderError(f"{where}: {type(exc).__name__}: {exc}") from None
+        except (aiohttp.ClientError, OSError, zlib.error) as exc:
+            raise Transient("connection error", f"{where}: {type(exc).__name__}: {exc}") from None
+
+    def _decode(self, response: Any, raw: bytes, where: str) -> dict[str, Any]:
+        """The reply's JSON object, once its status and size are checked."""
         text = self.check_reply(response, raw, where)
         status, kind = response.status_code, response.headers.get("content-type", "no content type")
         try:
@@ -533,27 +616,6 @@ class HTTPProvider(RemoteProvider):
                 f"reply to {where} (HTTP {status}) is not a JSON object: {self.excerpt(text, 120)!r}"
             )
         return data
-
-    def _post_on_loop(
-        self, session: Session, path: str, body: dict[str, Any], where: str
-    ) -> tuple[Any, bytes]:
-        limits = Limits(
-            deadline=self.timeout,
-            wire=self.max_body_bytes,
-            body=self.max_decompressed_bytes,
-            too_slow=lambda size: self.too_slow(where, size),
-            too_big=lambda status: self.too_big(where, status),
-            too_big_inflated=lambda status, wire: self.too_big_inflated(where, status, wire),
-        )
-        payload = json.dumps(body, ensure_ascii=False).encode()
-        try:
-            return on_loop(read_reply(session, f"{self.base_url}{path}", payload, limits), where=where)
-        except TimeoutError:
-            raise Transient("timeout", f"{where}: no reply within {self.timeout:g} s") from None
-        except (aiohttp.InvalidURL, aiohttp.NonHttpUrlClientError) as exc:  # a bad base URL
-            raise ProviderError(f"{where}: {type(exc).__name__}: {exc}") from None
-        except (aiohttp.ClientError, OSError, zlib.error) as exc:
-            raise Transient("connection error", f"{where}: {type(exc).__name__}: {exc}") from None
 
     def _post_httpx(
         self, pool: ConnectionPool, path: str, body: dict[str, Any], where: str
@@ -578,6 +640,20 @@ class HTTPProvider(RemoteProvider):
         and carries the number of attempts made.
         """
         return self.send(lambda: read(self._post_once(path, body)))
+
+    async def apost_reply(
+        self, path: str, body: dict[str, Any], read: Callable[[dict[str, Any]], Reply]
+    ) -> Reply:
+        """:meth:`post_reply` awaited: the same request, checks, caps and retries, every wait
+        awaited. HTTP/2 (httpx's pool, which blocks) runs in a worker thread."""
+        session = self._pool
+        if not isinstance(session, Session):
+            return await asyncio.to_thread(self.post_reply, path, body, read)
+
+        async def attempt() -> Reply:
+            return read(await self._apost_once(session, path, body))
+
+        return await self.asend(attempt)
 
 
 def get_field(data: Any, path: str, kind: type, *, where: str) -> Any:

@@ -129,14 +129,13 @@ class OllamaProvider(HTTPProvider):
             output_tokens=get_count(data, "eval_count"),
         )
 
-    def chat_native(self, messages: list[Message], tools: list[dict[str, Any]]) -> Reply:
-        """One reply with ``tools`` offered; its ``tool_calls`` in ``Reply.tool_calls``."""
-        body = {
+    def native_body(self, messages: list[Message], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        """The request body with ``tools`` offered (:meth:`chat_native` sends it)."""
+        return {
             **self.request_body(messages),
             "messages": ollama_messages(messages),
             "tools": openai_tools(tools),
         }
-        return self.post_reply(self.path, body, self.read_native_reply)
 
     @staticmethod
     def read_native_reply(data: dict[str, Any]) -> Reply:

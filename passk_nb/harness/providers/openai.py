@@ -193,9 +193,9 @@ class OpenAIProvider(HTTPProvider):
             output_tokens=get_count(data, "usage.completion_tokens"),
         )
 
-    def chat_native(self, messages: list[Message], tools: list[dict[str, Any]]) -> Reply:
-        """One reply with ``tools`` offered; its ``tool_calls`` in ``Reply.tool_calls``."""
-        body = {
+    def native_body(self, messages: list[Message], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        """The request body with ``tools`` offered (:meth:`chat_native` sends it)."""
+        return {
             **self.request_body(messages),
             "messages": openai_messages(messages),
             "tools": openai_tools(tools),
@@ -203,7 +203,6 @@ class OpenAIProvider(HTTPProvider):
             # chat formats ignore the tools without it
             "tool_choice": "auto",
         }
-        return self.post_reply(self.path, body, self.read_native_reply)
 
     @staticmethod
     def read_native_reply(data: dict[str, Any]) -> Reply:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import email.utils
 import logging
@@ -9,12 +10,18 @@ import math
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
 from passk_nb.harness.providers.adaptive import AdaptiveLimit
-from passk_nb.harness.providers.base import ProviderError, cancellable_sleep, cancelled, pace_request
+from passk_nb.harness.providers.base import (
+    ProviderError,
+    apace_request,
+    cancellable_sleep,
+    cancelled,
+    pace_request,
+)
 from passk_nb.harness.providers.redact import Redactor, short
 
 log = logging.getLogger("passk_nb.harness.providers")
@@ -156,23 +163,19 @@ class Retrier:
         with self._lock:
             self._paused_until = max(self._paused_until, time.monotonic() + seconds)
 
+    def _pause_left(self) -> float:
+        with self._lock:
+            return self._paused_until - time.monotonic()
+
     def _wait_for_pause(self) -> None:
-        while True:
-            with self._lock:
-                remaining = self._paused_until - time.monotonic()
-            if remaining <= 0 or cancelled():
-                return
+        while (remaining := self._pause_left()) > 0 and not cancelled():
             cancellable_sleep(min(remaining, 1.0))
 
     def call(self, request: Callable[[], T]) -> tuple[T, int]:
         """Run ``request`` until it succeeds, fails for good, or the attempts are used up."""
-        attempts = self.policy.max_attempts
-        for attempt in range(1, attempts + 1):
+        for attempt in range(1, self.policy.max_attempts + 1):
             self._wait_for_pause()
-            if attempt > 1 and cancelled():
-                raise provider_error(
-                    "the trial was given up on (trial_timeout); no further attempts", attempt - 1
-                )
+            self._check_cancelled(attempt)
             limit = self.adaptive
             try:
                 started = None if limit is None else limit.acquire()
@@ -192,22 +195,61 @@ class Retrier:
                     limit.release(started, outcome)
             if failure is None:
                 return result, attempt
-            kind, detail = self.redact(failure.kind), self.redact(failure.detail)
-            if attempt == attempts:
-                plural = "attempt" if attempts == 1 else "attempts"
-                message = f"{kind} after {attempts} {plural}" + (f": {detail}" if detail else "")
-                raise provider_error(message, attempt) from None
-            with self._lock:
-                wait = self.policy.delay(attempt, self._rng, failure.retry_after)
-            if failure.pause_all or failure.retry_after is not None:
-                self._pause(wait)
-            log.warning(
-                "%s: %s (attempt %d of %d); retrying in %.2f s",
-                self.label,
-                short(f"{kind}: {detail}" if detail else kind, 200),
-                attempt,
-                attempts,
-                wait,
-            )
-            cancellable_sleep(wait)
+            cancellable_sleep(self._backoff(attempt, failure))
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def acall(self, request: Callable[[], Awaitable[T]]) -> tuple[T, int]:
+        """:meth:`call` on an asyncio loop: ``await request()``, and every wait (the provider's
+        pause, the adaptive limit, the rate limit, the backoff) awaited. A cancelled task stops at
+        its next await; the slot it held is given back."""
+        for attempt in range(1, self.policy.max_attempts + 1):
+            while (remaining := self._pause_left()) > 0:
+                await asyncio.sleep(min(remaining, 1.0))
+            self._check_cancelled(attempt)
+            limit = self.adaptive
+            started = None if limit is None else await limit.aacquire()
+            outcome, failure = "other", None
+            try:
+                await apace_request()
+                result = await request()
+                outcome = "ok"
+            except ProviderError as exc:
+                raise provider_error(self.redact(exc), attempt) from None
+            except Transient as exc:
+                outcome, failure = ("overload" if overloaded(exc) else "other"), exc
+            finally:
+                if limit is not None and started is not None:
+                    limit.release(started, outcome)
+            if failure is None:
+                return result, attempt
+            await asyncio.sleep(self._backoff(attempt, failure))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _check_cancelled(self, attempt: int) -> None:
+        if attempt > 1 and cancelled():
+            raise provider_error(
+                "the trial was given up on (trial_timeout); no further attempts", attempt - 1
+            )
+
+    def _backoff(self, attempt: int, failure: Transient) -> float:
+        """After failed attempt ``attempt``: the seconds to wait before the next (pausing every request
+        of the provider on a rate limit), or the final error when the attempts are used up."""
+        attempts = self.policy.max_attempts
+        kind, detail = self.redact(failure.kind), self.redact(failure.detail)
+        if attempt == attempts:
+            plural = "attempt" if attempts == 1 else "attempts"
+            message = f"{kind} after {attempts} {plural}" + (f": {detail}" if detail else "")
+            raise provider_error(message, attempt) from None
+        with self._lock:
+            wait = self.policy.delay(attempt, self._rng, failure.retry_after)
+        if failure.pause_all or failure.retry_after is not None:
+            self._pause(wait)
+        log.warning(
+            "%s: %s (attempt %d of %d); retrying in %.2f s",
+            self.label,
+            short(f"{kind}: {detail}" if detail else kind, 200),
+            attempt,
+            attempts,
+            wait,
+        )
+        return wait

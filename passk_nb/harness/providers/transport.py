@@ -76,6 +76,15 @@ def on_loop(coroutine: Coroutine[Any, Any, T], *, where: str = "request") -> T:
     return future.result()
 
 
+async def awaited_on_loop(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Await ``coroutine`` on the transport loop from a task on any loop: directly when the task runs
+    there (the asyncio runner), else through the loop's thread. Cancelling the task cancels it."""
+    loop = shared_loop()
+    if asyncio.get_running_loop() is loop:
+        return await coroutine
+    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coroutine, loop))
+
+
 class Session:
     """One aiohttp client session on the transport loop: ``size`` connections, all kept alive.
 

@@ -1,0 +1,126 @@
+"""The asyncio runner: trials of a network backend run as tasks on the transport loop, not a thread
+each, with the same records, timeouts, stops and pacing as the thread pool; other backends keep it."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+import passk_nb
+from passk_nb.harness import batch
+from passk_nb.harness.providers import make_provider
+from passk_nb.harness.providers.transport import shared_loop
+from tests.helpers.fake_servers import FakeServer, clean_backend_env
+
+
+@pytest.fixture(autouse=True)
+def _no_keys(monkeypatch):
+    clean_backend_env(monkeypatch)
+
+
+def forbid(monkeypatch, name: str) -> None:
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"batch.{name} was used")
+
+    monkeypatch.setattr(batch, name, refuse)
+
+
+def trial_threads() -> int:
+    return sum(t.name == "passk-trial" for t in threading.enumerate())
+
+
+@pytest.mark.network_local
+@pytest.mark.parametrize("protocol", ["json", "native"])
+def test_http_trials_run_as_tasks_with_no_thread_each(monkeypatch, tmp_path, protocol):
+    forbid(monkeypatch, "_run_concurrently")
+    most = []
+    with FakeServer("openai", latency=0.05, keep_alive=True) as server:
+        df = passk_nb.run(
+            "openai",
+            "test-model",
+            base_url=server.url,
+            trials=12,
+            concurrency=60,
+            protocol=protocol,
+            out=tmp_path / "runs",
+            progress=False,
+            on_record=lambda record: most.append(trial_threads()),
+        )
+        requests = len(server.chat_requests())
+    assert len(df) == 60 and df["outcome"].eq("pass").all(), df["error"].unique()
+    assert requests == df["n_turns"].sum() and max(most) == 0  # no thread per trial
+    assert passk_nb.load(tmp_path / "runs")["trial"].nunique() == 12  # on disk, merged, once each
+
+
+def test_a_function_agent_keeps_the_thread_pool(monkeypatch, tmp_path):
+    forbid(monkeypatch, "_run_on_loop")
+    assert not make_provider(lambda messages: '{"answer": "x"}').speaks_asyncio
+    df = passk_nb.run(lambda messages: '{"answer": "no"}', trials=2, out=tmp_path, progress=False)
+    assert len(df) == 10 and df["outcome"].ne("infra_error").all()
+
+
+def test_http2_blocks_and_keeps_the_thread_pool():
+    assert make_provider("openai", "m", base_url="http://127.0.0.1:9", http2=False).speaks_asyncio
+    pytest.importorskip("h2")
+    assert not make_provider("openai", "m", base_url="https://127.0.0.1:9", http2=True).speaks_asyncio
+
+
+@pytest.mark.network_local
+def test_a_trial_given_up_on_is_cancelled_not_waited_for(tmp_path):
+    with FakeServer("openai", latency=30.0) as server:
+        started = time.monotonic()
+        df = passk_nb.run(
+            "openai",
+            "test-model",
+            base_url=server.url,
+            tasks=["refund-delivered", "cancel-pending-lookup"],
+            trials=2,
+            concurrency=4,
+            trial_timeout=0.5,
+            out=tmp_path / "runs",
+            progress=False,
+        )
+        elapsed = time.monotonic() - started
+    assert df["outcome"].eq("infra_error").all()
+    assert df["error"].str.startswith("trial timed out after").all()
+    assert elapsed < 15  # each reply takes 30 s: the requests were cancelled, not awaited
+
+
+@pytest.mark.network_local
+def test_an_early_stop_cancels_every_trial_in_flight(tmp_path):
+    loop = shared_loop()
+    before = len(asyncio.run_coroutine_threadsafe(_tasks(), loop).result())
+    seen = []
+
+    def stop_after_three(record):
+        seen.append(record)
+        if len(seen) == 3:
+            raise RuntimeError("enough")
+
+    with FakeServer("openai", latency=0.2) as server, pytest.raises(RuntimeError, match="enough"):
+        passk_nb.run(
+            "openai",
+            "test-model",
+            base_url=server.url,
+            trials=20,
+            concurrency=32,
+            out=tmp_path / "runs",
+            progress=False,
+            on_record=stop_after_three,
+        )
+    deadline = time.monotonic() + 10
+    while (
+        len(asyncio.run_coroutine_threadsafe(_tasks(), loop).result()) > before
+        and time.monotonic() < deadline
+    ):
+        time.sleep(0.05)
+    assert len(asyncio.run_coroutine_threadsafe(_tasks(), loop).result()) <= before
+    stored = passk_nb.load(tmp_path / "runs")
+    assert len(stored) >= 3 and stored["outcome"].eq("pass").all()  # what finished is kept, nothing else
+
+
+async def _tasks() -> set[asyncio.Task]:
+    return {t for t in asyncio.all_tasks() if t is not asyncio.current_task()}
