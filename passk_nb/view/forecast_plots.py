@@ -3,7 +3,8 @@
 Each function takes trial records (``data``, first) and computes its statistic, or the frame
 the statistic already returned, by its name (``forecast=``, ``plan=``, ``rank=``), draws on
 ``ax`` (a new figure when None) and returns the Axes. Colours come from the Okabe–Ito
-palette; groups are labelled by their values (:func:`passk_nb.view.labels.group_labels`).
+palette; groups are labelled by the values that differ among them, and a figure of one group
+says once, in its title, what the group is (:func:`passk_nb.view.labels.figure_labels`).
 """
 
 from __future__ import annotations
