@@ -47,6 +47,34 @@ NOT_TABLES = {
 }
 
 
+#: z values of the usual levels: a notebook that writes one builds an interval itself.
+Z_VALUES = {1.645, 1.96, 2.576}
+#: Calls that build an interval (scipy's ``binomtest(...).proportion_ci``, ``norm.ppf``, ``t.interval``,
+#: statsmodels' ``proportion_confint``) instead of reading the one ``passk_nb.stats`` computed.
+INTERVAL_CALLS = {"binomtest", "proportion_ci", "proportion_confint", "ppf", "interval"}
+
+
+def builds_an_interval(tree: ast.Module) -> list[str]:
+    """What in a code cell computes an interval by hand: a z value, an interval function, or a
+    standard-error column (``"…_se…"``) multiplied by something."""
+    found = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, float)
+            and round(node.value, 3) in Z_VALUES
+        ):
+            found.append(f"the z value {node.value}")
+        if (name := called_name(node)) in INTERVAL_CALLS:
+            found.append(f"{name}(...)")
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+            for side in (node.left, node.right):
+                if isinstance(side, ast.Subscript) and isinstance(side.slice, ast.Constant):
+                    if "_se" in str(side.slice.value):
+                        found.append(f"a multiple of {side.slice.value!r}")
+    return found
+
+
 def read(path: Path) -> nbformat.NotebookNode:
     return nbformat.read(path, as_version=4)
 
@@ -115,6 +143,32 @@ def test_notebook_draws_a_figure_and_displays_a_table(path):
     plotted = set().union(*(calls_in(tree) for tree in trees)) & set(PLOT_FUNCTIONS)
     assert plotted, f"{path.name} calls none of {', '.join(PLOT_FUNCTIONS)}"
     assert any(shows_a_table(tree) for tree in trees), f"{path.name} displays no table"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_interval_a_notebook_shows_comes_from_passk_nb_stats(path):
+    """No ``estimate ± 1.96 · se`` and no scipy interval: the notebooks read the ``*_lo``/``*_hi`` and
+    ``*_fixed_lo``/``*_fixed_hi`` columns, so a notebook's interval is the one the library reports."""
+    for i, cell in enumerate(read(path).cells):
+        if cell.cell_type == "code":
+            assert not (found := builds_an_interval(parse(cell.source))), f"cell {i}: {', '.join(found)}"
+
+
+def test_the_interval_check_finds_hand_made_intervals():
+    assert sorted(builds_an_interval(parse('half = 1.96 * r["pass^k_se_fixed"]'))) == [
+        "a multiple of 'pass^k_se_fixed'",
+        "the z value 1.96",
+    ]
+    assert builds_an_interval(parse('d = 2 * df["pass@k_se_fixed"]')) == ["a multiple of 'pass@k_se_fixed'"]
+    assert sorted(
+        builds_an_interval(parse("hi = binomtest(0, 8).proportion_ci(confidence_level=0.95).high"))
+    ) == [
+        "binomtest(...)",
+        "proportion_ci(...)",
+    ]
+    assert builds_an_interval(parse("z = norm.ppf(0.975)")) == ["ppf(...)"]
+    assert not builds_an_interval(parse('s = passk_nb.summarize(df, k=2)\ns[["pass^k_lo", "pass^k_hi"]]'))
+    assert not builds_an_interval(parse('width = r["pass^k_fixed_hi"] - r["pass^k_fixed_lo"]'))
 
 
 def test_the_static_checks_tell_tables_from_text_and_figures():

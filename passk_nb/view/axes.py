@@ -20,6 +20,8 @@ from matplotlib.axes import Axes
 from matplotlib.text import Text
 from matplotlib.ticker import FixedFormatter, FuncFormatter
 
+from passk_nb.view.labels import ONE_GROUP
+
 _F = TypeVar("_F", bound=Callable[..., Axes])
 #: A dollar sign matplotlib would read as the start of mathtext (not already escaped).
 _DOLLAR = re.compile(r"(?<!\\)\$")
@@ -80,11 +82,44 @@ def new_axes(ax: Axes | None, figsize: tuple[float, float] = FIGSIZE) -> Axes:
     return ax
 
 
-def set_title(ax: Axes, title: str | None, default: str) -> None:
-    """The title at the left: ``default`` for None, none for ``""``."""
+def set_title(ax: Axes, title: str | None, default: str, note: str = "") -> None:
+    """The title at the left: ``default`` for None, none for ``""``.
+
+    ``note`` (what the figure's one group is, from :func:`passk_nb.view.labels.figure_labels`)
+    becomes a last line ``all trials: <note>``, wrapped, unless the title already says it.
+
+    >>> ax = new_axes(None)
+    >>> set_title(ax, None, "Per-task success", note="m · temperature=0.7"); ax.get_title(loc="left")
+    'Per-task success\\nall trials: m · temperature=0.7'
+    >>> set_title(ax, "m at temperature 0.7", "", note="m"); ax.get_title(loc="left")
+    'm at temperature 0.7'
+    >>> import matplotlib.pyplot as plt; plt.close("all")
+    """
     text = default if title is None else title
+    if text and note and note not in text:
+        text += "\n" + wrap_fields(f"{ONE_GROUP}: {note}", _TITLE_WIDTH)
     if text:
         ax.set_title(text, loc="left", fontsize="medium")
+
+
+#: Characters in a line of a title's note before it wraps.
+_TITLE_WIDTH = 90
+
+
+def wrap_fields(text: str, width: int) -> str:
+    """``text`` in lines of at most ``width`` characters, broken only between fields (after " · "
+    or ", "), so that no ``key=value`` is cut; a field longer than ``width`` gets a line of its own.
+
+    >>> print(wrap_fields("m · temperature=0.0, json=schema, max_turns=6", 24))
+    m · temperature=0.0,
+    json=schema, max_turns=6
+    """
+    lines = [""]
+    for field in re.split(r"(?<=, )|(?<= · )", text):
+        if lines[-1] and len(lines[-1] + field.rstrip()) > width:
+            lines.append("")
+        lines[-1] += field
+    return "\n".join(line.rstrip() for line in lines)
 
 
 def legend_outside(ax: Axes, **options: Any) -> None:

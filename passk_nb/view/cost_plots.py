@@ -36,7 +36,7 @@ from passk_nb.view.axes import (
     require_frame,
     set_title,
 )
-from passk_nb.view.labels import group_colors, group_labels, prompt_names
+from passk_nb.view.labels import figure_labels, group_colors, prompt_names
 
 #: What the x axis can show: the cost of one trial, of k trials of one task, of one reliable success.
 X_CHOICES = ("trial", "task", "reliable_success")
@@ -130,9 +130,8 @@ def plot_cost(
         group_by = tuple(summary.columns[:first])
         names = prompt_names(data)
     shown_by = label_columns(summary, group_by, minimal=minimal)
-    labels = (
-        group_labels(summary, shown_by, names=names).tolist() if shown_by else ["all trials"] * len(summary)
-    )
+    labelled, described = figure_labels(summary, group_by, shown=shown_by, names=names)
+    labels = labelled.tolist()
     column = {"trial": "per_trial", "task": "per_trial", "reliable_success": "per_reliable_success"}[x]
     scale = float(k) if x == "task" else 1.0
     ax = new_axes(ax, figsize=(7.5, 4.2))
@@ -209,7 +208,7 @@ def plot_cost(
         )
     if drawn:
         legend_outside(ax, title=f"bars: {ci:.0%} interval of pass^{k}, new tasks")
-    set_title(ax, title, f"What reliability costs: pass^{k} against the cost of {_what(x, k)}")
+    set_title(ax, title, f"What reliability costs: pass^{k} against the cost of {_what(x, k)}", described)
     return ax
 
 

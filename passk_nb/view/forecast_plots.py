@@ -3,7 +3,8 @@
 Each function takes trial records (``data``, first) and computes its statistic, or the frame
 the statistic already returned, by its name (``forecast=``, ``plan=``, ``rank=``), draws on
 ``ax`` (a new figure when None) and returns the Axes. Colours come from the Okabe–Ito
-palette; groups are labelled by their values (:func:`passk_nb.view.labels.group_labels`).
+palette; groups are labelled by the values that differ among them, and a figure of one group
+says once, in its title, what the group is (:func:`passk_nb.view.labels.figure_labels`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from passk_nb.stats import rank as _rank
 from passk_nb.stats.forecast import KS
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, share_docs
 from passk_nb.view.axes import data_or_frame, legend_outside, new_axes, plain_text, require_frame, set_title
-from passk_nb.view.labels import PALETTE, group_colors, group_labels
+from passk_nb.view.labels import PALETTE, figure_labels, group_colors
 
 _FORECAST_COLUMNS = ("k", "pass^k", "lo", "hi", "observed", "share_always", "min_n")
 
@@ -75,7 +76,7 @@ def plot_forecast(
     require_frame(forecast, _FORECAST_COLUMNS, "forecast", "passk_nb.forecast(df)")
     data = forecast
     group_cols = _group_columns(data)
-    labels = group_labels(data, group_cols) if group_cols else pd.Series("all trials", index=data.index)
+    labels, described = figure_labels(data, group_cols)
     ax = new_axes(ax)
     min_n = int(data["min_n"].min())
     k_max = int(data["k"].max())
@@ -93,7 +94,7 @@ def plot_forecast(
             ax.fill_between(rows["k"][fitted], rows["lo"][fitted], rows["hi"][fitted], color=color, alpha=0.2)
             ax.axhline(rows["share_always"].iloc[0], color=color, linestyle=":", linewidth=1)
         elif "note" in rows and rows["note"].iloc[0]:
-            notes.append(f"{label}: forecast declined")
+            notes.append("forecast declined" if described else f"{label}: forecast declined")
         if "bound_lo" in rows and rows["bound_lo"].notna().any():
             for edge in ("bound_lo", "bound_hi"):
                 ax.plot(rows["k"], rows[edge], color=color, linestyle="--", linewidth=0.8, alpha=0.7)
@@ -108,7 +109,7 @@ def plot_forecast(
     default = f"pass^k forecast beyond n (band: {ci:.0%}; dotted: asymptote; dashed: model-free bounds)"
     if notes:
         default += "\n" + "; ".join(notes)
-    set_title(ax, title, default)
+    set_title(ax, title, default, note=described)
     return ax
 
 

@@ -95,6 +95,41 @@ def group_labels(
     return label
 
 
+#: What a figure calls its group when it has only one; what that group is comes once, in the title.
+ONE_GROUP = "all trials"
+
+
+def figure_labels(
+    frame: pd.DataFrame,
+    by: str | Sequence[str],
+    *,
+    shown: str | Sequence[str] | None = None,
+    names: dict[str, str] | None = None,
+) -> tuple[pd.Series, str]:
+    """A figure's label per row for its group of ``by``, and what its one group is ("" unless one).
+
+    Several groups: :func:`group_labels` of the ``shown`` columns (default ``by``): only what
+    differs among the groups. One group: nothing differs, so it is :data:`ONE_GROUP` in legends and
+    ticks, and every field of ``by`` (the whole ``config``) comes back once, for the title
+    (:func:`passk_nb.view.axes.set_title`'s ``note``), as the report says them once above its table.
+
+    >>> import pandas as pd
+    >>> frame = pd.DataFrame({"model": ["m", "m"], "config": ["max_turns=6, temperature=0.7"] * 2})
+    >>> labels, described = figure_labels(frame, ["model", "config"])
+    >>> labels.tolist(), described
+    (['all trials', 'all trials'], 'm · max_turns=6, temperature=0.7')
+    >>> figure_labels(frame.assign(model=["a", "b"]), ["model", "config"])[0].tolist()
+    ['a', 'b']
+    """
+    by = as_columns(by)
+    if not by or frame.empty:
+        return group_labels(frame, by, names=names), ""
+    if len(frame[list(by)].drop_duplicates()) > 1:
+        return group_labels(frame, by if shown is None else shown, names=names), ""
+    described = str(group_labels(frame.iloc[:1], by, names={**prompt_names(frame), **(names or {})}).iloc[0])
+    return pd.Series(ONE_GROUP, index=frame.index, dtype=object), "" if described == ONE_GROUP else described
+
+
 def config_differences(configs: pd.Series, models: pd.Series | None = None) -> pd.Series:
     """Each ``config`` label cut down to the fields that differ among ``configs``.
 

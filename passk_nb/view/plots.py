@@ -7,8 +7,9 @@ vocabulary of :mod:`passk_nb.stats.params`: ``by`` (default None: every identity
 configurations are never pooled; one colour, row or bar per group), ``k``, ``ci``, ``n_boot``,
 ``seed``, ``infra``, ``title`` (None: a default title; ``""``: none).
 Colours come from the Okabe–Ito palette (safe for colour-blind readers); legends sit
-outside the data area. Groups are labelled by their values, with prompt hashes shown as
-``name (hash)`` when the records carry ``prompt_name``.
+outside the data area. Groups are labelled by the values that differ among them, with prompt
+hashes shown as ``name (hash)`` when the records carry ``prompt_name``; a figure of one group
+calls it "all trials" and says what it is once, in the title's last line.
 
 >>> from passk_nb.data.records import frame_from_records
 >>> df = frame_from_records(
@@ -16,8 +17,10 @@ outside the data area. Groups are labelled by their values, with prompt hashes s
 ...      "passed": i < c, "outcome": "pass" if i < c else "wrong_state"}
 ...     for task, c in [("a", 4), ("b", 3), ("c", 1)] for i in range(4))
 >>> ax = plot_curve(df, by=("model", "prompt_hash"), n_boot=200)
->>> [line.get_label() for line in ax.get_lines()]
-['toy · p — pass@k', 'toy · p — pass^k']
+>>> [line.get_label() for line in ax.get_lines()]  # one group: its fields come once, in the title
+['all trials — pass@k', 'all trials — pass^k']
+>>> ax.get_title(loc="left").splitlines()[-1]
+'all trials: toy · p'
 >>> import matplotlib.pyplot as plt; plt.close("all")
 """
 
@@ -57,6 +60,7 @@ from passk_nb.view.axes import (
 from passk_nb.view.labels import (
     OUTCOME_COLORS,
     PALETTE,
+    figure_labels,
     format_value,
     group_colors,
     group_labels,
@@ -155,7 +159,9 @@ def plot_curve(
             data, ks, by=by, ci=ci, n_boot=n_boot, seed=seed, infra=infra, method=method, min_tasks=min_tasks
         )
         names_ = prompt_names(data)
-    labels = group_labels(frame, label_columns(frame, by, minimal=minimal), names={**names_, **(names or {})})
+    labels, described = figure_labels(
+        frame, by, shown=label_columns(frame, by, minimal=minimal), names={**names_, **(names or {})}
+    )
     ax = new_axes(ax)
     group_handles: list[Line2D] = []
     single = labels.nunique() == 1
@@ -238,7 +244,7 @@ def plot_curve(
     else:
         interval = "new tasks like these"
     legend_outside(ax, handles=handles, title=f"bands: {ci:.0%} interval, {interval}" if bands else None)
-    set_title(ax, title, "Capability (pass@k) vs reliability (pass^k) as k grows")
+    set_title(ax, title, "Capability (pass@k) vs reliability (pass^k) as k grows", note=described)
     return ax
 
 
@@ -290,7 +296,7 @@ def plot_tasks(
         warnings.simplefilter("ignore")  # k above some cells' n: those cells say "k > n"
         per_task = _summary.summarize(data, k=1 if k is None else k, by=(*by, "task"), infra=infra, n_boot=0)
     shown_by = label_columns(per_task, by, minimal=minimal)
-    labels = group_labels(per_task, shown_by, names=prompt_names(data))
+    labels, described = figure_labels(per_task, by, shown=shown_by, names=prompt_names(data))
     table = per_task.assign(_group=labels.to_numpy())
     tasks = list(pd.unique(data["task"]))
     groups = list(pd.unique(labels))
@@ -328,12 +334,12 @@ def plot_tasks(
         )
     ax.set_xticks(range(len(columns)), columns, rotation=20, ha="right")
     ax.set_yticks(range(len(rows)), rows)
-    group_name = " · ".join(shown_by)
+    group_name = "" if described else " · ".join(shown_by)
     ax.set_xlabel("task" if transpose else group_name)
     ax.set_ylabel(group_name if transpose else "task")
     bar = ax.figure.colorbar(image, ax=ax, shrink=0.85, pad=0.02)
     bar.set_label("success rate (successes / trials)" if k is None else f"pass^{k} (all {k} tries succeed)")
-    set_title(ax, title, f"Per-task success by {' · '.join(shown_by)}")
+    set_title(ax, title, f"Per-task success by {group_name}" if group_name else "Per-task success", described)
     return ax
 
 
@@ -506,7 +512,7 @@ def plot_outcomes(
     by = default_by(data, by)
     counted = outcome_counts(data, by=by)
     shown_by = label_columns(counted, by, minimal=minimal)
-    labels = group_labels(counted, shown_by, names=prompt_names(data)) if by else ["all trials"]
+    labels, described = figure_labels(counted, by, shown=shown_by, names=prompt_names(data))
     table = counted.drop(columns=list(by)).set_axis(list(labels), axis=0)
     present = list(table.columns)
     totals = table.sum(axis=1)
@@ -544,7 +550,8 @@ def plot_outcomes(
     if normalize:
         ax.set_xlim(0, 1)
     legend_outside(ax, title="outcome")
-    set_title(ax, title, f"How the trials ended, by {' · '.join(shown_by)}")
+    default = "How the trials ended" + ("" if described or not by else f", by {' · '.join(shown_by)}")
+    set_title(ax, title, default, note=described)
     return ax
 
 

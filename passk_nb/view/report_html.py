@@ -26,7 +26,7 @@ from passk_nb.stats.flags import claimed_unperformed_action
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
 from passk_nb.stats.report import report_frame
 from passk_nb.stats.summary import curve
-from passk_nb.view.labels import cut_text, text_or_none
+from passk_nb.view.labels import ONE_GROUP, cut_text, text_or_none
 from passk_nb.view.plots import figure_png, plot_curve, plot_outcomes, plot_tasks
 from passk_nb.view.tables import (
     render_table,
@@ -209,7 +209,7 @@ def _curves(
             legend_title = legend_title or legend.get_title().get_text()
             for handle, text in zip(legend.legend_handles, legend.get_texts(), strict=True):
                 label = text.get_text()
-                if label != name and handle is not None:
+                if label not in (name, ONE_GROUP) and handle is not None:  # the panel's title names it
                     handles.setdefault(label, handle)
             legend.remove()
         ax.title.set_fontsize("small")
