@@ -396,12 +396,13 @@ def test_no_single_request_waits_longer_than_a_window_whatever_it_reports():
 @pytest.mark.network_local
 @pytest.mark.parametrize("tokens", [10**8, 10**12])
 @pytest.mark.parametrize("protocol", ["json", "native"])
+@pytest.mark.parametrize("wire", NETWORK_PROVIDERS)
 def test_a_reply_reporting_impossible_usage_is_kept_as_unknown_and_cannot_stall_the_run(
-    tokens, protocol, tmp_path
+    wire, tokens, protocol, tmp_path
 ):
-    with FakeServer("openai", faults=[Fault("usage", size=tokens)]) as server:
+    with FakeServer(wire, faults=[Fault("usage", size=tokens)]) as server:
         df = run(
-            "openai",
+            wire,
             server,
             tmp_path,
             tasks=["refund-delivered", "cancel-pending-lookup"],
