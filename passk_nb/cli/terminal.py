@@ -29,14 +29,18 @@ def escape_controls(text: str, *, keep_cr: bool = False) -> str:
 
 
 class _Escaping:
-    """A text stream that escapes control characters on their way to ``stream``."""
+    """A text stream that escapes control characters on their way to ``stream``.
 
-    def __init__(self, stream: TextIO):
-        self._stream = stream
-        try:
-            self._keep_cr = stream.isatty()  # the progress bar redraws its line with \r
-        except (AttributeError, ValueError):
-            self._keep_cr = False
+    ``progress_stream`` is the same stream for the progress bar, which redraws its line with a
+    carriage return: only the bar's writes keep theirs (a ``\r`` in a record printed on a terminal
+    would hide what came before it on the line)."""
+
+    def __init__(self, stream: TextIO, *, keep_cr: bool = False):
+        self._stream, self._keep_cr = stream, keep_cr
+
+    @property
+    def progress_stream(self) -> _Escaping:
+        return _Escaping(self._stream, keep_cr=True)
 
     def write(self, text: str) -> int:
         self._stream.write(escape_controls(text, keep_cr=self._keep_cr))

@@ -18,6 +18,7 @@ import logging
 import os
 import queue
 import signal
+import sys
 import threading
 import time
 import warnings
@@ -92,6 +93,12 @@ STALL_GRACE_S = 60.0
 
 #: Returned in place of a record for a trial another process stored meanwhile.
 _SKIPPED: dict[str, Any] = {}
+
+
+def progress_file() -> Any:
+    """Where a progress bar writes: standard error, or the stream ``passk`` gives bars (which keeps
+    the carriage returns a bar redraws its line with, while every other text has them escaped)."""
+    return getattr(sys.stderr, "progress_stream", sys.stderr)
 
 
 def _run_concurrently(
@@ -477,7 +484,7 @@ def execute_trials(
         return False
 
     records: list[dict[str, Any]] = []
-    bar = tqdm(total=len(jobs), desc=desc, unit="trial", disable=not progress)
+    bar = tqdm(total=len(jobs), desc=desc, unit="trial", disable=not progress, file=progress_file())
     try:
         with _sigterm_flushes():
             try:

@@ -8,9 +8,15 @@ defines a new function with the same name, and two lambdas are both ``<lambda>``
 - its default and keyword-default values; a ``functools.partial``'s function, arguments and keywords;
 - the values of closure variables and of module globals it reads: plain data (numbers, strings,
   bytes, None, containers of those, numpy arrays) in full, however large;
-- functions it calls that are defined in the same module (or closed over), recursively;
+- functions it calls that are your code (defined in its module, closed over, or in any module
+  that is not an installed library: your project's ``.py`` files), recursively, and the
+  attributes it reads of your modules (``config.SETTING``);
 - objects of classes defined there (an object with ``chat``, a callable object, a config):
-  every method the class defines and the instance's state (``__dict__`` and ``__slots__``).
+  every method the class defines (properties and cached properties too), its class-level data
+  (``ANSWERS = [...]``, enum members, nested classes) and the instance's state (``__dict__`` and
+  ``__slots__``); a decorated or ``functools.cache``-d function by the function it wraps.
+
+Library code (the standard library, installed packages, passk-nb) is hashed by name.
 
 Anything else it reads (a client object, a random generator, a remote service) is hashed by
 its type only: :func:`blind_spots` names those, and ``run`` refuses to resume a run of such an
@@ -34,7 +40,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
+import os
 import re
+import site
+import sys
+import sysconfig
 import types
 from typing import Any
 
@@ -43,7 +53,13 @@ from passk_nb.harness.suites.base import Suite
 _PLAIN = (type(None), bool, int, float, complex, str, bytes)
 _DATA = (*_PLAIN, tuple, list, set, frozenset, dict)
 #: Types whose instances decide nothing an agent measures: hashed by type, not counted as blind.
-_INERT = (types.ModuleType, type(re.compile("")), type(functools.lru_cache))
+_INERT = (types.ModuleType, type(re.compile("")))
+#: Descriptors a class holds for its slots and C attributes: the instance's state is hashed instead.
+_SLOT_DESCRIPTORS = (types.MemberDescriptorType, types.GetSetDescriptorType)
+#: Class attributes Python itself puts there (``abc``), which decide nothing.
+_MACHINERY = frozenset({"_abc_impl"})
+#: Ints longer than this many bits are hashed as hex (``repr`` refuses more than 4,300 digits).
+_BIG_INT_BITS = 10_000
 
 
 def fingerprint(obj: Any) -> str:
@@ -94,7 +110,13 @@ class _Hasher:
         self.seen: set[int] = set()
         self.blind: set[str] = set()
         self.keep: list[Any] = []  # objects whose id() is in seen stay alive until the end
-        self.feed(obj, _module_of(obj))
+        self.root = _module_of(obj)
+        self.feed(obj, self.root)
+
+    def own(self, module: str | None, here: str | None) -> bool:
+        """Whether code of ``module`` is hashed in full: the module being walked, the agent's, or
+        any module that is not library code."""
+        return module in (here, self.root) or not _is_library(module)
 
     def put(self, *parts: object) -> None:
         for part in parts:
@@ -112,7 +134,10 @@ class _Hasher:
     def feed(self, obj: Any, module: str | None) -> None:
         """Anything ``obj`` is: data in full, code with what it reads, objects by their state."""
         if isinstance(obj, _PLAIN):
-            self.put(type(obj).__name__, obj)
+            if isinstance(obj, int) and obj.bit_length() > _BIG_INT_BITS:
+                self.put("bigint", hex(obj))
+            else:
+                self.put(type(obj).__name__, obj)
             return
         if isinstance(obj, types.FunctionType):
             self.function(obj)
@@ -146,6 +171,9 @@ class _Hasher:
             self.instance(obj.__self__)
         elif isinstance(obj, types.CodeType):
             self.code(obj, globals_={})
+        elif callable(obj) and isinstance(getattr(obj, "__wrapped__", None), types.FunctionType):
+            self.put("wrapped", type(obj).__qualname__)  # functools.cache, lru_cache, wraps
+            self.value(obj.__wrapped__, module)
         elif isinstance(obj, types.BuiltinFunctionType | type):
             self.put("ref", getattr(obj, "__module__", ""), getattr(obj, "__qualname__", ""))
         elif _is_array(obj):
@@ -180,6 +208,8 @@ class _Hasher:
             except ValueError:  # an empty cell
                 value = None
             self.value(value, module)
+            if isinstance(value, types.ModuleType) and not _is_library(value.__name__):
+                self.module_attributes(value, _names(fn.__code__))
 
     def code(self, code: types.CodeType, globals_: dict[str, Any], module: str | None = None) -> None:
         self.digest.update(code.co_code)
@@ -191,11 +221,22 @@ class _Hasher:
                 self.feed(const, module)
         for name in code.co_names:
             if name in globals_:
-                self.value(globals_[name], module)
+                value = globals_[name]
+                self.value(value, module)
+                if isinstance(value, types.ModuleType) and not _is_library(value.__name__):
+                    self.module_attributes(value, code.co_names)
+
+    def module_attributes(self, mod: types.ModuleType, names: tuple[str, ...]) -> None:
+        """The attributes of your module ``mod`` that code naming ``names`` may read (``mod.X``)."""
+        attributes = vars(mod)
+        for name in names:
+            if name in attributes and not name.startswith("__"):
+                self.put("module-attr", mod.__name__, name)
+                self.value(attributes[name], mod.__name__)
 
     def value(self, value: Any, module: str | None) -> None:
-        """A global or closure value: data, same-module code and objects in full, library code by name."""
-        if isinstance(value, types.FunctionType | type) and value.__module__ != module:
+        """A global or closure value: data, your code and objects in full, library code by name."""
+        if isinstance(value, types.FunctionType | type) and not self.own(value.__module__, module):
             self.put("ref", value.__module__, value.__qualname__)
         elif isinstance(value, type):
             self.cls(value)
@@ -216,14 +257,38 @@ class _Hasher:
         for klass in inspect.getmro(cls):
             if klass is object or klass.__module__ == "builtins":
                 continue
+            mine = self.own(klass.__module__, cls.__module__)
             for name, member in sorted(vars(klass).items()):
                 if isinstance(member, staticmethod | classmethod):
                     member = member.__func__
-                if isinstance(member, types.FunctionType):
+                if isinstance(member, property):
+                    self.put("property", name)
+                    for accessor in (member.fget, member.fset, member.fdel):
+                        self.feed(accessor, klass.__module__)
+                elif isinstance(member, functools.cached_property):
+                    self.put("cached_property", name)
+                    self.feed(member.func, klass.__module__)
+                elif isinstance(member, types.FunctionType):
                     self.put("def", name)
                     self.function(member)
-                elif isinstance(member, _PLAIN) and not name.startswith("__"):
+                elif name.startswith("__") or name in _MACHINERY or isinstance(member, _SLOT_DESCRIPTORS):
+                    continue
+                elif isinstance(member, _PLAIN):
                     self.put("const", name, member)
+                elif mine:
+                    self.member(name, member, klass.__module__)
+
+    def member(self, name: str, member: Any, module: str) -> None:
+        """Class-level data of your class (``ANSWERS = [...]``, an enum's members, a nested class) in
+        full; an object of a library type there is hashed by its type, as before, without counting
+        as blind (a class attribute holding a lock or a logger decides nothing)."""
+        self.put("member", name)
+        if isinstance(member, (*_DATA, types.FunctionType, type, functools.partial)) or self.own(
+            type(member).__module__, module
+        ):
+            self.value(member, module)
+        else:
+            self.put("library-member", type(member).__module__, type(member).__qualname__)
 
 
 def _module_of(obj: Any) -> str | None:
@@ -247,7 +312,47 @@ _PLAIN_TYPES = frozenset(_PLAIN)
 
 
 def _all_plain(items: Any) -> bool:
-    return all(type(item) in _PLAIN_TYPES for item in items)
+    """Whether every item is a plain value one ``repr`` can write (an int of over 4,300 digits is not)."""
+    return all(
+        type(item) in _PLAIN_TYPES and (type(item) is not int or item.bit_length() <= _BIG_INT_BITS)
+        for item in items
+    )
+
+
+def _names(code: types.CodeType) -> tuple[str, ...]:
+    """The names ``code`` and the functions nested in it use (globals and attributes)."""
+    nested = (_names(c) for c in code.co_consts if isinstance(c, types.CodeType))
+    return code.co_names + tuple(name for names in nested for name in names)
+
+
+def _library_roots() -> tuple[str, ...]:
+    """Folders holding library code: the standard library and every site-packages folder."""
+    paths = sysconfig.get_paths()
+    roots = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths}
+    roots.update(site.getsitepackages() if hasattr(site, "getsitepackages") else [])
+    roots.add(site.getusersitepackages())
+    return tuple(os.path.join(os.path.realpath(r), "") for r in roots if r)
+
+
+@functools.cache
+def _library_file(file: str) -> bool:
+    return os.path.realpath(file).startswith(_library_roots())
+
+
+def _is_library(name: str | None) -> bool:
+    """Whether module ``name`` is library code (the standard library, an installed package,
+    passk-nb) rather than yours (``__main__``, a notebook, your project's files).
+
+    >>> _is_library("json"), _is_library("passk_nb.harness.runner"), _is_library("__main__")
+    (True, True, False)
+    """
+    if name is None or name.partition(".")[0] == "passk_nb":
+        return True
+    module = sys.modules.get(name)
+    if name == "__main__" or module is None:  # a script, a notebook, code made by exec(): yours
+        return False
+    file = getattr(module, "__file__", None)
+    return True if file is None else _library_file(file)  # no file: built in, or a namespace
 
 
 def _is_array(obj: Any) -> bool:

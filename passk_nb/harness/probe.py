@@ -392,4 +392,6 @@ def _progress(total: int, enabled: bool) -> Any:
         return None
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc="probe", unit="request")
+    from passk_nb.harness.batch import progress_file
+
+    return tqdm(total=total, desc="probe", unit="request", file=progress_file())

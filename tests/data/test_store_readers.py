@@ -51,11 +51,12 @@ class _Listing:
         pass
 
 
-def merge_during_listing(monkeypatch, run_dir, folder, run_id, *, show_merged_part, nth=1):
+def merge_during_listing(monkeypatch, run_dir, folder, run_id, *, show_merged_part, nth=1, stale=False):
     """Make the ``nth`` listing of ``run_dir`` race a merge: the directory is read, then merged (a new
     part written, its inputs deleted), and the listing returns what it read less the inputs that
     are gone by then, with or without the merged part (a directory read is not a snapshot: an entry
-    removed or added while it is read may or may not appear)."""
+    removed or added while it is read may or may not appear). ``stale``: the listing returns
+    everything it read before the merge, the deleted inputs included."""
     import os
 
     real = os.scandir
@@ -71,7 +72,7 @@ def merge_during_listing(monkeypatch, run_dir, folder, run_id, *, show_merged_pa
         with real(path) as it:
             before = list(it)
         merge(folder, run_id)
-        kept = [e for e in before if not e.name.endswith(".parquet") or os.path.exists(e.path)]
+        kept = [e for e in before if stale or not e.name.endswith(".parquet") or os.path.exists(e.path)]
         if show_merged_part:
             with real(path) as it:
                 known = {e.name for e in kept}
@@ -107,6 +108,20 @@ def test_a_merge_of_some_parts_racing_the_listing_loses_none_of_them(tmp_path, m
     state = merge_during_listing(monkeypatch, tmp_path / "r", tmp_path, "r", show_merged_part=False, nth=nth)
     assert sorted(load(tmp_path)["trial"]) == list(range(306))
     assert state["done"] and len(store.part_files(tmp_path)) == 2  # the merge happened
+
+
+def test_a_part_that_vanishes_between_listing_and_reading_means_relist(tmp_path, monkeypatch):
+    # issue 29 item 6: the directory is read, then another process merges the run; the listing
+    # still names the merged-away parts (their is_file() now false) and not the merged part. On
+    # main those paths were dropped: 0 of 9 rows, no error. They must mean: list again
+    monkeypatch.setattr(store, "MERGE_BELOW_BYTES", 10**9)
+    for chunk in (range(0, 3), range(3, 6), range(6, 9)):
+        write_part(rows("r", chunk), tmp_path, "r")
+    state = merge_during_listing(
+        monkeypatch, tmp_path / "r", tmp_path, "r", show_merged_part=False, stale=True
+    )
+    assert sorted(load(tmp_path)["trial"]) == list(range(9))
+    assert state["done"] and len(store.part_files(tmp_path)) == 1  # the merge happened
 
 
 def test_parts_written_during_a_load_do_not_make_it_retry(tmp_path, monkeypatch):

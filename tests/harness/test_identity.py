@@ -233,6 +233,73 @@ def test_partials_slotted_objects_and_large_globals_are_distinct_agents(tmp_path
         BIG[5000] = 5000
 
 
+#: Agents as a notebook cell defines them, each with WORD to edit between two definitions.
+EDITABLE = {
+    "class-level list": "class Agent:\n    ANSWERS = ['WORD']\n    def chat(self, m):\n"
+    "        return json.dumps({'answer': self.ANSWERS[0]})\nagent = Agent()",
+    "class-level dict": "class Agent:\n    SAY = {'a': 'WORD'}\n    def chat(self, m):\n"
+    "        return json.dumps({'answer': self.SAY['a']})\nagent = Agent()",
+    "property": "class Agent:\n    @property\n    def word(self):\n        return 'WORD'\n"
+    "    def chat(self, m):\n        return json.dumps({'answer': self.word})\nagent = Agent()",
+    "cached property": "class Agent:\n    @functools.cached_property\n    def word(self):\n"
+    "        return 'WORD'\n    def chat(self, m):\n        return json.dumps({'answer': self.word})\n"
+    "agent = Agent()",
+    "nested class": "class Agent:\n    class Words:\n        FIRST = 'WORD'\n    def chat(self, m):\n"
+    "        return json.dumps({'answer': self.Words.FIRST})\nagent = Agent()",
+    "enum member": "class Word(enum.Enum):\n    ONE = 'WORD'\n"
+    "def agent(m):\n    return json.dumps({'answer': Word.ONE.value})",
+    "cached helper": "@functools.lru_cache\ndef word():\n    return 'WORD'\n"
+    "def agent(m):\n    return json.dumps({'answer': word()})",
+    "huge int": "N = 10**5000 + ord('WORD'[1])\n"
+    "def agent(m):\n    return json.dumps({'answer': str(N % 10)})",
+}
+
+
+def _define(source, word):
+    import enum
+    import functools
+
+    namespace = {"json": json, "enum": enum, "functools": functools, "__name__": "notebook_cell"}
+    exec(source.replace("WORD", word), namespace)
+    return namespace["agent"]
+
+
+@pytest.mark.parametrize("what", EDITABLE)
+def test_class_data_properties_cached_helpers_and_huge_ints_are_seen(what, tmp_path):
+    # on main: editing any of these gave the same fingerprint (the old run's records came back),
+    # and an int of 5,000 digits could not be fingerprinted at all
+    one, two = _define(EDITABLE[what], "one"), _define(EDITABLE[what], "two")
+    assert fingerprint(one) == fingerprint(_define(EDITABLE[what], "one"))
+    assert fingerprint(one) != fingerprint(two)
+    if what == "class-level list":
+        a = passk_nb.run(one, tasks=FIVE[:1], trials=1, out=tmp_path, progress=False)
+        b = passk_nb.run(two, tasks=FIVE[:1], trials=1, out=tmp_path, progress=False)
+        assert a["final_answer"].tolist() == ["one"] and b["final_answer"].tolist() == ["two"]
+
+
+def test_your_modules_code_and_settings_are_seen_library_code_by_name(tmp_path, monkeypatch):
+    import importlib
+    import sys
+
+    module = tmp_path / "agent_settings.py"
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "agent_settings", raising=False)
+    module.write_text("WORD = 'one'\ndef say():\n    return 'hello'\n")
+    settings = importlib.import_module("agent_settings")
+
+    def agent(messages):
+        return json.dumps({"answer": settings.WORD + settings.say() + json.dumps([])})
+
+    before = fingerprint(agent)
+    module.write_text("WORD = 'two'\ndef say():\n    return 'hello'\n")
+    importlib.reload(settings)
+    after_setting = fingerprint(agent)
+    module.write_text("WORD = 'two'\ndef say():\n    return 'bye'\n")
+    importlib.reload(settings)
+    assert len({before, after_setting, fingerprint(agent)}) == 3  # a setting, then a helper's code
+    assert passk_nb.harness.fingerprint.blind_spots(agent) == []  # json: library code, by name
+
+
 def test_an_agent_the_fingerprint_cannot_see_into_resumes_only_with_a_version(tmp_path):
     rng = random.Random(0)
 
