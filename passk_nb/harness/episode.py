@@ -352,7 +352,7 @@ def episode_steps(
             transcript_entry("tool_result", "user", tool_message, tool=action.tool[:80], error=is_error)
         )
 
-    after = env.snapshot()
+    after = env.final_state()
     verdict = judge(suite, task, before, after, final_answer=final_answer, seen=seen)
     if outcome is None:
         outcome = verdict.outcome

@@ -83,7 +83,7 @@ def _regrade_row(row: dict[str, Any], suite: Suite) -> dict[str, Any]:
                 f"{where}: a tool call's arguments were truncated when stored; it cannot be replayed"
             )
         seen.append(tool_result_text(env.try_call(str(action.get("tool")), args)))
-    end = env.snapshot()
+    end = env.final_state()
     stored = row.get("state_diff")
     if isinstance(stored, str) and json.loads(stored) != json.loads(
         json.dumps(diff_states(start, end), default=str)

@@ -155,6 +155,19 @@ class Environment:
         """A deep copy of the current state."""
         return copy_state(self._state)
 
+    def final_state(self) -> dict[str, Any]:
+        """The state itself, not a copy, once the trial is over: the environment has no tools left
+        (a call after this is an unknown tool), so nothing changes it again. Saves the one deep copy
+        of a trial's state that nothing needed.
+
+        >>> from passk_nb.harness.suites import get_suite
+        >>> env = get_suite("orders").make_env()
+        >>> state = env.final_state(); "unknown tool" in env.call("get_order", {"order_id": "O1001"})
+        True
+        """
+        self._tools = {}
+        return self._state
+
     def call(self, name: str, args: Mapping[str, Any]) -> str:
         """Run one tool call and return the JSON text shown to the model.
 
