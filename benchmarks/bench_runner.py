@@ -77,9 +77,10 @@ with FakeServer("openai", keep_alive=True, latency={latency!r}) as server:
 #: request (read up to the end of its body), no parsing beyond the headers' Content-Length.
 _MINIMAL_SERVER = """
 import asyncio, json, socket, sys
-BODY = json.dumps({{"choices": [{{"index": 0, "finish_reason": "stop",
+BODY = json.dumps({{"id": "bench", "object": "chat.completion", "created": 0, "model": "bench",
+    "choices": [{{"index": 0, "finish_reason": "stop",
     "message": {{"role": "assistant", "content": '{{"answer": "done"}}'}}}}],
-    "usage": {{"prompt_tokens": 1, "completion_tokens": 1}}}}).encode()
+    "usage": {{"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}}}).encode()
 HEAD = b"HTTP/1.1 200 OK\\r\\nContent-Type: application/json\\r\\nContent-Length: %d\\r\\n\\r\\n"
 REPLY = HEAD % len(BODY) + BODY
 
