@@ -111,12 +111,12 @@ _GRID = np.concatenate([[0.0], expit(np.linspace(-18.0, 18.0, 399)), [1.0]])
 #: The tilts λ of the shared e-processes, J per side (2 down to 1/32).
 _LAMBDAS = 2.0 ** (1 - np.arange(7))
 #: Shares of the tilt in the combined multiplier (μ_tilt, μ_prod) = s·(share, 1 − share) tried.
-_SHARES = np.array([0.02, 0.1, 0.3, 0.6, 0.85, 0.95, 0.99])
+_SHARES = np.array([0.05, 0.3, 0.7, 0.9, 0.98])
 #: Every how many grid points the multipliers are searched on (the final minimisation uses all).
 _COARSE = 2
 #: Range of the dual multiplier μ searched (log scale) and the golden-section steps.
 _LOG_MU = (-12.0, 12.0)
-_STEPS = 24
+_STEPS = 20
 #: Columns of a counts table that are counts, not group keys.
 _COUNT_COLUMNS = frozenset({"task", "n", "c", "n_infra", *(f"n_{o}" for o in COUNTED_OUTCOMES)})
 
@@ -331,15 +331,9 @@ def bound(n: np.ndarray, c: np.ndarray, w: np.ndarray, k: int, ci: float) -> tup
     objective = (w[:, None] * _GRID[None, :] ** k)[None]  # 1 × cells × grid
     log_m = (mix[:, None] - _log_likelihood(n, c))[None]
 
-    def prod_only(log_mu: np.ndarray) -> np.ndarray:
-        mu = np.exp(log_mu)[:, None, None]
-        return (objective + mu * log_m).min(axis=2).sum(axis=1) - mu[:, 0, 0] * b_prod
-
-    x_prod, v_prod = _golden(prod_only, 1)
-    best = Dual(0.0, 0.0, float(math.exp(x_prod[0])), np.empty(0))
-    best_value = float(v_prod[0])
     lams = np.repeat(_candidate_tilts(n, c, b_tilt), _SHARES.size)
     share = np.tile(_SHARES, lams.size // _SHARES.size)
+    lams, share = np.r_[0.0, lams], np.r_[0.0, share]  # first: the product constraint alone
     coarse = slice(None, None, _COARSE)
     tilt = _tilt(
         _GRID[None, None, coarse],
@@ -350,18 +344,16 @@ def bound(n: np.ndarray, c: np.ndarray, w: np.ndarray, k: int, ci: float) -> tup
     mixed = share[:, None, None] * tilt + (1 - share)[:, None, None] * log_m[:, :, coarse]
     mixed_budget = share * b_tilt + (1 - share) * b_prod
 
-    def along(
-        x: np.ndarray,
-    ) -> np.ndarray:  # the dual along the ray (μ_tilt, μ_prod) = e^x (share, 1 − share)
+    def along(x: np.ndarray) -> np.ndarray:
+        """The dual along each ray (μ_tilt, μ_prod) = e^x·(share, 1 − share)."""
         scale = np.exp(x)
         h = objective[:, :, coarse] + scale[:, None, None] * mixed
         return h.min(axis=2).sum(axis=1) - scale * mixed_budget
 
     x_ray, values = _golden(along, lams.size)
     j = int(np.argmax(values))
-    if values[j] > best_value:
-        scale = math.exp(x_ray[j])
-        best = Dual(float(lams[j]), scale * float(share[j]), scale * (1 - float(share[j])), np.empty(0))
+    scale = math.exp(x_ray[j])
+    best = Dual(float(lams[j]), scale * float(share[j]), scale * (1 - float(share[j])), np.empty(0))
     p = _minimisers(best, w, k, n, c)
     value = float(best.terms(w, k, n, c, p).sum() - best.mu_tilt * b_tilt - best.mu_prod * b_prod)
     return value, Dual(best.lam, best.mu_tilt, best.mu_prod, p)
@@ -608,7 +600,7 @@ def decide(
     >>> table = pd.DataFrame({"task": list("abcdefgh"), "n": 30, "c": [30] * 7 + [0]})
     >>> row = decide(table, "gate=0.6").iloc[0]
     >>> bool(row["decided"]), row["verdict"]
-    (True, 'passes: pass^1 ≥ 0.827 ≥ 0.6')
+    (True, 'passes: pass^1 ≥ 0.828 ≥ 0.6')
     >>> row = decide(table, "precision=0.02").iloc[0]
     >>> bool(row["decided"]), round(float(row["estimate"]), 3), round(float(row["hi"] - row["lo"]) / 2, 3)
     (False, 0.875, 0.044)
@@ -618,6 +610,13 @@ def decide(
     if table.empty:
         raise ValueError("no trials to decide on: the counts table is empty")
     cells = _cells(table, q)
+    short = cells.group[cells.group["n"] < q.k]
+    if len(short):
+        names = ", ".join(f"{t} ({n})" for t, n in list(zip(short["task"], short["n"], strict=True))[:5])
+        raise ValueError(
+            f"k={q.k} needs {q.k} usable trials of every task; these have fewer: {names}. Run a first "
+            "round of k trials per task (allocate() tops them up), or lower k"
+        )
     rows = []
     for key, part in _groups(cells):
         n, c, w = (part[col].to_numpy() for col in ("n", "c", "w"))
@@ -651,15 +650,17 @@ def allocate(
     questions' bounds most, in expectation.
 
     df, question, infra: as in :func:`decide`.
-    trials: the round's trials (default: one step for every task of an open question, i.e. as
-    many as a round that ran them all, concentrated on fewer tasks).
-    step: trials a chosen pair gets in the round (default k).
+    trials: the round's trials (default: one step for every task of an open question, as many as
+    a round that ran them all, concentrated where they move the bounds most).
+    step: the unit of allocation (default k trials); a pair may get several steps in a round.
 
     Each cell's gain is the expected rise of its term in the dual bound (:func:`bound`) after
     ``step`` more trials, drawn from its Jeffreys posterior predictive (the rise the bound gets at
     least). Which bound: both for a precision (the width), the lower for a gate whose estimate is
     above the threshold and the upper otherwise, the one on the far side of 0 from the estimate
-    for a comparison (both with a precision). Cells with fewer than k trials come first. Returns
+    for a comparison (both with a precision). While any cell has fewer than k trials the
+    allocation only tops those up to k (a first round). A cell's j-th step is worth its first
+    step's gain discounted as its n grows (:func:`spread`). Returns
     the key columns, ``task``, ``trials``, ``gain`` (per trial) and ``reason``, best first; empty
     when every question is decided (the stopping rule: stop when it is empty, or the budget is
     spent).
@@ -679,6 +680,13 @@ def allocate(
         raise ValueError(f"trials must be a whole number ≥ 1 (the round's trials); got trials={trials!r}")
     table = _table(df, infra)
     cells = _cells(table, q)
+    columns = [*cells.keys, "task", "trials", "gain", "reason"]
+    short = cells.group[cells.group["n"] < q.k]
+    if len(short):  # a first round: k trials of every task before any bound is read
+        top_up = (q.k - short["n"]).astype(int)
+        return short.assign(trials=top_up, gain=np.inf, reason=f"fewer than k={q.k} trials")[
+            columns
+        ].reset_index(drop=True)
     chosen = []
     open_cells = 0
     for _, part in _groups(cells):
@@ -688,12 +696,10 @@ def allocate(
             continue
         open_cells += len(part)
         gain = gains(n, c, w, q, state, step_)
-        reason = np.where(n < q.k, f"fewer than k={q.k} trials", _REASONS[q.kind](state, q))
-        chosen.append(part[[*cells.keys, "task", "n"]].assign(gain=gain, reason=reason))
-    columns = [*cells.keys, "task", "trials", "gain", "reason"]
+        chosen.append(part[[*cells.keys, "task", "n"]].assign(gain=gain, reason=_REASONS[q.kind](state, q)))
     if not chosen:
         return pd.DataFrame(columns=columns)
-    budget = max(step_, (open_cells // 2) * step_) if trials is None else trials
+    budget = open_cells * step_ if trials is None else trials
     pool = pd.concat(chosen, ignore_index=True)
     steps = spread(pool["gain"].to_numpy(), pool["n"].to_numpy(), max(1, budget // step_), step_)
     pool = pool.assign(trials=steps * step_)[steps > 0]
