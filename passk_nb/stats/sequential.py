@@ -281,10 +281,20 @@ class Dual:
     mu_prod: float
     p: np.ndarray
 
-    def terms(self, w: np.ndarray, k: int, n: np.ndarray, c: np.ndarray, p: np.ndarray) -> np.ndarray:
-        """Each cell's term w p^k + μ_tilt log E_λ(p) + μ_prod log M(p) at p."""
+    def terms(
+        self,
+        w: np.ndarray,
+        k: int,
+        n: np.ndarray,
+        c: np.ndarray,
+        p: np.ndarray,
+        mix: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Each cell's term w p^k + μ_tilt log E_λ(p) + μ_prod log M(p) at p (``mix``: the cells'
+        :func:`log_mixture`, when already computed)."""
         lam = self.lam * np.sign(w)
-        out = w * p**k + self.mu_prod * _log_m(p, n, c, log_mixture(n, c))
+        mix = log_mixture(n, c) if mix is None else mix
+        out = w * p**k + self.mu_prod * _log_m(p, n, c, mix)
         return out + self.mu_tilt * _tilt(p, lam, n, c) if self.mu_tilt > 0 else out
 
 
@@ -384,18 +394,26 @@ def _log_likelihood(n: np.ndarray, c: np.ndarray) -> np.ndarray:
 def _minimisers(dual: Dual, w: np.ndarray, k: int, n: np.ndarray, c: np.ndarray) -> np.ndarray:
     """Each cell's argmin over p of its dual term: best grid point, then golden section between
     its neighbours (never worse than the grid point)."""
-    values = dual.terms(w[:, None], k, n[:, None], c[:, None], _GRID[None, :])
+    mix = log_mixture(n, c)
+    values = dual.terms(w[:, None], k, n[:, None], c[:, None], _GRID[None, :], mix[:, None])
     best = values.argmin(axis=1)
     rows = np.arange(n.size)
     a = _GRID[np.maximum(best - 1, 0)]
     b = _GRID[np.minimum(best + 1, _GRID.size - 1)]
     ratio = (math.sqrt(5) - 1) / 2
-    for _ in range(30):
-        x1, x2 = b - ratio * (b - a), a + ratio * (b - a)
-        smaller = dual.terms(w, k, n, c, x1) < dual.terms(w, k, n, c, x2)
-        b, a = np.where(smaller, x2, b), np.where(smaller, a, x1)
-    refined = (a + b) / 2
-    return np.where(dual.terms(w, k, n, c, refined) < values[rows, best], refined, _GRID[best])
+    x1, x2 = b - ratio * (b - a), a + ratio * (b - a)
+    f1, f2 = dual.terms(w, k, n, c, x1, mix), dual.terms(w, k, n, c, x2, mix)
+    for _ in range(24):
+        left = f1 < f2  # the minimum is left of x2
+        a, b = np.where(left, a, x1), np.where(left, x2, b)
+        x1_new = np.where(left, b - ratio * (b - a), x2)
+        x2_new = np.where(left, x1, a + ratio * (b - a))
+        fresh = dual.terms(w, k, n, c, np.where(left, x1_new, x2_new), mix)
+        f1, f2 = np.where(left, fresh, f2), np.where(left, f1, fresh)
+        x1, x2 = x1_new, x2_new
+    refined = np.where(f1 < f2, x1, x2)
+    better = np.minimum(f1, f2) < values[rows, best]
+    return np.where(better, refined, _GRID[best])
 
 
 def interval(n: np.ndarray, c: np.ndarray, w: np.ndarray, k: int, ci: float) -> tuple[float, float]:

@@ -23,7 +23,7 @@ from passk_nb.stats.sequential import Question, allocate, bound, decide, interva
 CI = 0.8
 ALPHA = 1 - CI
 T = 6
-LOOKS = 5
+LOOKS = 4
 
 
 def _shapes(rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -70,7 +70,7 @@ def _slack(reps: int) -> float:
 @pytest.mark.parametrize("k", [1, 2])
 def test_the_interval_covers_at_every_look_on_every_shape(k):
     rng = np.random.default_rng([32, k])
-    reps, misses = 15, {}
+    reps, misses = 10, {}
     w = np.full(T, 1 / T)
     for _ in range(reps):
         for name, p in _shapes(rng).items():
@@ -100,14 +100,14 @@ def test_the_check_catches_an_interval_that_is_not_anytime_valid():
 def test_a_comparison_of_equal_arms_rarely_declares_a_difference_under_stopping():
     rng = np.random.default_rng(11)
     q = Question.parse(f"compare=arm:a,b precision=0.15 ci={CI}")
-    reps, declared = 25, 0
+    reps, declared = 20, 0
     for _ in range(reps):
         p = np.r_[rng.beta(0.5, 0.5, T)] * np.ones(2)[:, None]  # arm a and arm b: the same tasks
         p = p.ravel()
         w = np.r_[np.full(T, -1 / T), np.full(T, 1 / T)]
         n = np.full(2 * T, 2.0)
         c = rng.binomial(2, p).astype(float)
-        for _ in range(8):
+        for _ in range(6):
             state = status(n, c, w, q)
             if state.decided:
                 break
@@ -120,10 +120,10 @@ def test_a_comparison_of_equal_arms_rarely_declares_a_difference_under_stopping(
 def test_a_gate_above_the_truth_rarely_passes_however_long_it_runs():
     rng = np.random.default_rng(3)
     q = Question.parse(f"gate=0.95 ci={CI}")  # every task at p = 0.9: pass^1 = 0.9 < 0.95
-    reps, passed = 25, 0
+    reps, passed = 20, 0
     for _ in range(reps):
         n, c = np.full(T, 1.0), rng.binomial(1, 0.9, T).astype(float)
-        for _ in range(10):
+        for _ in range(8):
             state = status(n, c, np.full(T, 1 / T), q)
             if state.decided:
                 break
