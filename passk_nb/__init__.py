@@ -74,6 +74,7 @@ _LAZY = {
     "Question": "passk_nb.stats.sequential",
     "decide": "passk_nb.stats.sequential",
     "allocate": "passk_nb.stats.sequential",
+    "Until": "passk_nb.stats.sequential",
     # view: tables, plots, widgets
     "plot_curve": "passk_nb.view.plots",
     "plot_flips": "passk_nb.view.plots",

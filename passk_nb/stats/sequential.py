@@ -765,3 +765,62 @@ _REASONS = {
     "gate": lambda s, q: f"settle {s.lo:.3f} – {s.hi:.3f} against {q.gate:g}",
     "compare": lambda s, q: f"settle b − a in {s.lo:+.3f} – {s.hi:+.3f} against 0",
 }
+
+
+@dataclass(frozen=True)
+class Until:
+    """What a runner asks between rounds: the next round's allocation, or None to stop.
+
+    The object a runner's ``until=`` takes (the harness duck-types :meth:`next_round` and never
+    imports ``stats``): after every completed round it passes the records so far, runs the
+    allocation it gets back, and stops on None, when the question is decided or ``max_trials``
+    usable trials are spent (the round is cut to what is left of the budget).
+
+    question: a :class:`Question` or its string.
+    max_trials: the budget of usable trials over every cell (None: no budget).
+    step, trials: as in :func:`allocate` (the unit and the size of a round).
+
+    >>> import pandas as pd
+    >>> until = Until("gate=0.5", max_trials=100)
+    >>> table = pd.DataFrame({"task": ["a", "b"], "n": 30, "c": 30})
+    >>> until.next_round(table) is None, until.progress(table)
+    (True, 'passes: pass^1 ≥ 0.904 ≥ 0.5 after 60 trials')
+    >>> until.next_round(table.assign(n=1, c=1))[["task", "trials"]].values.tolist()
+    [['a', 1], ['b', 1]]
+    """
+
+    question: Question | str
+    max_trials: int | None = None
+    step: int | None = None
+    trials: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "question", as_question(self.question))
+        if self.max_trials is not None and (
+            isinstance(self.max_trials, bool) or not isinstance(self.max_trials, int) or self.max_trials < 1
+        ):
+            raise ValueError(f"max_trials must be a whole number ≥ 1 (or None); got {self.max_trials!r}")
+
+    def next_round(self, records: pd.DataFrame | str | os.PathLike[str]) -> pd.DataFrame | None:
+        """The next round's cells and trials (as :func:`allocate`), or None: decided or spent."""
+        table = _table(records, INFRA)
+        spent = int(table["n"].sum())
+        left = None if self.max_trials is None else self.max_trials - spent
+        if left is not None and left <= 0:
+            return None
+        allocation = allocate(table, self.question, trials=self.trials, step=self.step)
+        if allocation.empty:
+            return None
+        if left is not None and allocation["trials"].sum() > left:
+            kept = allocation["trials"].cumsum() <= left
+            allocation = allocation[kept] if kept.any() else allocation.head(1).assign(trials=left)
+        return allocation.reset_index(drop=True)
+
+    def progress(self, records: pd.DataFrame | str | os.PathLike[str]) -> str:
+        """One line for a progress display: where the question stands and the trials spent."""
+        table = _table(records, INFRA)
+        spent = int(table["n"].sum())
+        if (table["n"] < as_question(self.question).k).any():
+            return f"first round: {spent} trials"
+        rows = decide(table, self.question)
+        return "; ".join(rows["verdict"]) + f" after {spent} trials"

@@ -244,3 +244,23 @@ def test_a_gate_run_spends_on_the_tasks_that_lift_its_lower_bound():
 
 def test_the_flat_api_exports_the_sequential_functions():
     assert passk_nb.decide is decide and passk_nb.allocate is allocate and passk_nb.Question is Question
+
+
+def test_until_stops_a_run_on_its_budget_and_cuts_the_last_round():
+    """The object a runner calls between rounds: None once the budget is spent, and a last round
+    no larger than what is left of it."""
+    until = passk_nb.Until("precision=0.01", max_trials=50)
+    rng = np.random.default_rng(1)
+    table = pd.DataFrame({"task": [f"t{i}" for i in range(6)], "n": 0, "c": 0})
+    p = np.linspace(0.3, 1.0, 6)
+    rounds = 0
+    while (allocation := until.next_round(table)) is not None:
+        rounds += 1
+        index = table["task"].isin(allocation["task"])
+        trials = allocation.set_index("task")["trials"].reindex(table.loc[index, "task"]).to_numpy()
+        table.loc[index, "c"] += rng.binomial(trials, p[index.to_numpy()])
+        table.loc[index, "n"] += trials
+    assert table["n"].sum() == 50 and rounds >= 2  # ±0.01 is out of reach: the budget stopped it
+    assert "open" in until.progress(table) and "after 50 trials" in until.progress(table)
+    with pytest.raises(ValueError, match="max_trials must be a whole number ≥ 1"):
+        passk_nb.Until("gate=0.8", max_trials=0)
