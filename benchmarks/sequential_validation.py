@@ -4,8 +4,9 @@ Python-simulated agents of known per-task success (the truths of ``benchmarks/co
 flaky task (p = ½) among certain ones, U-shaped Beta(0.3, 0.3), the three-point mixture, all
 p = 0.9) run in rounds: a first round of k trials per task, then each round the allocator of
 :mod:`passk_nb.stats.sequential` (:func:`status`, :func:`gains`, :func:`spread`: the numbers behind
-``decide`` and ``allocate``) gives a round's worth of trials (k per cell) to the cells where they
-move the deciding bound most, until the question is decided or the safety cap (8 × the fixed design) is spent.
+``decide`` and ``allocate``) gives a round of trials (``--round`` × k per cell, 2 by default) to
+the cells where they move the deciding bound most, until the question is decided or the safety
+cap (8 × the fixed design) is spent.
 Per replication the tasks' p are drawn afresh; "these tasks" truths are the drawn tasks' own
 mean of p^k.
 
@@ -54,13 +55,19 @@ def prior(name: str) -> Prior:
 
 
 def simulate(
-    p: np.ndarray, w: np.ndarray, q: Question, cap: int, rng: np.random.Generator, truth: float
+    p: np.ndarray,
+    w: np.ndarray,
+    q: Question,
+    cap: int,
+    rng: np.random.Generator,
+    truth: float,
+    rounds_of: int = 2,
 ) -> dict[str, float]:
     """One sequential run over cells of success probability ``p`` and weights ``w``."""
     n = np.full(p.size, q.k, dtype=float)
     c = rng.binomial(q.k, p).astype(float)
     rounds, missed = 1, False
-    round_steps = p.size
+    round_steps = rounds_of * p.size  # a round: rounds_of × k trials per cell, concentrated
     while True:
         state = status(n, c, w, q)
         missed |= not state.lo <= truth <= state.hi
@@ -103,8 +110,8 @@ def fixed_trials(name: str, tasks: int, k: int, target: float, seed: int) -> int
     return int(ok["trials_per_task"].iloc[0]) if len(ok) else grid[-1]
 
 
-def cell(args: tuple[str, str, int, int, float, int, int]) -> dict[str, object]:
-    name, kind, tasks, k, h, reps, seed = args
+def cell(args: tuple[str, str, int, int, float, int, int, int]) -> dict[str, object]:
+    name, kind, tasks, k, h, reps, seed, size = args
     pri = prior(name)
     rng = np.random.default_rng(
         [seed, TRUTHS.index(name), ("precision", "gate-below", "gate-above", "compare").index(kind), k]
@@ -127,17 +134,17 @@ def cell(args: tuple[str, str, int, int, float, int, int]) -> dict[str, object]:
         theta = float(np.mean(p**k))
         if kind == "precision":
             q = Question(kind="precision", k=k, precision=h)
-            out = simulate(p, np.full(tasks, 1 / tasks), q, CAP * fixed, rng, theta)
+            out = simulate(p, np.full(tasks, 1 / tasks), q, CAP * fixed, rng, theta, size)
         elif kind.startswith("gate"):
             m = theta + min(0.05, (1 - theta) / 2) if kind == "gate-below" else theta - 0.10
             if not 0 < m < 1:
                 continue
             q = Question(kind="gate", k=k, gate=round(m, 6))
-            out = simulate(p, np.full(tasks, 1 / tasks), q, CAP * fixed, rng, theta)
+            out = simulate(p, np.full(tasks, 1 / tasks), q, CAP * fixed, rng, theta, size)
         else:
             q = Question(kind="compare", k=k, on="arm", a="a", b="b", precision=h)
             w = np.r_[np.full(tasks, -1 / tasks), np.full(tasks, 1 / tasks)]
-            out = simulate(np.r_[p, p], w, q, CAP * fixed, rng, 0.0)
+            out = simulate(np.r_[p, p], w, q, CAP * fixed, rng, 0.0, size)
         rows.append(out)
     df = pd.DataFrame(rows)
     return {
@@ -166,30 +173,40 @@ def cell(args: tuple[str, str, int, int, float, int, int]) -> dict[str, object]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--reps", type=int, default=200, help="replications per cell")
-    parser.add_argument("--tasks", type=int, default=20)
+    parser.add_argument("--tasks", type=int, default=10)
     parser.add_argument("--ks", type=int, nargs="+", default=[2])
     parser.add_argument("--precision", type=float, default=0.1, help="H of precision= and compare=")
     parser.add_argument(
         "--questions", nargs="+", default=["precision", "gate-below", "gate-above", "compare"]
     )
     parser.add_argument("--truths", nargs="+", type=int, default=list(range(len(TRUTHS))), help="indices")
+    parser.add_argument("--round", type=int, default=2, help="a round's trials: this × k per cell")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=2026)
     args = parser.parse_args(argv)
     start = time.perf_counter()
     jobs = [
-        (TRUTHS[i], kind, args.tasks, k, args.precision, args.reps, args.seed)
+        (TRUTHS[i], kind, args.tasks, k, args.precision, args.reps, args.seed, args.round)
         for i in args.truths
         for kind in args.questions
         for k in args.ks
     ]
+    rows: list[dict[str, object]] = []
     with ProcessPoolExecutor(args.workers) as pool:
-        rows = list(pool.map(cell, jobs))
+        for row in pool.map(cell, jobs):
+            if not rows:
+                print(" | ".join(row), flush=True)
+            rows.append(row)
+            print(
+                " | ".join(f"{v:.3f}" if isinstance(v, float) else str(v) for v in row.values()), flush=True
+            )
     table = pd.DataFrame(rows)
     pd.set_option("display.width", 250)
     pd.set_option("display.max_columns", 30)
+    print()
     print(
         f"T = {args.tasks} tasks, H = {args.precision}, {args.reps} replications per cell, "
+        f"rounds of {args.round} × k trials per cell, "
         "95 % at every look, "
         f"seed {args.seed}\n"
     )
