@@ -547,8 +547,15 @@ def _cells(table: pd.DataFrame, q: Question) -> _Cells:
     missing = [arm for arm in (q.a, q.b) if arm not in set(values)]
     if missing:
         raise ValueError(f"{q.on}={missing} not in the counts; values present: {sorted(set(values))}")
-    keys = _keys(table, (q.on,))
     arms = table[values.isin([q.a, q.b])].assign(_arm=values[values.isin([q.a, q.b])])
+    in_a, in_b = arms[arms["_arm"] == q.a], arms[arms["_arm"] == q.b]
+    # as compare(): a column whose values never overlap between the arms (prompt_hash when
+    # comparing prompt names, run_id) names the arm again and is not a group
+    keys = [
+        col
+        for col in _keys(table, (q.on,))
+        if len(pd.Index(in_a[col].dropna().unique()).intersection(in_b[col].dropna().unique()))
+    ]
     pair_keys = [*keys, "task"]
     both = arms.groupby(pair_keys, dropna=False, observed=True)["_arm"].transform("nunique") == 2
     dropped = arms.loc[~both, "task"].unique()

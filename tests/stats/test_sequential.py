@@ -154,8 +154,10 @@ def test_decide_answers_each_question_from_a_counts_table():
     table = pd.DataFrame(
         {"prompt_name": ["a"] * 8 + ["b"] * 8, "task": list("abcdefgh") * 2, "n": 40, "c": [40] * 8 + [0] * 8}
     )
+    table["prompt_hash"] = table["prompt_name"].map({"a": "h1", "b": "h2"})  # names the arm again
+    table["model"] = "m"
     out = decide(table, "compare=prompt_name:a,b")
-    assert out["decided"].tolist() == [True] and out["hi"].iloc[0] < -0.5
+    assert out["decided"].tolist() == [True] and out["hi"].iloc[0] < -0.5 and out["model"].tolist() == ["m"]
     assert out["verdict"].iloc[0].startswith("b worse than a")
     gate = decide(table[table["prompt_name"] == "a"], "gate=0.9 k=2").iloc[0]
     assert gate["decided"] and gate["lo"] >= 0.9 and gate["estimate"] == 1.0
