@@ -114,6 +114,8 @@ _LAMBDAS = 2.0 ** (1 - np.arange(7))
 _SHARES = np.array([0.05, 0.3, 0.7, 0.9, 0.98])
 #: Every how many grid points the multipliers are searched on (the final minimisation uses all).
 _COARSE = 2
+#: Gains at or below this are no gain: the allocation then spreads evenly.
+_FLAT = 1e-12
 #: Range of the dual multiplier μ searched (log scale) and the golden-section steps.
 _LOG_MU = (-12.0, 12.0)
 _STEPS = 20
@@ -479,7 +481,8 @@ def gains(
 ) -> np.ndarray:
     """Per cell, the expected movement per trial of the bounds that decide ``question`` from
     ``step`` more trials of it (the allocator's score; see :func:`allocate`); +inf for cells with
-    fewer than k trials.
+    fewer than k trials. While no cell moves the bounds (they are still at their trivial ends),
+    every cell gets the same small gain, so that the round is spread evenly.
 
     >>> n, c, w = np.array([20, 20, 20]), np.array([20, 10, 0]), np.full(3, 1 / 3)
     >>> g = gains(n, c, w, "precision=0.05", status(n, c, w, "precision=0.05"), 1)
@@ -491,6 +494,10 @@ def gains(
     total = np.zeros(n.size)
     for sign in _sides(q, state):
         total += _gains(n, c, sign * w, q.k, state.dual_lo if sign > 0 else state.dual_hi, step)
+    if not np.any(total > _FLAT):
+        # the bounds are still at their trivial ends (few trials: the best multipliers are ~0 and
+        # no single cell moves them): every cell alike, spread evenly by :func:`spread`
+        total = np.full(n.size, _FLAT * step)
     return np.where(n < q.k, np.inf, total / step)
 
 
