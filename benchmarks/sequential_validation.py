@@ -181,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--truths", nargs="+", type=int, default=list(range(len(TRUTHS))), help="indices")
     parser.add_argument("--round", type=int, default=2, help="a round's trials: this × k per cell")
+    parser.add_argument("--skip", nargs="*", default=[], help="cells to leave out, as TRUTH_INDEX:QUESTION")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=2026)
     args = parser.parse_args(argv)
@@ -190,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         for i in args.truths
         for kind in args.questions
         for k in args.ks
+        if f"{i}:{kind}" not in args.skip
     ]
     rows: list[dict[str, object]] = []
     with ProcessPoolExecutor(args.workers) as pool:

@@ -255,10 +255,14 @@ def log_mixture(n: np.ndarray, c: np.ndarray) -> np.ndarray:
 
     >>> log_mixture(np.array([0, 2]), np.array([0, 2])).round(4).tolist()  # n = 0: likelihood 1
     [0.0, -0.8267]
+    >>> bool(np.isfinite(log_mixture(np.array([5000]), np.array([2500]))[0]))  # no underflow
+    True
     """
     n, c = np.asarray(n, dtype=float), np.asarray(c, dtype=float)
-    beta = _W_BETA * np.exp(betaln(c + 0.5, n - c + 0.5) - betaln(0.5, 0.5))
-    return np.log(_W_ALWAYS * (c == n) + _W_NEVER * (c == 0) + beta)
+    log_beta = math.log(_W_BETA) + betaln(c + 0.5, n - c + 0.5) - betaln(0.5, 0.5)
+    log_always = np.where(c == n, math.log(_W_ALWAYS), -np.inf)
+    log_never = np.where(c == 0, math.log(_W_NEVER), -np.inf)
+    return np.logaddexp(np.logaddexp(log_always, log_never), log_beta)  # in logs: no underflow at large n
 
 
 def _log_m(p: np.ndarray, n: np.ndarray, c: np.ndarray, mix: np.ndarray) -> np.ndarray:
