@@ -4,6 +4,7 @@ rounds, the record columns that say why each trial ran, the budget, resuming, an
 from __future__ import annotations
 
 import re
+import warnings
 
 import pandas as pd
 import pytest
@@ -67,6 +68,16 @@ def test_a_gate_run_stops_once_the_anytime_interval_clears_the_threshold(tmp_pat
     assert not passk_nb.decide(earlier, until.question)["decided"].iloc[
         0
     ]  # it stopped at the first round that did
+
+
+def test_summarize_says_when_records_come_from_an_adaptive_run(tmp_path):
+    until = passk_nb.Until("gate=0.6 ci=0.9", max_trials=200)
+    df = passk_nb.run("scripted", trials=1, out=tmp_path, progress=False, until=until)
+    with pytest.warns(UserWarning, match="adaptive run .* records\\[records\\['round'\\] == 0\\]"):
+        passk_nb.summarize(df, k=1, n_boot=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        passk_nb.summarize(df[df["round"] == 0], k=1, n_boot=0)  # the first round: a fixed design
 
 
 def test_until_needs_next_round_and_max_trials_needs_until(tmp_path):
