@@ -71,6 +71,10 @@ _LAZY = {
     "g_pass_at_k": "passk_nb.stats.noise",
     "rank": "passk_nb.stats.rank",
     "gate": "passk_nb.stats.gate",
+    "Question": "passk_nb.stats.sequential",
+    "decide": "passk_nb.stats.sequential",
+    "allocate": "passk_nb.stats.sequential",
+    "Until": "passk_nb.stats.sequential",
     # view: tables, plots, widgets
     "plot_curve": "passk_nb.view.plots",
     "plot_flips": "passk_nb.view.plots",

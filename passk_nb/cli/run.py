@@ -6,6 +6,7 @@ import argparse
 import logging
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from passk_nb.cli.common import (
     CliError,
@@ -22,6 +23,9 @@ from passk_nb.harness.pacing import RateLimit
 from passk_nb.harness.providers import PROVIDERS
 from passk_nb.harness.shards import parse_shard, select_shard
 from passk_nb.harness.suites.registry import SUITES
+
+if TYPE_CHECKING:
+    from passk_nb.stats.sequential import Until
 
 _EPILOG_RUN = """examples:
   passk run --provider scripted --trials 3 --k 2
@@ -145,6 +149,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         default=None,
         help="seconds one trial may take; a trial still running then is an infra_error (default: none)",
     )
+    p.add_argument(
+        "--until",
+        metavar="QUESTION",
+        help="run in rounds until the question is answered, anytime-valid: 'precision=0.05' "
+        "(pass^k to ± 0.05), 'gate=0.8' (is pass^k above 0.8), with k= and ci= (e.g. 'gate=0.8 k=2'); "
+        "--trials is then the first round per task (default: none, a fixed run)",
+    )
+    p.add_argument(
+        "--max-trials",
+        type=positive_int,
+        help="with --until: the most trials the run spends (default: no cap)",
+    )
     p.add_argument("--ci", type=level, default=0.95, help="interval level (default: 0.95)")
     p.add_argument(
         "--n-boot", type=non_negative_int, default=2000, help="bootstrap draws for intervals, 0 for none"
@@ -207,6 +223,31 @@ def resume_line(record: logging.LogRecord, total: int) -> str | None:
     )
 
 
+def _until(args: argparse.Namespace) -> Until | None:
+    """``--until`` as the object the runner asks between rounds (None without it; stats is imported
+    here, so that `passk tasks` stays fast)."""
+    if args.until is None:
+        if args.max_trials is not None:
+            raise CliError(
+                "--max-trials caps a run that stops when its question is answered: give --until too"
+            )
+        return None
+    from passk_nb.stats.sequential import Question, Until
+
+    try:
+        question = Question.parse(args.until)
+    except ValueError as exc:
+        raise CliError(f"--until: {exc}") from None
+    if question.kind == "compare":
+        raise CliError(
+            "--until compare=... needs both arms run in rounds together; `passk run` runs one configuration: "
+            "ask 'precision=' or 'gate=' of each, or compare them in Python with passk_nb.decide"
+        )
+    if question.k > args.trials:
+        raise CliError(f"--until asks pass^{question.k}: the first round needs --trials ≥ {question.k}")
+    return Until(question, max_trials=args.max_trials)
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from passk_nb.harness.runner import run
     from passk_nb.harness.suites import get_suite
@@ -224,6 +265,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             "the callable provider takes a Python function: use passk_nb.run(provider=fn) in Python"
         )
     check_json_flags(args.provider, args.json_mode, args.json_schema)
+    until = _until(args)
     prompt, prompt_name = prompt_arg(args.prompt)
     backend_flags = {
         "base_url": args.base_url,
@@ -261,11 +303,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
         trial_timeout=args.trial_timeout,
         rate_limit=args.rate_limit,
         shard=args.shard,
+        until=until,
+        max_trials=args.max_trials,
         **options,
     )
     if df.empty and args.shard is not None:
         print(f"shard {args.shard[0]}/{args.shard[1]} holds none of the {len(task_ids)} tasks: nothing ran")
         return 0
+    if until is not None:
+        print(f"{until.question}: {until.progress(df)}")
     report = report_frame(df, k=k, ci=args.ci, n_boot=args.n_boot)
     by = [c for c in report.columns[: list(report.columns).index("k")]]
     print(report_table(report, by=by, ci=args.ci, notes=not args.quiet))

@@ -68,6 +68,18 @@ _SPEC: dict[str, tuple[pa.DataType, str, str]] = {
         "the run's configuration as a short label: the spec fields not at their defaults",
     ),
     "trial": (pa.int64(), "int64", "0-based trial index within (run_id, task)"),
+    "round": (
+        pa.int64(),
+        "Int64",
+        "the round that ran the trial in a run that stops when its question is answered "
+        "(`run(until=)`): 0 the first round, every task's `trials`; null in a run of fixed trials",
+    ),
+    "allocation": (
+        pa.string(),
+        "str",
+        "why the trial was run in such a run: 'first round', or what the allocator meant it to settle "
+        "(e.g. 'settle 0.712 – 0.931 against 0.8'); null in a run of fixed trials",
+    ),
     "passed": (pa.bool_(), "bool", "outcome == 'pass'"),
     "outcome": (pa.string(), "str", "one of OUTCOMES"),
     "state_ok": (pa.bool_(), "bool", "final state passed the task's check, whatever ended the trial"),

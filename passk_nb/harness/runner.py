@@ -162,6 +162,8 @@ def run(
     trial_timeout: float | None = None,
     rate_limit: str | RateLimit | None = None,
     shard: tuple[int, int] | str | None = None,
+    until: Any = None,
+    max_trials: int | None = None,
     **provider_options: Any,
 ) -> pd.DataFrame:
     """Run every task ``trials`` times against ``provider`` and return the trial records.
@@ -214,8 +216,18 @@ def run(
     :mod:`passk_nb.harness.shards`). Neither is part of the run's identity: the
     shards of a run, paced or not, are records of one run.
 
+    ``until`` runs in rounds until a question is answered: ``trials`` of every task first (round
+    0), then after each completed round ``until.next_round(records)`` (the run's records so far)
+    names the tasks and trials of the next round (a frame with ``task``, ``trials`` and
+    ``reason``; :class:`passk_nb.Until` builds them, anytime-valid, from a question such as
+    ``"gate=0.8"``), and the run stops when it returns None or ``max_trials`` trials of the run are
+    spent (the last round is cut to fit). Each record says its ``round`` and ``allocation`` (why it
+    was run), so a stopped run resumes, extends or is audited: re-running continues with the next
+    round. The harness only calls ``next_round``: any object with it works.
+
     Returns every record of this spec for the chosen tasks and trials, the
-    ones from earlier runs included, sorted by task and trial.
+    ones from earlier runs included, sorted by task and trial (with ``until``, every trial of the
+    chosen tasks).
     """
     if "seed" in provider_options:
         raise TypeError(
@@ -234,6 +246,16 @@ def run(
     check_text("prompt_name", prompt_name, allow_empty=False)
     check_bool("progress", progress)
     check_bool("adaptive", adaptive)
+    if until is not None and not callable(getattr(until, "next_round", None)):
+        raise TypeError(
+            f"until must have a next_round(records) method (e.g. passk_nb.Until('gate=0.8')); got {until!r}"
+        )
+    if max_trials is not None:
+        if until is None:
+            raise ValueError(
+                "max_trials caps a run that stops when its question is answered: give until= too"
+            )
+        max_trials = check_positive("max_trials", max_trials)
     if on_record is not None and not callable(on_record):
         raise TypeError(f"on_record must be a function of one record, got {type(on_record).__name__}")
     if not isinstance(out, str | os.PathLike):
@@ -315,6 +337,8 @@ def run(
             limiter=limiter,
             unseen=unseen,
             status=None if steered is None else steered.status,
+            until=until,
+            max_trials=max_trials,
         )
     finally:
         if created:
@@ -342,6 +366,8 @@ def _run_trials(
     limiter: RateLimiter | None = None,
     unseen: Sequence[str] = (),
     status: Callable[[], str] | None = None,
+    until: Any = None,
+    max_trials: int | None = None,
 ) -> pd.DataFrame:
     described = backend.describe()
     spec = RunSpec(
@@ -382,6 +408,8 @@ def _run_trials(
             "(a name you change whenever the agent changes) to resume a run, or write to a new out= folder"
         )
     todo = [(t, i) for t in task_ids for i in range(trials) if (t, i) not in done]
+    if until is not None and max_trials is not None:
+        todo = todo[: max(0, max_trials - len(done))]
     if done:
         log.info("run %s: %d trials already in %s, %d to run", run_id, len(done), out_dir, len(todo))
     if todo:
@@ -394,12 +422,20 @@ def _run_trials(
         "protocol": protocol,
     }
     seed = backend_seed
+    # with until=: why each trial runs (its round and allocation), by (task, trial)
+    why: dict[tuple[str, int], dict[str, Any]] = {}
+    if until is not None:
+        why.update({job: {"round": 0, "allocation": "first round"} for job in todo})
 
     def one_trial(task_id: str, trial: int) -> dict[str, Any]:
-        return _trial_record(the_suite, backend, base, task_id, trial, seed, episode_options, limiter)
+        fields = {**base, **why.get((task_id, trial), {})}
+        return _trial_record(the_suite, backend, fields, task_id, trial, seed, episode_options, limiter)
 
     async def one_async_trial(task_id: str, trial: int) -> dict[str, Any]:
-        return await _atrial_record(the_suite, backend, base, task_id, trial, seed, episode_options, limiter)
+        fields = {**base, **why.get((task_id, trial), {})}
+        return await _atrial_record(
+            the_suite, backend, fields, task_id, trial, seed, episode_options, limiter
+        )
 
     def timed_out(task_id: str, trial: int, elapsed: float) -> dict[str, Any]:
         started = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=elapsed)
@@ -407,20 +443,69 @@ def _run_trials(
         fields = _infra(started, error, elapsed)
         if backend.user_code:  # a Python agent that hangs is the agent's failure
             fields["outcome"] = "agent_error"
-        return _record(base, task_id, trial, seed, fields)
+        return _record({**base, **why.get((task_id, trial), {})}, task_id, trial, seed, fields)
 
-    execute_trials(
-        one_async_trial if backend.speaks_asyncio else one_trial,
-        todo,
-        concurrency=concurrency,
-        out=out_dir,
-        run_id=run_id,
-        desc=f"{spec.provider}/{spec.model}",
-        progress=progress,
-        on_record=on_record,
-        timeout=trial_timeout,
-        on_timeout=timed_out,
-        keep_records=False,  # read back from disk below: memory stays bounded however long the run
-        status=status,
+    def execute(jobs: list[tuple[str, int]]) -> None:
+        execute_trials(
+            one_async_trial if backend.speaks_asyncio else one_trial,
+            jobs,
+            concurrency=concurrency,
+            out=out_dir,
+            run_id=run_id,
+            desc=f"{spec.provider}/{spec.model}",
+            progress=progress,
+            on_record=on_record,
+            timeout=trial_timeout,
+            on_timeout=timed_out,
+            keep_records=False,  # read back from disk below: memory stays bounded however long the run
+            status=status,
+        )
+
+    execute(todo)
+    if until is None:
+        return load_trials(out_dir, run_id, task_ids, trials)
+    checked = bool(todo)
+    while jobs := _next_round(until, load_trials(out_dir, run_id, task_ids, _ALL), max_trials, why):
+        if not checked:  # a resumed run: the backend is checked once, before its first new trial
+            check_backend(backend)
+            write_spec(out_dir, run_id, spec.identity())
+            checked = True
+        execute(jobs)
+    return load_trials(out_dir, run_id, task_ids, _ALL)
+
+
+#: Every trial index (load_trials keeps trials below it).
+_ALL = 2**62
+
+
+def _next_round(
+    until: Any, records: pd.DataFrame, max_trials: int | None, why: dict[tuple[str, int], dict[str, Any]]
+) -> list[tuple[str, int]]:
+    """The (task, trial) jobs of the next round ``until`` asks for, each noted in ``why`` with its
+    round and allocation; empty when it asks for none or ``max_trials`` are spent."""
+    left = None if max_trials is None else max_trials - len(records)
+    if left is not None and left <= 0:
+        return []
+    allocation = until.next_round(records)
+    if allocation is None or len(allocation) == 0:
+        return []
+    rounds = (
+        pd.to_numeric(records["round"], errors="coerce") if "round" in records else pd.Series(dtype=float)
     )
-    return load_trials(out_dir, run_id, task_ids, trials)
+    this_round = int(rounds.max()) + 1 if rounds.notna().any() else 1
+    following = records.groupby("task")["trial"].max().add(1).to_dict() if len(records) else {}
+    jobs = []
+    for task, count, reason in zip(
+        allocation["task"], allocation["trials"], allocation["reason"], strict=True
+    ):
+        first = int(following.get(task, 0))
+        for trial in range(first, first + int(count)):
+            jobs.append((str(task), trial))
+            why[(str(task), trial)] = {"round": this_round, "allocation": str(reason)}
+    log.info("round %d: %d trials (%s)", this_round, len(jobs), _progress(until, records))
+    return jobs if left is None else jobs[:left]
+
+
+def _progress(until: Any, records: pd.DataFrame) -> str:
+    progress = getattr(until, "progress", None)
+    return str(progress(records)) if callable(progress) else f"{len(records)} trials so far"

@@ -237,6 +237,7 @@ def summarize(
       model  n_tasks  pass^k  pass^k_lo  pass^k_hi
     0     m        5   0.333      0.008      0.909
     """
+    warn_adaptive(df)
     df = counted_folder(df, by)
     by = default_by(df, by)
     check_options(ci=ci, n_boot=n_boot, seed=seed)
@@ -635,6 +636,30 @@ def warn_declined(out: pd.DataFrame, by: tuple[str, ...], min_tasks: int, *, sta
         UserWarning,
         stacklevel=stacklevel,
     )
+
+
+def warn_adaptive(df: object, *, stacklevel: int = 3) -> None:
+    """Warn when trial records come from a run that stopped when its question was answered
+    (``run(until=)``: a ``round`` above 0): each task's n then depended on its earlier outcomes.
+
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_adaptive(pd.DataFrame({"round": [0, 1]}))
+    >>> "adaptive" in str(caught[0].message)
+    True
+    """
+    if not isinstance(df, pd.DataFrame) or "round" not in df.columns:
+        return
+    if (pd.to_numeric(df["round"], errors="coerce") > 0).any():
+        warnings.warn(
+            "these records come from an adaptive run (run(until=): trials in rounds after the first), "
+            "where each task's n depended on its earlier outcomes: pass^k here can be biased and these "
+            "fixed-n intervals do not hold for the adaptive sample. Report passk_nb.decide(records, "
+            "question), valid at every look, or summarize the first round: records[records['round'] == 0]",
+            UserWarning,
+            stacklevel=stacklevel,
+        )
 
 
 def _warn_coverage(out: pd.DataFrame, by: tuple[str, ...], k: int) -> None:

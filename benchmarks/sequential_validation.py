@@ -1,0 +1,221 @@
+"""Run until decided, measured: error rates at every look and trials spent against plan()'s design.
+
+Python-simulated agents of known per-task success (the truths of ``benchmarks/coverage.py``: one
+flaky task (p = ½) among certain ones, U-shaped Beta(0.3, 0.3), the three-point mixture, all
+p = 0.9) run in rounds: a first round of k trials per task, then each round the allocator of
+:mod:`passk_nb.stats.sequential` (:func:`status`, :func:`gains`, :func:`spread`: the numbers behind
+``decide`` and ``allocate``) gives a round of trials (``--round`` × k per cell, 2 by default) to
+the cells where they move the deciding bound most, until the question is decided or the safety
+cap (8 × the fixed design) is spent.
+Per replication the tasks' p are drawn afresh; "these tasks" truths are the drawn tasks' own
+mean of p^k.
+
+Questions (k, level 95 %):
+
+- ``precision=H``: error = the interval missed the truth at *any* look (the final one included);
+- ``gate=m`` with m = truth + 0.05 (or halfway to 1 when that is nearer; the configuration is
+  below the gate): error = the gate passed;
+  and with m = truth − 0.10 (above): the trials it takes to pass;
+- ``compare=arm:a,b precision=H`` under the null (arm b = arm a, task by task): error = a
+  difference declared.
+
+The fixed design is what :func:`passk_nb.plan` recommends for the same question and level, from
+a pilot of the same truth (T tasks × 8 trials): the fewest trials per task (from k, 2k, 3k, …,
+64k) whose predicted half-width of the these-tasks interval ``halfwidth_these`` is at most H; for
+a gate at most |truth − m|; for a comparison at most H/√2 per arm (two independent arms' widths
+add in quadrature), × 2 arms. Its cost is T × n (× 2).
+
+    python benchmarks/sequential_validation.py            # 200 replications per cell, k = 2
+    python benchmarks/sequential_validation.py --reps 50 --ks 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+import pandas as pd
+from coverage import PRIORS, Prior  # benchmarks/coverage.py (benchmarks/ is on sys.path)
+
+from passk_nb.stats.planning import plan
+from passk_nb.stats.sequential import Question, gains, spread, status
+
+TRUTHS = ("one flaky (½) among certain", "U-shaped Beta(0.3,0.3)", "three-point", "all p = 0.9")
+PILOT_TRIALS = 8
+CAP = 8  # safety cap: 8 × the fixed design's trials
+
+
+def prior(name: str) -> Prior:
+    return next(p for p in PRIORS if p.name == name)
+
+
+def simulate(
+    p: np.ndarray,
+    w: np.ndarray,
+    q: Question,
+    cap: int,
+    rng: np.random.Generator,
+    truth: float,
+    rounds_of: int = 2,
+) -> dict[str, float]:
+    """One sequential run over cells of success probability ``p`` and weights ``w``."""
+    n = np.full(p.size, q.k, dtype=float)
+    c = rng.binomial(q.k, p).astype(float)
+    rounds, missed = 1, False
+    round_steps = rounds_of * p.size  # a round: rounds_of × k trials per cell, concentrated
+    while True:
+        state = status(n, c, w, q)
+        missed |= not state.lo <= truth <= state.hi
+        spent = int(n.sum())
+        if state.decided or spent >= cap:
+            break
+        steps = spread(gains(n, c, w, q, state, q.k), n, min(round_steps, (cap - spent) // q.k or 1), q.k)
+        if steps.sum() == 0:
+            break
+        extra = steps * q.k
+        c += rng.binomial(extra.astype(int), p)
+        n += extra
+        rounds += 1
+    return {
+        "trials": float(n.sum()),
+        "rounds": rounds,
+        "decided": state.decided,
+        "missed": missed,
+        "final_missed": not state.lo <= truth <= state.hi,
+        "passed": state.verdict.startswith("passes"),
+        "declared": state.decided and not state.verdict.startswith("no difference"),
+        "halfwidth": (state.hi - state.lo) / 2,
+        "max_task_trials": float(n.max()),
+    }
+
+
+def fixed_trials(name: str, tasks: int, k: int, target: float, seed: int) -> int:
+    """Trials per task of the fixed design plan() recommends: the fewest whose predicted these-tasks
+    half-width is at most ``target`` (NaN-free: capped at 64k)."""
+    rng = np.random.default_rng([seed, tasks, k, 99])
+    p = prior(name).draw(rng, (tasks,))
+    passed = rng.random((tasks, PILOT_TRIALS)) < p[:, None]
+    pilot = pd.DataFrame({"task": np.repeat(np.arange(tasks), PILOT_TRIALS), "passed": passed.ravel()})
+    pilot["outcome"] = np.where(pilot["passed"], "pass", "wrong_state")
+    grid = [k * m for m in range(1, 65)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = plan(pilot, k=k, tasks=[tasks], trials=grid, n_sim=4000, seed=seed)
+    ok = out[out["halfwidth_these"] <= target]
+    return int(ok["trials_per_task"].iloc[0]) if len(ok) else grid[-1]
+
+
+def cell(args: tuple[str, str, int, int, float, int, int, int]) -> dict[str, object]:
+    name, kind, tasks, k, h, reps, seed, size = args
+    pri = prior(name)
+    rng = np.random.default_rng(
+        [seed, TRUTHS.index(name), ("precision", "gate-below", "gate-above", "compare").index(kind), k]
+    )
+    # the question's scale for the fixed design needs the truth: use the population value
+    theta_pop = pri.moment(k, tasks)
+    if kind == "precision":
+        per_task = fixed_trials(name, tasks, k, h, seed)
+        fixed = tasks * per_task
+    elif kind.startswith("gate"):
+        gap = min(0.05, (1 - theta_pop) / 2) if kind == "gate-below" else 0.10
+        per_task = fixed_trials(name, tasks, k, gap, seed)
+        fixed = tasks * per_task
+    else:
+        per_task = fixed_trials(name, tasks, k, h / math.sqrt(2), seed)
+        fixed = 2 * tasks * per_task
+    rows = []
+    for _ in range(reps):
+        p = pri.draw(rng, (tasks,))
+        theta = float(np.mean(p**k))
+        if kind == "precision":
+            q = Question(kind="precision", k=k, precision=h)
+            out = simulate(p, np.full(tasks, 1 / tasks), q, CAP * fixed, rng, theta, size)
+        elif kind.startswith("gate"):
+            m = theta + min(0.05, (1 - theta) / 2) if kind == "gate-below" else theta - 0.10
+            if not 0 < m < 1:
+                continue
+            q = Question(kind="gate", k=k, gate=round(m, 6))
+            out = simulate(p, np.full(tasks, 1 / tasks), q, CAP * fixed, rng, theta, size)
+        else:
+            q = Question(kind="compare", k=k, on="arm", a="a", b="b", precision=h)
+            w = np.r_[np.full(tasks, -1 / tasks), np.full(tasks, 1 / tasks)]
+            out = simulate(np.r_[p, p], w, q, CAP * fixed, rng, 0.0, size)
+        rows.append(out)
+    df = pd.DataFrame(rows)
+    return {
+        "truth": name,
+        "question": kind,
+        "k": k,
+        "T": tasks,
+        "reps": len(df),
+        "E[p^k]": theta_pop,
+        "fixed n": per_task,
+        "fixed trials": fixed,
+        "mean trials": df["trials"].mean(),
+        "ratio": df["trials"].mean() / fixed,
+        "p90 trials": df["trials"].quantile(0.9),
+        "decided": df["decided"].mean(),
+        "missed any look": df["missed"].mean(),
+        "missed final": df["final_missed"].mean(),
+        "gate passed": df["passed"].mean(),
+        "difference declared": df["declared"].mean(),
+        "mean halfwidth": df["halfwidth"].mean(),
+        "mean rounds": df["rounds"].mean(),
+        "max trials of a task": df["max_task_trials"].mean(),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--reps", type=int, default=200, help="replications per cell")
+    parser.add_argument("--tasks", type=int, default=10)
+    parser.add_argument("--ks", type=int, nargs="+", default=[2])
+    parser.add_argument("--precision", type=float, default=0.1, help="H of precision= and compare=")
+    parser.add_argument(
+        "--questions", nargs="+", default=["precision", "gate-below", "gate-above", "compare"]
+    )
+    parser.add_argument("--truths", nargs="+", type=int, default=list(range(len(TRUTHS))), help="indices")
+    parser.add_argument("--round", type=int, default=2, help="a round's trials: this × k per cell")
+    parser.add_argument("--skip", nargs="*", default=[], help="cells to leave out, as TRUTH_INDEX:QUESTION")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=2026)
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    jobs = [
+        (TRUTHS[i], kind, args.tasks, k, args.precision, args.reps, args.seed, args.round)
+        for i in args.truths
+        for kind in args.questions
+        for k in args.ks
+        if f"{i}:{kind}" not in args.skip
+    ]
+    rows: list[dict[str, object]] = []
+    with ProcessPoolExecutor(args.workers) as pool:
+        for row in pool.map(cell, jobs):
+            if not rows:
+                print(" | ".join(row), flush=True)
+            rows.append(row)
+            print(
+                " | ".join(f"{v:.3f}" if isinstance(v, float) else str(v) for v in row.values()), flush=True
+            )
+    table = pd.DataFrame(rows)
+    pd.set_option("display.width", 250)
+    pd.set_option("display.max_columns", 30)
+    print()
+    print(
+        f"T = {args.tasks} tasks, H = {args.precision}, {args.reps} replications per cell, "
+        f"rounds of {args.round} × k trials per cell, "
+        "95 % at every look, "
+        f"seed {args.seed}\n"
+    )
+    print(table.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    print(f"\n{time.perf_counter() - start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

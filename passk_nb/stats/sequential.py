@@ -1,0 +1,844 @@
+"""Run until decided: anytime-valid intervals for pass^k, a stopping rule and a trial allocator.
+
+The fixed-n intervals of :func:`~passk_nb.stats.summary.summarize` and
+:func:`~passk_nb.stats.paired.compare` hold for a sample size fixed in advance: stopping when one
+of them first looks good enough inflates its error rate. The intervals here hold *at every look*,
+however the trials were allocated and whenever the run stops, so a run may spend trials only
+where the answer is still open and stop as soon as it is known.
+
+What is bounded
+---------------
+A configuration's tasks t = 1..T have success probabilities p_t; the question is about these
+tasks, re-rolled: θ = (1/T) Σ_t p_t^k (pass^k of the suite; its unbiased fixed-n estimate is the
+mean of C(c_t, k)/C(n_t, k)). A comparison bounds θ_B − θ_A over the tasks both arms ran. "New
+tasks like these" cannot be bought with trials (the spread between tasks does not shrink with
+more trials of the same tasks), so a sequential question is always about these tasks.
+
+The construction: one confidence region for all the tasks' p, from two kinds of e-process
+-------------------------------------------------------------------------------------------
+Per task, Robbins' conjugate mixture (Howard et al. 2021, "Time-uniform, nonparametric,
+nonasymptotic confidence sequences", §3): for a task with c successes in n trials and a candidate p,
+
+    M_t(p) = [¼·1{c = n} + ¼·1{c = 0} + ½·B(c + ½, n − c + ½) / B(½, ½)] / [p^c (1 − p)^(n − c)],
+
+the likelihood of its trials under a mixture over the success rate (¼ always pass, ¼ never, ½
+Jeffreys Beta(½, ½); the atoms make tasks that always pass or always fail cheap to pin down)
+divided by their likelihood under p. Across tasks, exponential tilts shared by all trials (the
+sub-Bernoulli supermartingales of Howard et al., made exact for Bernoulli trials): for λ in a grid
+Λ of J values,
+
+    E_λ(p) = Π_t exp(λ s_t c_t) / (1 − p_t + p_t e^{λ s_t})^{n_t},
+
+with s_t = ±1 the sign of the task's weight in the statistic (one family of J for the lower
+bound, the opposite signs for the upper). The region at level 1 − α is
+
+    R = {p ∈ [0, 1]^T : Σ_t log M_t(p_t) < log(2/α) and log E_λ(p) < log(4J/α) for every λ of both
+    families},
+
+and the interval of a statistic Σ_t w_t p_t^k (w_t = 1/T for a suite, +1/T for arm b's tasks
+and −1/T for arm a's in a comparison) is its smallest and largest value over R (:func:`bound`).
+The product term pins tasks one by one (each pays its own mixture regret, about ½ log n for a
+flaky task and log 4 for one that always passed); the tilts pool the trials of all tasks, so the
+interval also shrinks with the total number of trials as a fixed-n interval does, at the price of
+a log(4J/α) where a fixed-n interval pays z²/2.
+
+Validity at every look, proved. Order all trials as they are decided on: before each trial the
+task it runs, I_j, is fixed by what was seen before (the allocator looks at completed rounds
+only), and its outcome X_j is Bernoulli(p_{I_j}) independently of everything before it (trials of
+one agent are independent given the task; infrastructure errors are dropped, assumed unrelated to
+the outcome, as everywhere in passk-nb). At the true p, each of Π_t M_t(p_t) and the 2J processes
+E_λ(p) is then a nonnegative martingale starting at 1: a trial of task t multiplies the first by
+P_mix(X_j | t's earlier trials) / P_{p_t}(X_j) and E_λ by e^{λ s_t X_j} / E[e^{λ s_t X_j}], both
+of conditional expectation 1 whatever I_j was. By Ville's inequality the first reaches 2/α with
+probability at most α/2, and each E_λ reaches 4J/α with probability at most α/(4J); by the union
+bound, with probability at least 1 − α none ever does, i.e. the true p lies in R at every look
+at once. So the interval (both ends together, and any statistic of p) covers at every look,
+whatever the allocation and whenever the run stops. The counts suffice: all these processes
+depend on the trials only through (n_t, c_t). Two rules keep the argument true in a runner: look
+at completed rounds only (within a round failures may finish earlier than passes, and a look at
+whatever finished first would select on the outcome), and never drop or re-run a trial because of
+its outcome.
+
+Computing the bounds. For any λ of the family and any μ_tilt, μ_prod ≥ 0, Σ_t min_p [w_t p^k +
+μ_tilt log E_λ,t(p) + μ_prod log M_t(p)] − μ_tilt log(4J/α) − μ_prod log(2/α) is at most the
+minimum over R (weak duality: on R the added terms are negative), so every value :func:`bound`
+tries is a valid bound and it reports the largest. Each task's term is minimised on a logit grid
+and refined by golden section (checked by simulation in ``tests/stats/test_sequential.py`` and
+``benchmarks/sequential_validation.py``). No interval is ever zero wide: at the tasks' c/n every
+log M_t is negative and every log E_λ ≤ 0 (Jensen), strictly inside both budgets, so R holds a
+neighbourhood of c/n.
+
+The price of validity at every look is measured by ``benchmarks/sequential_validation.py``
+against the fixed design :func:`passk_nb.plan` recommends (mean trials spent and error rates).
+
+What stays unbiased after an adaptive run
+-----------------------------------------
+The per-task estimate C(c, k)/C(n, k) is unbiased given n only when n did not depend on that
+task's own outcomes. The allocator gives more trials to tasks that look flaky, so after an
+adaptive run a task's n_t depends on its first trials and its estimate (and the suite's mean of
+them, as :func:`summarize` reports it) can be biased; the estimate over each task's first-round
+trials (a number fixed before any look) stays unbiased, and the anytime-valid interval of
+:func:`decide` is the one to report. Records keep the round of each trial, so either can be
+recomputed.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+from scipy.special import betaln, expit
+
+from passk_nb.stats.checks import COUNTED_OUTCOMES, check_k
+from passk_nb.stats.counts import counts, is_counts_table
+from passk_nb.stats.estimators import pass_hat_k
+from passk_nb.stats.params import CI, INFRA
+
+#: The kinds of question :class:`Question` states.
+KINDS: tuple[str, ...] = ("precision", "compare", "gate")
+#: Keys a question string may carry.
+_KEYS: tuple[str, ...] = ("precision", "compare", "gate", "k", "ci")
+#: Weights of the per-task mixture: always pass, never pass, Jeffreys Beta(½, ½).
+_W_ALWAYS, _W_NEVER, _W_BETA = 0.25, 0.25, 0.5
+#: The logit grid each cell's term is minimised on (the endpoints 0 and 1 included).
+_GRID = np.concatenate([[0.0], expit(np.linspace(-18.0, 18.0, 399)), [1.0]])
+#: The tilts λ of the shared e-processes, J per side (2 down to 1/32).
+_LAMBDAS = 2.0 ** (1 - np.arange(7))
+#: Shares of the tilt in the combined multiplier (μ_tilt, μ_prod) = s·(share, 1 − share) tried.
+_SHARES = np.array([0.05, 0.3, 0.7, 0.9, 0.98])
+#: Every how many grid points the multipliers are searched on (the final minimisation uses all).
+_COARSE = 2
+#: Gains at or below this are no gain: the allocation then spreads evenly.
+_FLAT = 1e-12
+#: Range of the dual multiplier μ searched (log scale) and the golden-section steps.
+_LOG_MU = (-12.0, 12.0)
+_STEPS = 20
+#: Columns of a counts table that are counts, not group keys.
+_COUNT_COLUMNS = frozenset({"task", "n", "c", "n_infra", *(f"n_{o}" for o in COUNTED_OUTCOMES)})
+
+
+@dataclass(frozen=True)
+class Question:
+    """The question a run answers, stated up front; parse one with :meth:`Question.parse`.
+
+    - ``kind="precision"``: pass^k of each configuration to ± ``precision`` (these tasks);
+    - ``kind="compare"``: is pass^k of arm ``b`` (a value of column ``on``) different from arm
+      ``a``'s, paired by task; decided when the interval of b − a excludes 0, or, with
+      ``precision``, when it is known to ± ``precision``;
+    - ``kind="gate"``: is pass^k at least ``gate``: decided when the interval is above it (passes)
+      or below it (fails).
+
+    ``k`` is k of pass^k, ``ci`` the level that holds at every look.
+
+    >>> Question.parse("gate=0.8 k=2")
+    Question(kind='gate', k=2, ci=0.95, precision=None, gate=0.8, on=None, a=None, b=None)
+    >>> q = Question.parse("compare=prompt_name:default,strict; precision=0.1")
+    >>> q.kind, q.on, q.a, q.b, q.precision
+    ('compare', 'prompt_name', 'default', 'strict', 0.1)
+    """
+
+    kind: str
+    k: int = 1
+    ci: float = CI
+    precision: float | None = None
+    gate: float | None = None
+    on: str | None = None
+    a: str | None = None
+    b: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"a question's kind is one of {list(KINDS)}; got kind={self.kind!r}")
+        check_k(self.k)
+        if not 0 < self.ci < 1:
+            raise ValueError(f"ci must be between 0 and 1 (e.g. 0.95); got ci={self.ci}")
+        if self.precision is not None and not 0 < self.precision <= 0.5:
+            raise ValueError(
+                f"precision is the half-width to reach, between 0 and 0.5 (e.g. 0.05); got {self.precision}"
+            )
+        if self.kind == "precision" and self.precision is None:
+            raise ValueError("a precision question needs the half-width: precision=0.05")
+        if self.kind == "gate" and (self.gate is None or not 0 < self.gate < 1):
+            raise ValueError(f"a gate needs a threshold strictly between 0 and 1 (gate=0.8); got {self.gate}")
+        if self.kind == "compare":
+            if not (self.on and self.a and self.b):
+                raise ValueError("a comparison names a column and two of its values: compare=prompt_name:a,b")
+            if self.a == self.b:
+                raise ValueError(f"a comparison needs two different arms; both are {self.a!r}")
+
+    @classmethod
+    def parse(cls, text: str) -> Question:
+        """A question from its string: ``key=value`` items separated by spaces or ``;``.
+
+        Keys: ``precision=H`` (half-width), ``compare=COLUMN:A,B`` (B against A, paired by task;
+        with ``precision=`` also decided when the difference is known to ± H), ``gate=M`` (is
+        pass^k above M), ``k=K`` (default 1), ``ci=LEVEL`` (default 0.95).
+
+        >>> Question.parse("precision=0.05 k=4 ci=0.9")
+        Question(kind='precision', k=4, ci=0.9, precision=0.05, gate=None, on=None, a=None, b=None)
+        >>> Question.parse("gate=high")
+        Traceback (most recent call last):
+        ...
+        ValueError: gate=high: gate is a number (e.g. gate=0.8)
+        """
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(
+                "a question is a string such as 'precision=0.05', 'compare=prompt_name:a,b' or 'gate=0.8'"
+            )
+        items: dict[str, str] = {}
+        for item in re.split(r"[\s;]+", text.strip()):
+            key, sep, value = item.partition("=")
+            if not sep or not value:
+                raise ValueError(f"{item!r} in question {text!r} is not key=value (e.g. precision=0.05)")
+            if key not in _KEYS:
+                raise ValueError(f"unknown key {key!r} in question {text!r}; the keys are {list(_KEYS)}")
+            if key in items:
+                raise ValueError(f"question {text!r} gives {key}= twice")
+            items[key] = value
+        kinds = [kind for kind in ("compare", "gate") if kind in items]
+        if len(kinds) > 1:
+            raise ValueError(f"question {text!r} asks two things (compare= and gate=); ask one per run")
+        if not kinds and "precision" not in items:
+            raise ValueError(f"question {text!r} asks nothing: give precision=, compare= or gate=")
+        fields: dict[str, object] = {"kind": kinds[0] if kinds else "precision"}
+        for key in ("precision", "gate", "ci"):
+            if key in items:
+                fields[key] = _number(key, items[key], float)
+        if "k" in items:
+            fields["k"] = _number("k", items["k"], int)
+        if "compare" in items:
+            column, sep, arms = items["compare"].partition(":")
+            values = arms.split(",")
+            if not sep or not column or len(values) != 2 or not all(values):
+                raise ValueError(
+                    f"compare={items['compare']}: name a column and two of its values, "
+                    "compare=COLUMN:A,B (e.g. compare=prompt_name:default,strict)"
+                )
+            fields.update(on=column, a=values[0], b=values[1])
+        return cls(**fields)  # type: ignore[arg-type]
+
+    def __str__(self) -> str:
+        if self.kind == "precision":
+            text = f"pass^{self.k} to ± {self.precision:g}"
+        elif self.kind == "gate":
+            text = f"pass^{self.k} ≥ {self.gate:g}"
+        else:
+            text = f"pass^{self.k} of {self.on}={self.b} against {self.a}"
+        if self.kind == "compare" and self.precision is not None:
+            text += f" (or known to ± {self.precision:g})"
+        return f"{text}, {self.ci:.0%} at every look"
+
+
+def _number(key: str, value: str, kind: type) -> float | int:
+    try:
+        return kind(value)
+    except ValueError:
+        raise ValueError(
+            f"{key}={value}: {key} is {'a whole number' if kind is int else 'a number'} "
+            f"(e.g. {key}={ {'k': 2, 'ci': 0.95, 'gate': 0.8}.get(key, 0.05) })"
+        ) from None
+
+
+def as_question(question: Question | str) -> Question:
+    """``question`` as a :class:`Question` (a string is parsed)."""
+    return question if isinstance(question, Question) else Question.parse(question)
+
+
+def log_mixture(n: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """log of the mixture likelihood of each task's trial sequence (the numerator of M_t).
+
+    >>> log_mixture(np.array([0, 2]), np.array([0, 2])).round(4).tolist()  # n = 0: likelihood 1
+    [0.0, -0.8267]
+    >>> bool(np.isfinite(log_mixture(np.array([5000]), np.array([2500]))[0]))  # no underflow
+    True
+    """
+    n, c = np.asarray(n, dtype=float), np.asarray(c, dtype=float)
+    log_beta = math.log(_W_BETA) + betaln(c + 0.5, n - c + 0.5) - betaln(0.5, 0.5)
+    log_always = np.where(c == n, math.log(_W_ALWAYS), -np.inf)
+    log_never = np.where(c == 0, math.log(_W_NEVER), -np.inf)
+    return np.logaddexp(np.logaddexp(log_always, log_never), log_beta)  # in logs: no underflow at large n
+
+
+def _log_m(p: np.ndarray, n: np.ndarray, c: np.ndarray, mix: np.ndarray) -> np.ndarray:
+    """log M_t(p) for cells at points p (broadcast); +inf where p's likelihood is 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ll = np.where(c > 0, c * np.log(p), 0.0) + np.where(n - c > 0, (n - c) * np.log1p(-p), 0.0)
+    return mix - ll
+
+
+def _tilt(p: np.ndarray, lam: np.ndarray, n: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """log E_λ(p) of a cell: Σ over its trials of λX − log(1 − p + p·e^λ) (λ signed per cell)."""
+    return lam * c - n * np.log1p(p * np.expm1(lam))
+
+
+@dataclass(frozen=True)
+class Dual:
+    """The dual certificate of one bound: the tilt λ, the multipliers μ of the tilt and of the
+    product constraint, and the cells' minimising p."""
+
+    lam: float
+    mu_tilt: float
+    mu_prod: float
+    p: np.ndarray
+
+    def terms(
+        self,
+        w: np.ndarray,
+        k: int,
+        n: np.ndarray,
+        c: np.ndarray,
+        p: np.ndarray,
+        mix: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Each cell's term w p^k + μ_tilt log E_λ(p) + μ_prod log M(p) at p (``mix``: the cells'
+        :func:`log_mixture`, when already computed)."""
+        lam = self.lam * np.sign(w)
+        mix = log_mixture(n, c) if mix is None else mix
+        out = w * p**k + self.mu_prod * _log_m(p, n, c, mix)
+        return out + self.mu_tilt * _tilt(p, lam, n, c) if self.mu_tilt > 0 else out
+
+
+def _golden(
+    f: Callable[[np.ndarray], np.ndarray], size: int, steps: int = _STEPS
+) -> tuple[np.ndarray, np.ndarray]:
+    """Maximise ``size`` concave functions of log μ at once (``f`` maps an array of log μ to the
+    values) by golden section on ``_LOG_MU``: (argmax, max)."""
+    lo, hi = np.full(size, _LOG_MU[0]), np.full(size, _LOG_MU[1])
+    ratio = (math.sqrt(5) - 1) / 2
+    x1, x2 = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
+    f1, f2 = f(x1), f(x2)
+    for _ in range(steps):
+        right = f1 < f2  # the maximum is right of x1
+        lo, hi = np.where(right, x1, lo), np.where(right, hi, x2)
+        x1_new = np.where(right, x2, hi - ratio * (hi - lo))
+        x2_new = np.where(right, lo + ratio * (hi - lo), x1)
+        fresh = f(np.where(right, x2_new, x1_new))
+        f1, f2 = np.where(right, f2, fresh), np.where(right, fresh, f1)
+        x1, x2 = x1_new, x2_new
+    return np.where(f1 >= f2, x1, x2), np.maximum(f1, f2)
+
+
+def bound(n: np.ndarray, c: np.ndarray, w: np.ndarray, k: int, ci: float) -> tuple[float, Dual]:
+    """The smallest value of Σ_t w_t p_t^k over the region R (see the module) and the dual
+    certificate that proves it.
+
+    For a tilt λ of the grid and any μ_tilt, μ_prod ≥ 0, Σ_t min_p [w_t p^k + μ_tilt·log E_λ,t(p)
+    + μ_prod·log M_t(p)] − μ_tilt·log(4J/α) − μ_prod·log(2/α) is at most the minimum over R
+    (weak duality); the bound is the largest such value found (μ_prod alone first, then for the
+    tilts nearest the one that fits the cells' spread, both multipliers by alternating golden
+    sections on log μ: the dual is concave in them), each cell's term minimised on a logit grid
+    and refined by golden section around the best point.
+
+    >>> lo, _ = bound(np.array([20]), np.array([20]), np.array([1.0]), 1, 0.95)
+    >>> round(lo, 3)  # 20 of 20: p ≥ 0.785 at every look, 95 %
+    0.785
+    """
+    n, c, w = (np.asarray(x, dtype=float) for x in (n, c, w))
+    alpha = 1 - ci
+    mix = log_mixture(n, c)
+    b_prod, b_tilt = math.log(2 / alpha), math.log(4 * _LAMBDAS.size / alpha)
+    sign = np.sign(w)
+    objective = (w[:, None] * _GRID[None, :] ** k)[None]  # 1 × cells × grid
+    log_m = (mix[:, None] - _log_likelihood(n, c))[None]
+
+    lams = np.repeat(_candidate_tilts(n, c, b_tilt), _SHARES.size)
+    share = np.tile(_SHARES, lams.size // _SHARES.size)
+    lams, share = np.r_[0.0, lams], np.r_[0.0, share]  # first: the product constraint alone
+    coarse = slice(None, None, _COARSE)
+    tilt = _tilt(
+        _GRID[None, None, coarse],
+        lams[:, None, None] * sign[None, :, None],
+        n[None, :, None],
+        c[None, :, None],
+    )
+    mixed = share[:, None, None] * tilt + (1 - share)[:, None, None] * log_m[:, :, coarse]
+    mixed_budget = share * b_tilt + (1 - share) * b_prod
+
+    def along(x: np.ndarray) -> np.ndarray:
+        """The dual along each ray (μ_tilt, μ_prod) = e^x·(share, 1 − share)."""
+        scale = np.exp(x)
+        h = objective[:, :, coarse] + scale[:, None, None] * mixed
+        return h.min(axis=2).sum(axis=1) - scale * mixed_budget
+
+    x_ray, values = _golden(along, lams.size)
+    j = int(np.argmax(values))
+    scale = math.exp(x_ray[j])
+    best = Dual(float(lams[j]), scale * float(share[j]), scale * (1 - float(share[j])), np.empty(0))
+    p = _minimisers(best, w, k, n, c)
+    value = float(best.terms(w, k, n, c, p).sum() - best.mu_tilt * b_tilt - best.mu_prod * b_prod)
+    return value, Dual(best.lam, best.mu_tilt, best.mu_prod, p)
+
+
+def _candidate_tilts(n: np.ndarray, c: np.ndarray, budget: float) -> np.ndarray:
+    """The tilts of the grid worth trying: the three nearest (on log scale) to √(2·log(4J/α) / Σ
+    n·p̂(1 − p̂)), the tilt that would be best for a sub-Gaussian sum of the cells' trials (any
+    choice is valid: every tilt of the grid is in the union)."""
+    spread = float(np.sum(c * (n - c) / np.maximum(n, 1))) + 1.0
+    target = math.sqrt(2 * budget / spread)
+    nearest = int(np.argmin(np.abs(np.log(_LAMBDAS) - math.log(target))))
+    return _LAMBDAS[max(0, nearest - 1) : nearest + 2]
+
+
+#: log p and log(1 − p) on the grid (−inf at the ends).
+with np.errstate(divide="ignore"):
+    _LOG_P, _LOG_Q = np.log(_GRID), np.log1p(-_GRID)
+
+
+def _log_likelihood(n: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """log p^c (1 − p)^(n − c) of each cell (rows) on the grid (columns); 0·log 0 = 0."""
+    c_, f_ = c[:, None], (n - c)[:, None]
+    with np.errstate(invalid="ignore"):
+        return np.where(c_ > 0, c_ * _LOG_P, 0.0) + np.where(f_ > 0, f_ * _LOG_Q, 0.0)
+
+
+def _minimisers(dual: Dual, w: np.ndarray, k: int, n: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Each cell's argmin over p of its dual term: best grid point, then golden section between
+    its neighbours (never worse than the grid point)."""
+    mix = log_mixture(n, c)
+    values = dual.terms(w[:, None], k, n[:, None], c[:, None], _GRID[None, :], mix[:, None])
+    best = values.argmin(axis=1)
+    rows = np.arange(n.size)
+    a = _GRID[np.maximum(best - 1, 0)]
+    b = _GRID[np.minimum(best + 1, _GRID.size - 1)]
+    ratio = (math.sqrt(5) - 1) / 2
+    x1, x2 = b - ratio * (b - a), a + ratio * (b - a)
+    f1, f2 = dual.terms(w, k, n, c, x1, mix), dual.terms(w, k, n, c, x2, mix)
+    for _ in range(24):
+        left = f1 < f2  # the minimum is left of x2
+        a, b = np.where(left, a, x1), np.where(left, x2, b)
+        x1_new = np.where(left, b - ratio * (b - a), x2)
+        x2_new = np.where(left, x1, a + ratio * (b - a))
+        fresh = dual.terms(w, k, n, c, np.where(left, x1_new, x2_new), mix)
+        f1, f2 = np.where(left, fresh, f2), np.where(left, f1, fresh)
+        x1, x2 = x1_new, x2_new
+    refined = np.where(f1 < f2, x1, x2)
+    better = np.minimum(f1, f2) < values[rows, best]
+    return np.where(better, refined, _GRID[best])
+
+
+def interval(n: np.ndarray, c: np.ndarray, w: np.ndarray, k: int, ci: float) -> tuple[float, float]:
+    """The anytime-valid ``ci`` interval of Σ_t w_t p_t^k from counts (n_t, c_t): both ends from
+    the one region R, so they hold together at every look.
+
+    >>> lo, hi = interval(np.array([8, 8]), np.array([8, 4]), np.array([0.5, 0.5]), 1, 0.95)
+    >>> 0 < lo < 0.75 < hi <= 1
+    True
+    """
+    lo, hi, _, _ = _interval(
+        np.asarray(n, dtype=float), np.asarray(c, dtype=float), np.asarray(w, dtype=float), k, ci
+    )
+    return lo, hi
+
+
+def _interval(
+    n: np.ndarray, c: np.ndarray, w: np.ndarray, k: int, ci: float
+) -> tuple[float, float, Dual, Dual]:
+    """(lo, hi, the lower bound's certificate, the upper bound's)."""
+    lo, dual_lo = bound(n, c, w, k, ci)
+    neg, dual_hi = bound(n, c, -w, k, ci)
+    total = float(np.sum(np.maximum(w, 0)))
+    floor = -float(np.sum(np.maximum(-w, 0)))
+    return max(lo, floor), min(-neg, total), dual_lo, dual_hi
+
+
+@dataclass(frozen=True)
+class Status:
+    """Where one configuration's question stands (the numbers of a row of :func:`decide`), with
+    the certificates of its bounds."""
+
+    estimate: float
+    lo: float
+    hi: float
+    decided: bool
+    verdict: str
+    dual_lo: Dual
+    dual_hi: Dual
+
+
+def status(n: np.ndarray, c: np.ndarray, w: np.ndarray, question: Question | str) -> Status:
+    """The state of ``question`` for cells with counts ``n``, ``c`` and weights ``w`` (1/T per
+    task of a suite; +1/T for arm b's and −1/T for arm a's tasks of a comparison): the numbers
+    behind :func:`decide`, on arrays.
+
+    >>> s = status(np.array([30, 30]), np.array([30, 29]), np.array([0.5, 0.5]), "gate=0.7")
+    >>> s.decided, round(s.lo, 3)
+    (True, 0.85)
+    """
+    q = as_question(question)
+    n, c, w = (np.asarray(x, dtype=float) for x in (n, c, w))
+    lo, hi, dual_lo, dual_hi = _interval(n, c, w, q.k, q.ci)
+    estimate = (
+        math.nan if np.any(n < q.k) else float(np.sum(w * np.asarray(pass_hat_k(n, c, q.k), dtype=float)))
+    )
+    decided, verdict = _verdict(q, estimate, lo, hi)
+    return Status(estimate, lo, hi, decided, verdict, dual_lo, dual_hi)
+
+
+def gains(
+    n: np.ndarray, c: np.ndarray, w: np.ndarray, question: Question | str, state: Status, step: int
+) -> np.ndarray:
+    """Per cell, the expected movement per trial of the bounds that decide ``question`` from
+    ``step`` more trials of it (the allocator's score; see :func:`allocate`); +inf for cells with
+    fewer than k trials. While no cell moves the bounds (they are still at their trivial ends),
+    every cell gets the same small gain, so that the round is spread evenly.
+
+    >>> n, c, w = np.array([20, 20, 20]), np.array([20, 10, 0]), np.full(3, 1 / 3)
+    >>> g = gains(n, c, w, "precision=0.05", status(n, c, w, "precision=0.05"), 1)
+    >>> int(g.argmax())  # the flaky task moves the interval most
+    1
+    """
+    q = as_question(question)
+    n, c, w = (np.asarray(x, dtype=float) for x in (n, c, w))
+    total = np.zeros(n.size)
+    for sign in _sides(q, state):
+        total += _gains(n, c, sign * w, q.k, state.dual_lo if sign > 0 else state.dual_hi, step)
+    if not np.any(total > _FLAT):
+        # the bounds are still at their trivial ends (few trials: the best multipliers are ~0 and
+        # no single cell moves them): every cell alike, spread evenly by :func:`spread`
+        total = np.full(n.size, _FLAT * step)
+    return np.where(n < q.k, np.inf, total / step)
+
+
+def _gains(n: np.ndarray, c: np.ndarray, w: np.ndarray, k: int, dual: Dual, step: int) -> np.ndarray:
+    """Expected rise of each cell's term of the dual bound after ``step`` more trials at the same
+    λ and μ (a rise the bound gets at least, since any λ, μ give a valid bound), the outcomes
+    drawn from the task's Jeffreys posterior predictive."""
+
+    def term(n_: np.ndarray, c_: np.ndarray) -> np.ndarray:
+        return dual.terms(w, k, n_, c_, _minimisers(dual, w, k, n_, c_))
+
+    now = term(n, c)
+    later = np.zeros_like(now)
+    for extra in range(step + 1):
+        later += sps.betabinom.pmf(extra, step, c + 0.5, n - c + 0.5) * term(n + step, c + extra)
+    return np.maximum(later - now, 0.0)
+
+
+def _table(df: pd.DataFrame | str | os.PathLike[str], infra: str) -> pd.DataFrame:
+    if isinstance(df, str | os.PathLike) or not is_counts_table(df):
+        return counts(df, infra=infra)
+    return df
+
+
+def _keys(table: pd.DataFrame, exclude: Sequence[str] = ()) -> list[str]:
+    return [col for col in table.columns if col not in _COUNT_COLUMNS and col not in exclude]
+
+
+@dataclass(frozen=True)
+class _Cells:
+    """The (configuration, task) cells of one question's statistic, with their weights."""
+
+    group: pd.DataFrame  # one row per (group, cell): the key columns, task, n, c, w
+    keys: list[str]
+
+
+def _cells(table: pd.DataFrame, q: Question) -> _Cells:
+    for col in ("task", "n", "c"):
+        if col not in table.columns:
+            raise ValueError(f"a counts table needs columns task, n and c; it lacks {col!r}")
+    if q.kind != "compare":
+        keys = _keys(table)
+        sizes = (
+            table.groupby(keys, dropna=False, observed=True)["task"].transform("size") if keys else len(table)
+        )
+        return _Cells(table.assign(w=1.0 / np.asarray(sizes, dtype=float)), keys)
+    assert q.on is not None
+    if q.on not in table.columns:
+        raise ValueError(
+            f"the comparison's column {q.on!r} is not in the counts; columns: {list(table.columns)}. "
+            f"Count with it: passk_nb.counts(df, by=[..., {q.on!r}])"
+        )
+    values = table[q.on].astype(str)
+    missing = [arm for arm in (q.a, q.b) if arm not in set(values)]
+    if missing:
+        raise ValueError(f"{q.on}={missing} not in the counts; values present: {sorted(set(values))}")
+    arms = table[values.isin([q.a, q.b])].assign(_arm=values[values.isin([q.a, q.b])])
+    in_a, in_b = arms[arms["_arm"] == q.a], arms[arms["_arm"] == q.b]
+    # as compare(): a column whose values never overlap between the arms (prompt_hash when
+    # comparing prompt names, run_id) names the arm again and is not a group
+    keys = [
+        col
+        for col in _keys(table, (q.on,))
+        if len(pd.Index(in_a[col].dropna().unique()).intersection(in_b[col].dropna().unique()))
+    ]
+    pair_keys = [*keys, "task"]
+    both = arms.groupby(pair_keys, dropna=False, observed=True)["_arm"].transform("nunique") == 2
+    dropped = arms.loc[~both, "task"].unique()
+    if len(dropped):
+        raise ValueError(
+            f"{len(dropped)} task(s) ran under only one arm (e.g. {dropped[0]!r}); a paired comparison "
+            "needs every task under both: run them, or drop them from the counts"
+        )
+    arms = arms[both]
+    sizes = arms.groupby(keys, dropna=False, observed=True)["task"].transform("nunique") if keys else None
+    t = np.asarray(sizes if sizes is not None else arms["task"].nunique(), dtype=float)
+    sign = np.where(arms["_arm"] == q.b, 1.0, -1.0)
+    return _Cells(arms.drop(columns="_arm").assign(w=sign / t), keys)
+
+
+def _groups(cells: _Cells) -> list[tuple[dict[str, object], pd.DataFrame]]:
+    if not cells.keys:
+        return [({}, cells.group)]
+    out = []
+    for key, part in cells.group.groupby(cells.keys, dropna=False, observed=True, sort=True):
+        key_ = key if isinstance(key, tuple) else (key,)
+        out.append((dict(zip(cells.keys, key_, strict=True)), part))
+    return out
+
+
+def _verdict(q: Question, estimate: float, lo: float, hi: float) -> tuple[bool, str]:
+    if q.kind == "gate":
+        assert q.gate is not None
+        if lo >= q.gate:
+            return True, f"passes: pass^{q.k} ≥ {lo:.3f} ≥ {q.gate:g}"
+        if hi < q.gate:
+            return True, f"fails: pass^{q.k} ≤ {hi:.3f} < {q.gate:g}"
+        return False, f"open: {lo:.3f} – {hi:.3f} contains {q.gate:g}"
+    if q.kind == "compare":
+        if lo > 0:
+            return True, f"{q.b} better than {q.a}: b − a in {lo:+.3f} – {hi:+.3f}"
+        if hi < 0:
+            return True, f"{q.b} worse than {q.a}: b − a in {lo:+.3f} – {hi:+.3f}"
+        if q.precision is not None and (hi - lo) / 2 <= q.precision:
+            return True, f"no difference beyond ± {q.precision:g}: b − a in {lo:+.3f} – {hi:+.3f}"
+        return False, f"open: b − a in {lo:+.3f} – {hi:+.3f} contains 0"
+    assert q.precision is not None
+    if (hi - lo) / 2 <= q.precision:
+        return True, f"known to ± {(hi - lo) / 2:.3f}: {lo:.3f} – {hi:.3f}"
+    return False, f"open: ± {(hi - lo) / 2:.3f} > {q.precision:g}"
+
+
+def decide(
+    df: pd.DataFrame | str | os.PathLike[str], question: Question | str, *, infra: str = INFRA
+) -> pd.DataFrame:
+    """Where the question stands: its anytime-valid interval and whether it is decided.
+
+    df: trial records, a counts table (:func:`passk_nb.counts`) or a folder of records. Every
+    column besides task and the counts is a group key: one row per configuration (for a
+    comparison, per group of the columns other than ``on``), each interval valid at every look
+    on its own.
+    question: a :class:`Question` or its string ("precision=0.05", "compare=prompt_name:a,b",
+    "gate=0.8", with k= and ci=).
+    infra: as in :func:`summarize` ("exclude" leaves infrastructure errors out of n).
+
+    Returns the key columns, ``question``, ``k``, ``n_tasks``, ``trials`` (usable), ``estimate``
+    (the mean unbiased per-task pass^k; NaN while a task has fewer than k trials; see the module
+    on its bias after adaptive allocation), ``lo``/``hi`` (the interval, valid at every look:
+    stopping on it keeps the level), ``decided`` and ``verdict``.
+
+    >>> import pandas as pd
+    >>> table = pd.DataFrame({"task": list("abcdefgh"), "n": 30, "c": [30] * 7 + [0]})
+    >>> row = decide(table, "gate=0.6").iloc[0]
+    >>> bool(row["decided"]), row["verdict"]
+    (True, 'passes: pass^1 ≥ 0.828 ≥ 0.6')
+    >>> row = decide(table, "precision=0.02").iloc[0]
+    >>> bool(row["decided"]), round(float(row["estimate"]), 3), round(float(row["hi"] - row["lo"]) / 2, 3)
+    (False, 0.875, 0.044)
+    """
+    q = as_question(question)
+    table = _table(df, infra)
+    if table.empty:
+        raise ValueError("no trials to decide on: the counts table is empty")
+    cells = _cells(table, q)
+    short = cells.group[cells.group["n"] < q.k]
+    if len(short):
+        names = ", ".join(f"{t} ({n})" for t, n in list(zip(short["task"], short["n"], strict=True))[:5])
+        raise ValueError(
+            f"k={q.k} needs {q.k} usable trials of every task; these have fewer: {names}. Run a first "
+            "round of k trials per task (allocate() tops them up), or lower k"
+        )
+    rows = []
+    for key, part in _groups(cells):
+        n, c, w = (part[col].to_numpy() for col in ("n", "c", "w"))
+        state = status(n, c, w, q)
+        rows.append(
+            {
+                **key,
+                "question": str(q),
+                "k": q.k,
+                "n_tasks": int(part["task"].nunique()),
+                "trials": int(n.sum()),
+                "estimate": state.estimate,
+                "lo": state.lo,
+                "hi": state.hi,
+                "decided": state.decided,
+                "verdict": state.verdict,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def allocate(
+    df: pd.DataFrame | str | os.PathLike[str],
+    question: Question | str,
+    *,
+    trials: int | None = None,
+    step: int | None = None,
+    infra: str = INFRA,
+) -> pd.DataFrame:
+    """Which (configuration, task) pairs get the next round's trials: where they move the open
+    questions' bounds most, in expectation.
+
+    df, question, infra: as in :func:`decide`.
+    trials: the round's trials (default: one step for every task of an open question, as many as
+    a round that ran them all, concentrated where they move the bounds most).
+    step: the unit of allocation (default k trials); a pair may get several steps in a round.
+
+    Each cell's gain is the expected rise of its term in the dual bound (:func:`bound`) after
+    ``step`` more trials, drawn from its Jeffreys posterior predictive (the rise the bound gets at
+    least). Which bound: both for a precision (the width), the lower for a gate whose estimate is
+    above the threshold and the upper otherwise, the one on the far side of 0 from the estimate
+    for a comparison (both with a precision). While any cell has fewer than k trials the
+    allocation only tops those up to k (a first round). A cell's j-th step is worth its first
+    step's gain discounted as its n grows (:func:`spread`). Returns
+    the key columns, ``task``, ``trials``, ``gain`` (per trial) and ``reason``, best first; empty
+    when every question is decided (the stopping rule: stop when it is empty, or the budget is
+    spent).
+
+    >>> import pandas as pd
+    >>> table = pd.DataFrame({"task": ["sure", "flaky", "never"], "n": 20, "c": [20, 10, 0]})
+    >>> allocate(table, "precision=0.05", trials=2, step=2)[["task", "trials"]].values.tolist()
+    [['flaky', 2]]
+    """
+    q = as_question(question)
+    step_ = q.k if step is None else step
+    if isinstance(step_, bool) or not isinstance(step_, int | np.integer) or step_ < 1:
+        raise ValueError(f"step must be a whole number of trials ≥ 1; got step={step!r}")
+    if trials is not None and (
+        isinstance(trials, bool) or not isinstance(trials, int | np.integer) or trials < 1
+    ):
+        raise ValueError(f"trials must be a whole number ≥ 1 (the round's trials); got trials={trials!r}")
+    table = _table(df, infra)
+    cells = _cells(table, q)
+    columns = [*cells.keys, "task", "trials", "gain", "reason"]
+    short = cells.group[cells.group["n"] < q.k]
+    if len(short):  # a first round: k trials of every task before any bound is read
+        top_up = (q.k - short["n"]).astype(int)
+        return short.assign(trials=top_up, gain=np.inf, reason=f"fewer than k={q.k} trials")[
+            columns
+        ].reset_index(drop=True)
+    chosen = []
+    open_cells = 0
+    for _, part in _groups(cells):
+        n, c, w = (part[col].to_numpy().astype(float) for col in ("n", "c", "w"))
+        state = status(n, c, w, q)
+        if state.decided:
+            continue
+        open_cells += len(part)
+        gain = gains(n, c, w, q, state, step_)
+        chosen.append(part[[*cells.keys, "task", "n"]].assign(gain=gain, reason=_REASONS[q.kind](state, q)))
+    if not chosen:
+        return pd.DataFrame(columns=columns)
+    budget = open_cells * step_ if trials is None else trials
+    pool = pd.concat(chosen, ignore_index=True)
+    steps = spread(pool["gain"].to_numpy(), pool["n"].to_numpy(), max(1, budget // step_), step_)
+    pool = pool.assign(trials=steps * step_)[steps > 0]
+    pool = pool.sort_values("gain", ascending=False, kind="stable")
+    return pool[columns].reset_index(drop=True)
+
+
+def spread(gain: np.ndarray, n: np.ndarray, steps: int, step: int) -> np.ndarray:
+    """How many steps of ``step`` trials each cell gets out of ``steps``: the largest marginal
+    gains, a cell's j-th step worth its first step's gain × (n / (n + (j − 1)·step))^1.5 (an
+    interval's end moves like n^−½ to n^−1, so its rate of change falls like n^−1.5 to n^−2).
+    Cells with no gain get nothing; a cell short of k trials (infinite gain) gets one step, first.
+
+    >>> spread(np.array([0.0, 1.0, 0.5]), np.array([10, 10, 10]), 4, 2).tolist()
+    [0, 3, 1]
+    >>> spread(np.array([np.inf, 1.0, 0.5]), np.array([0, 10, 10]), 4, 2).tolist()
+    [1, 3, 0]
+    """
+    gain, n = np.asarray(gain, dtype=float), np.maximum(np.asarray(n, dtype=float), 1.0)
+    j = np.arange(steps)[None, :]
+    short = np.isinf(gain)[:, None]
+    finite = np.where(np.isinf(gain), 0.0, gain)[:, None]
+    marginal = np.where(
+        short, np.where(j == 0, np.inf, -np.inf), finite * (n[:, None] / (n[:, None] + j * step)) ** 1.5
+    )
+    flat = np.where(np.isfinite(marginal) & (marginal <= 0), -np.inf, marginal).ravel()
+    order = np.argsort(-flat, kind="stable")[:steps]
+    order = order[flat[order] > -np.inf]
+    return np.bincount(order // steps, minlength=gain.size)
+
+
+def _sides(q: Question, state: Status) -> tuple[float, ...]:
+    """Signs of the weights whose bound the next trials should move: +1 the lower, −1 the upper."""
+    est = state.estimate if not math.isnan(state.estimate) else (state.lo + state.hi) / 2
+    if q.kind == "gate":
+        assert q.gate is not None
+        return (1.0,) if est >= q.gate else (-1.0,)
+    if q.kind == "compare" and q.precision is None:
+        return (1.0,) if est > 0 else (-1.0,)
+    return (1.0, -1.0)
+
+
+_REASONS = {
+    "precision": lambda s, q: f"narrow ± {(s.hi - s.lo) / 2:.3f} toward ± {q.precision:g}",
+    "gate": lambda s, q: f"settle {s.lo:.3f} – {s.hi:.3f} against {q.gate:g}",
+    "compare": lambda s, q: f"settle b − a in {s.lo:+.3f} – {s.hi:+.3f} against 0",
+}
+
+
+@dataclass(frozen=True)
+class Until:
+    """What a runner asks between rounds: the next round's allocation, or None to stop.
+
+    The object a runner's ``until=`` takes (the harness duck-types :meth:`next_round` and never
+    imports ``stats``): after every completed round it passes the records so far, runs the
+    allocation it gets back, and stops on None, when the question is decided or ``max_trials``
+    usable trials are spent (the round is cut to what is left of the budget).
+
+    question: a :class:`Question` or its string.
+    max_trials: the budget of usable trials over every cell (None: no budget).
+    step, trials: as in :func:`allocate` (the unit and the size of a round).
+
+    >>> import pandas as pd
+    >>> until = Until("gate=0.5", max_trials=100)
+    >>> table = pd.DataFrame({"task": ["a", "b"], "n": 30, "c": 30})
+    >>> until.next_round(table) is None, until.progress(table)
+    (True, 'passes: pass^1 ≥ 0.904 ≥ 0.5 after 60 trials')
+    >>> until.next_round(table.assign(n=1, c=1))[["task", "trials"]].values.tolist()
+    [['a', 1], ['b', 1]]
+    """
+
+    question: Question | str
+    max_trials: int | None = None
+    step: int | None = None
+    trials: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "question", as_question(self.question))
+        if self.max_trials is not None and (
+            isinstance(self.max_trials, bool) or not isinstance(self.max_trials, int) or self.max_trials < 1
+        ):
+            raise ValueError(f"max_trials must be a whole number ≥ 1 (or None); got {self.max_trials!r}")
+
+    def next_round(self, records: pd.DataFrame | str | os.PathLike[str]) -> pd.DataFrame | None:
+        """The next round's cells and trials (as :func:`allocate`), or None: decided or spent."""
+        table = _table(records, INFRA)
+        spent = int(table["n"].sum())
+        left = None if self.max_trials is None else self.max_trials - spent
+        if left is not None and left <= 0:
+            return None
+        allocation = allocate(table, self.question, trials=self.trials, step=self.step)
+        if allocation.empty:
+            return None
+        if left is not None and allocation["trials"].sum() > left:
+            kept = allocation["trials"].cumsum() <= left
+            allocation = allocation[kept] if kept.any() else allocation.head(1).assign(trials=left)
+        return allocation.reset_index(drop=True)
+
+    def progress(self, records: pd.DataFrame | str | os.PathLike[str]) -> str:
+        """One line for a progress display: where the question stands and the trials spent."""
+        table = _table(records, INFRA)
+        spent = int(table["n"].sum())
+        if (table["n"] < as_question(self.question).k).any():
+            return f"first round: {spent} trials"
+        rows = decide(table, self.question)
+        return "; ".join(rows["verdict"]) + f" after {spent} trials"

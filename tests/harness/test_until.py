@@ -1,0 +1,130 @@
+"""Runs that stop when their question is answered (``run(until=)``, ``passk run --until``): the
+rounds, the record columns that say why each trial ran, the budget, resuming, and bad input."""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import pandas as pd
+import pytest
+
+import passk_nb
+from passk_nb.cli.main import main
+
+
+class Rounds:
+    """A duck-typed until=: asks for the given rounds, then stops; keeps what it was shown."""
+
+    def __init__(self, *rounds: list[tuple[str, int]]):
+        self.rounds, self.seen = list(rounds), []
+
+    def next_round(self, records: pd.DataFrame) -> pd.DataFrame | None:
+        self.seen.append(len(records))
+        if not self.rounds:
+            return None
+        ask = self.rounds.pop(0)
+        return pd.DataFrame({"task": [t for t, _ in ask], "trials": [m for _, m in ask], "reason": "asked"})
+
+
+def test_rounds_continue_each_tasks_trials_and_say_why(tmp_path):
+    tasks = passk_nb.get_suite("orders").task_ids[:3]
+    until = Rounds([(tasks[0], 3)], [(tasks[1], 1), (tasks[0], 1)])
+    df = passk_nb.run("scripted", tasks=tasks, trials=2, out=tmp_path, progress=False, until=until)
+    assert until.seen == [6, 9, 11]  # asked after every completed round, with the records so far
+    trials = df.groupby("task")["trial"].apply(list).to_dict()
+    assert trials == {tasks[0]: [0, 1, 2, 3, 4, 5], tasks[1]: [0, 1, 2], tasks[2]: [0, 1]}
+    first = df[df["trial"] < 2]
+    assert (first["round"] == 0).all() and (first["allocation"] == "first round").all()
+    later = df[df["trial"] >= 2].sort_values(["round", "task", "trial"])
+    assert later["round"].tolist() == [1, 1, 1, 2, 2] and (later["allocation"] == "asked").all()
+
+
+def test_max_trials_cuts_the_last_round_and_a_rerun_resumes(tmp_path):
+    tasks = passk_nb.get_suite("orders").task_ids[:2]
+    until = Rounds([(tasks[0], 5)], [(tasks[1], 5)])
+    df = passk_nb.run(
+        "scripted", tasks=tasks, trials=1, out=tmp_path, progress=False, until=until, max_trials=5
+    )
+    assert len(df) == 5 and df.groupby("task").size().to_dict() == {tasks[0]: 4, tasks[1]: 1}
+    again = passk_nb.run(
+        "scripted",
+        tasks=tasks,
+        trials=1,
+        out=tmp_path,
+        progress=False,
+        until=Rounds([(tasks[1], 2)]),
+        max_trials=8,
+    )
+    assert len(again) == 7 and again["round"].max() == 2  # the stored rounds continue
+
+
+def test_a_gate_run_stops_once_the_anytime_interval_clears_the_threshold(tmp_path):
+    until = passk_nb.Until("gate=0.6 ci=0.9", max_trials=200)
+    df = passk_nb.run("scripted", trials=1, out=tmp_path, progress=False, until=until, max_trials=200)
+    verdict = passk_nb.decide(df, until.question).iloc[0]
+    assert verdict["decided"] and verdict["verdict"].startswith("passes") and len(df) < 200
+    earlier = df[df["round"] < df["round"].max()]
+    assert not passk_nb.decide(earlier, until.question)["decided"].iloc[
+        0
+    ]  # it stopped at the first round that did
+
+
+def test_summarize_says_when_records_come_from_an_adaptive_run(tmp_path):
+    until = passk_nb.Until("gate=0.6 ci=0.9", max_trials=200)
+    df = passk_nb.run("scripted", trials=1, out=tmp_path, progress=False, until=until)
+    with pytest.warns(UserWarning, match="adaptive run .* records\\[records\\['round'\\] == 0\\]"):
+        passk_nb.summarize(df, k=1, n_boot=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        passk_nb.summarize(df[df["round"] == 0], k=1, n_boot=0)  # the first round: a fixed design
+
+
+def test_until_needs_next_round_and_max_trials_needs_until(tmp_path):
+    with pytest.raises(TypeError, match="until must have a next_round"):
+        passk_nb.run("scripted", trials=1, out=tmp_path, progress=False, until="gate=0.8")
+    with pytest.raises(ValueError, match="max_trials caps a run .* give until= too"):
+        passk_nb.run("scripted", trials=1, out=tmp_path, progress=False, max_trials=10)
+
+
+def test_passk_run_until_prints_the_answer(tmp_path, capsys):
+    argv = [
+        "run",
+        "--provider",
+        "scripted",
+        "--trials",
+        "1",
+        "--k",
+        "1",
+        "--out",
+        str(tmp_path),
+        "--no-progress",
+    ]
+    assert main([*argv, "--until", "gate=0.6 ci=0.9", "--max-trials", "100"]) == 0
+    assert "pass^1 ≥ 0.6, 90% at every look: passes: pass^1 ≥" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--until", "compare=prompt_name:a,b"], "needs both arms run in rounds together"),
+        (["--until", "gate=2"], "--until: a gate needs a threshold strictly between 0 and 1"),
+        (["--until", "gate=0.8 k=3"], "the first round needs --trials ≥ 3"),
+        (["--max-trials", "9"], "--max-trials caps a run .* give --until too"),
+    ],
+)
+def test_passk_run_until_refuses_what_it_cannot_do(tmp_path, capsys, flags, message):
+    argv = [
+        "run",
+        "--provider",
+        "scripted",
+        "--trials",
+        "1",
+        "--k",
+        "1",
+        "--out",
+        str(tmp_path),
+        "--no-progress",
+    ]
+    assert main([*argv, *flags]) == 2
+    assert re.search(message, capsys.readouterr().err)

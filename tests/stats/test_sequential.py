@@ -1,0 +1,268 @@
+"""Run until decided (issue 32): the anytime-valid intervals hold at every look under optional
+stopping and adaptive allocation, the decisions keep their error rates, and bad input is refused.
+
+The simulations are small and seeded (the full tables: ``benchmarks/sequential_validation.py``).
+They run at a loose level (80 %) so that an invalid interval would miss often enough to be caught
+with few replications; :func:`test_the_check_catches_an_interval_that_is_not_anytime_valid` shows
+the same check failing a fixed-n Wald interval looked at after every round.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+from scipy.special import betaln
+
+import passk_nb
+from passk_nb.stats.sequential import Question, allocate, bound, decide, interval, status
+
+CI = 0.8
+ALPHA = 1 - CI
+T = 6
+LOOKS = 4
+
+
+def _shapes(rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Per-task success probabilities of the four truths of the issue (T tasks)."""
+    return {
+        "one flaky among certain": np.r_[np.ones(T - 1), 0.5],
+        "U-shaped Beta(0.3,0.3)": rng.beta(0.3, 0.3, T),
+        "three-point": rng.choice([0.0, 0.6, 0.95], p=[0.15, 0.5, 0.35], size=T),
+        "all p = 0.9": np.full(T, 0.9),
+    }
+
+
+def _run(
+    p: np.ndarray,
+    w: np.ndarray,
+    k: int,
+    truth: float,
+    rng: np.random.Generator,
+    bounds=lambda n, c, w, k: interval(n, c, w, k, CI),
+) -> bool:
+    """One run: a first round of k trials per cell, then LOOKS rounds that give all of a round's
+    trials to the cells whose estimate of p is nearest ½ (an adaptive, outcome-driven rule; any
+    rule that looks only at completed rounds must keep coverage). True if the interval missed the
+    truth at any look: the error of a user who stops at the first look that suits them."""
+    n = np.full(p.size, k, dtype=float)
+    c = rng.binomial(k, p).astype(float)
+    for _ in range(LOOKS):
+        lo, hi = bounds(n, c, w, k)
+        if not lo <= truth <= hi:
+            return True
+        near = np.argsort(np.abs(c / n - 0.5), kind="stable")[: max(1, p.size // 3)]
+        extra = np.zeros(p.size)
+        extra[near] = 2 * k
+        c += rng.binomial(extra.astype(int), p)
+        n += extra
+    lo, hi = bounds(n, c, w, k)
+    return not lo <= truth <= hi
+
+
+def _slack(reps: int) -> float:
+    return 3 * math.sqrt(ALPHA * (1 - ALPHA) / reps)
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_the_interval_covers_at_every_look_on_every_shape(k):
+    rng = np.random.default_rng([32, k])
+    reps, misses = 10, {}
+    w = np.full(T, 1 / T)
+    for _ in range(reps):
+        for name, p in _shapes(rng).items():
+            misses[name] = misses.get(name, 0) + _run(p, w, k, float(np.mean(p**k)), rng)
+    pooled = sum(misses.values()) / (reps * len(misses))
+    assert pooled <= ALPHA + _slack(reps * len(misses)), misses
+    assert max(misses.values()) / reps <= ALPHA + _slack(reps), misses
+
+
+def test_the_check_catches_an_interval_that_is_not_anytime_valid():
+    """The check above has power: a Wald interval at the same level, read after every round,
+    misses far more often than α on a suite of flaky tasks."""
+
+    def wald(n, c, w, k):
+        p = c / n
+        se = math.sqrt(float(np.sum(w**2 * p * (1 - p) / n)))
+        z = sps.norm.ppf(1 - ALPHA / 2)
+        centre = float(np.sum(w * p))
+        return centre - z * se, centre + z * se
+
+    rng = np.random.default_rng(5)
+    p, w, reps = np.full(T, 0.6), np.full(T, 1 / T), 60
+    missed = sum(_run(p, w, 1, 0.6, rng, bounds=wald) for _ in range(reps))
+    assert missed / reps > ALPHA + _slack(reps)
+
+
+def test_a_comparison_of_equal_arms_rarely_declares_a_difference_under_stopping():
+    rng = np.random.default_rng(11)
+    q = Question.parse(f"compare=arm:a,b precision=0.15 ci={CI}")
+    reps, declared = 20, 0
+    for _ in range(reps):
+        p = np.r_[rng.beta(0.5, 0.5, T)] * np.ones(2)[:, None]  # arm a and arm b: the same tasks
+        p = p.ravel()
+        w = np.r_[np.full(T, -1 / T), np.full(T, 1 / T)]
+        n = np.full(2 * T, 2.0)
+        c = rng.binomial(2, p).astype(float)
+        for _ in range(6):
+            state = status(n, c, w, q)
+            if state.decided:
+                break
+            c += rng.binomial(4, p)
+            n += 4
+        declared += state.decided and not state.verdict.startswith("no difference")
+    assert declared / reps <= ALPHA + _slack(reps)
+
+
+def test_a_gate_above_the_truth_rarely_passes_however_long_it_runs():
+    rng = np.random.default_rng(3)
+    q = Question.parse(f"gate=0.95 ci={CI}")  # every task at p = 0.9: pass^1 = 0.9 < 0.95
+    reps, passed = 20, 0
+    for _ in range(reps):
+        n, c = np.full(T, 1.0), rng.binomial(1, 0.9, T).astype(float)
+        for _ in range(8):
+            state = status(n, c, np.full(T, 1 / T), q)
+            if state.decided:
+                break
+            c += rng.binomial(5, 0.9, T)
+            n += 5
+        passed += state.verdict.startswith("passes")
+    assert passed / reps <= ALPHA + _slack(reps)
+
+
+def test_the_product_constraint_is_at_least_as_tight_as_its_closed_form():
+    """One task at n of n: the product constraint alone gives p^n > (α/2)·(¼ + ½·B(n+½, ½)/B(½, ½));
+    the bound (which also uses the tilts) is never looser."""
+    for n in (1, 5, 20, 80):
+        lo, _ = bound(np.array([n]), np.array([n]), np.array([1.0]), 1, 0.95)
+        mixture = 0.25 + 0.5 * math.exp(betaln(n + 0.5, 0.5) - betaln(0.5, 0.5))
+        closed = (0.025 * mixture) ** (1 / n)
+        assert closed - 1e-4 <= lo < 1
+
+
+@pytest.mark.parametrize("c_of", [lambda n: n, lambda n: 0, lambda n: n // 2])
+def test_no_interval_is_zero_wide(c_of):
+    for n in (2, 10, 200):
+        lo, hi = interval(np.full(4, n), np.full(4, c_of(n)), np.full(4, 0.25), 2, 0.95)
+        assert 0 <= lo < hi <= 1 and hi - lo > 1e-4
+
+
+def test_decide_answers_each_question_from_a_counts_table():
+    table = pd.DataFrame(
+        {"prompt_name": ["a"] * 8 + ["b"] * 8, "task": list("abcdefgh") * 2, "n": 40, "c": [40] * 8 + [0] * 8}
+    )
+    table["prompt_hash"] = table["prompt_name"].map({"a": "h1", "b": "h2"})  # names the arm again
+    table["model"] = "m"
+    out = decide(table, "compare=prompt_name:a,b")
+    assert out["decided"].tolist() == [True] and out["hi"].iloc[0] < -0.5 and out["model"].tolist() == ["m"]
+    assert out["verdict"].iloc[0].startswith("b worse than a")
+    gate = decide(table[table["prompt_name"] == "a"], "gate=0.9 k=2").iloc[0]
+    assert gate["decided"] and gate["lo"] >= 0.9 and gate["estimate"] == 1.0
+    per_config = decide(table, "precision=0.2")  # one row per prompt
+    assert per_config["prompt_name"].tolist() == ["a", "b"] and per_config["decided"].all()
+
+
+def test_decide_refuses_tasks_with_fewer_than_k_trials():
+    table = pd.DataFrame({"task": ["x", "y"], "n": [2, 5], "c": [2, 5]})
+    with pytest.raises(
+        ValueError, match=r"k=3 needs 3 usable trials of every task; these have fewer: x \(2\)"
+    ):
+        decide(table, "precision=0.1 k=3")
+    top_up = allocate(table, "precision=0.1 k=3")
+    assert top_up[["task", "trials"]].values.tolist() == [["x", 1]]
+
+
+def test_a_comparison_needs_its_column_and_both_arms_on_every_task():
+    table = pd.DataFrame({"arm": ["a", "b", "a"], "task": ["t", "t", "u"], "n": 4, "c": 2})
+    with pytest.raises(ValueError, match="column 'prompt' is not in the counts"):
+        decide(table, "compare=prompt:a,b")
+    with pytest.raises(ValueError, match=r"arm=\['c'\] not in the counts"):
+        decide(table, "compare=arm:a,c")
+    with pytest.raises(ValueError, match="1 task.*ran under only one arm .*'u'"):
+        decide(table, "compare=arm:a,b")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "a question is a string"),
+        ("precision", "'precision' in question 'precision' is not key=value"),
+        ("precision=abc", "precision=abc: precision is a number"),
+        ("width=0.1", "unknown key 'width'"),
+        ("gate=1.5", "a gate needs a threshold strictly between 0 and 1"),
+        ("gate=0.8 compare=arm:a,b", "asks two things"),
+        ("k=2", "asks nothing"),
+        ("compare=prompt", "compare=prompt: name a column and two of its values"),
+        ("compare=prompt:a,a", "two different arms"),
+        ("precision=0.1 k=0", "k must be a whole number ≥ 1"),
+        ("precision=0.1 k=1.5", "k=1.5: k is a whole number"),
+        ("precision=0.1 ci=95", "ci must be between 0 and 1"),
+        ("precision=0.7", "precision is the half-width to reach, between 0 and 0.5"),
+        ("precision=0.1 precision=0.2", "gives precision= twice"),
+    ],
+)
+def test_a_bad_question_is_refused_with_what_to_write(text, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        Question.parse(text)
+
+
+def _loop(p: dict[str, float], question: str, rounds: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The loop a runner runs: allocate, run the allocation, until the allocation is empty."""
+    rng = np.random.default_rng(seed)
+    table = pd.DataFrame({"task": list(p), "n": 0, "c": 0})
+    for _ in range(rounds):
+        plan = allocate(table, question)
+        if plan.empty:
+            break
+        for task, trials in zip(plan["task"], plan["trials"], strict=True):
+            row = table["task"] == task
+            table.loc[row, "c"] += rng.binomial(trials, p[task])
+            table.loc[row, "n"] += trials
+    return table, plan
+
+
+def test_a_precision_run_spends_on_the_flaky_task_and_stops_when_decided():
+    truth = {f"sure{i}": 1.0 for i in range(3)} | {"flaky": 0.5}
+    table, last = _loop(truth, "precision=0.08 ci=0.8", 60, seed=7)
+    verdict = decide(table, "precision=0.08 ci=0.8").iloc[0]
+    assert last.empty and verdict["decided"] and verdict["lo"] <= 0.875 <= verdict["hi"]
+    n = table.set_index("task")["n"]
+    assert n["flaky"] > 2 * n.drop("flaky").max()
+
+
+def test_a_gate_run_spends_on_the_tasks_that_lift_its_lower_bound():
+    """pass^1 ≥ 0.6 with five certain tasks and one flaky: the flaky task's share of the lower
+    bound cannot rise much, the certain ones' can, and the gate passes without many flaky trials."""
+    truth = {f"sure{i}": 1.0 for i in range(5)} | {"flaky": 0.5}
+    table, last = _loop(truth, "gate=0.6 ci=0.9", 40, seed=7)
+    verdict = decide(table, "gate=0.6 ci=0.9").iloc[0]
+    assert last.empty and verdict["verdict"].startswith("passes")
+    n = table.set_index("task")["n"]
+    assert n["flaky"] < n.drop("flaky").min()
+
+
+def test_the_flat_api_exports_the_sequential_functions():
+    assert passk_nb.decide is decide and passk_nb.allocate is allocate and passk_nb.Question is Question
+
+
+def test_until_stops_a_run_on_its_budget_and_cuts_the_last_round():
+    """The object a runner calls between rounds: None once the budget is spent, and a last round
+    no larger than what is left of it."""
+    until = passk_nb.Until("precision=0.01", max_trials=50)
+    rng = np.random.default_rng(1)
+    table = pd.DataFrame({"task": [f"t{i}" for i in range(6)], "n": 0, "c": 0})
+    p = np.linspace(0.3, 1.0, 6)
+    rounds = 0
+    while (allocation := until.next_round(table)) is not None:
+        rounds += 1
+        index = table["task"].isin(allocation["task"])
+        trials = allocation.set_index("task")["trials"].reindex(table.loc[index, "task"]).to_numpy()
+        table.loc[index, "c"] += rng.binomial(trials, p[index.to_numpy()])
+        table.loc[index, "n"] += trials
+    assert table["n"].sum() == 50 and rounds >= 2  # ±0.01 is out of reach: the budget stopped it
+    assert "open" in until.progress(table) and "after 50 trials" in until.progress(table)
+    with pytest.raises(ValueError, match="max_trials must be a whole number ≥ 1"):
+        passk_nb.Until("gate=0.8", max_trials=0)
