@@ -77,6 +77,12 @@ def rank(
     """
     check_k(k)
     check_options(ci=ci, n_boot=n_boot, seed=seed)
+    if n_boot == 0:
+        raise ValueError(
+            "rank decides ties and tiers from compare's intervals, and n_boot=0 asks for none: "
+            "every pair would read as tied. Pass n_boot ≥ 1 (compare's paired t interval does not "
+            "resample; n_boot only switches intervals on)"
+        )
     if correction not in CORRECTIONS:
         raise ValueError(f"correction must be one of {list(CORRECTIONS)}; got correction={correction!r}")
     if not 0 < alpha < 1:

@@ -147,3 +147,11 @@ def test_rank_needs_two_arms() -> None:
     rng = np.random.default_rng(64)
     with pytest.raises(ValueError, match="at least two arms"):
         rank(suite({"a": np.full(5, 0.5)}, 2, rng), k=1)
+
+
+def test_rank_without_intervals_is_refused_rather_than_calling_everything_tied() -> None:
+    # 10/10 against 0/10 on ten tasks differs at any level; n_boot=0 would have read it as a tie
+    data = table({"a": [10] * 10, "b": [0] * 10}, 10)
+    assert rank(data, k=1)["tier"].tolist() == [1, 2]
+    with pytest.raises(ValueError, match="n_boot=0 asks for none"):
+        rank(data, k=1, n_boot=0)
