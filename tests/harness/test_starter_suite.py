@@ -156,3 +156,16 @@ def test_every_task_has_a_wrong_move_its_check_catches():
 
 def test_the_known_good_scripts_pass_under_the_contract_prompt_too():
     assert [outcome(task.id, *task.script, prompt="contract")[0] for task in STARTER.tasks] == ["pass"] * 10
+
+
+def test_the_cli_lists_the_starter_suite_beside_the_others(capsys):
+    from passk_nb.cli.main import main
+
+    assert main(["tasks", "--suite", "starter"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "10 tasks; prompts: default, contract" in lines[0]
+    assert [line.split()[0] for line in lines[1:]] == STARTER.task_ids
+    assert main(["check-suite", "starter"]) == 0
+    with pytest.raises(SystemExit):
+        main(["tasks", "--help"])
+    assert "orders, bank, starter" in " ".join(capsys.readouterr().out.split())
