@@ -97,7 +97,9 @@ with ``scripts/rescore_example_data.py`` when the refusal check changed.
   temperature, successes per task, and ``passk_nb.flips(on="prompt_name", a="default",
   b="contract", by="temperature")`` (Fisher per task, Benjamini-Hochberg over the tasks that can
   flip, alpha 0.05) with every q-value; a flip is a task with q < 0.05, and "no flip" is reported
-  as such. Nothing is tuned after the run.
+  as such. Nothing is tuned after the run. (Added to ``--report`` after the run had started, as
+  description, not part of the pre-registration: the outcomes per arm, and the trials that
+  reached the right state but never answered.)
 
 What the model did in every configuration is the table in the README's
 "Example data" section, which ``python scripts/make_example_data.py --table``
@@ -217,6 +219,12 @@ def starter_report(folder: Path) -> str:
         curve.round(3).to_string(index=False),
         f"successes per task (of {n}):",
         rates.to_string(),
+        "outcomes per prompt and temperature, and trials that reached the right state but never answered:",
+        pd.crosstab([df["temperature"], df["prompt_name"]], df["outcome"]).to_string(),
+        (df["state_ok"] & (df["outcome"] == "max_turns"))
+        .groupby([df["temperature"], df["prompt_name"]])
+        .sum()
+        .to_string(),
     ]
     if df["prompt_name"].nunique() == 2:
         table = passk_nb.flips(df, on="prompt_name", a="default", b="contract", by="temperature")
