@@ -101,6 +101,11 @@ with ``scripts/rescore_example_data.py`` when the refusal check changed.
   description, not part of the pre-registration: the outcomes per arm, and the trials that
   reached the right state but never answered.)
 
+  The run, 2026-12-03 from 13:20 UTC, on 2 cores shared with other work (load 6-8): default at
+  T=0.7 took 2,866 s (14 s a trial, twice the pilots' pace): 0/200 passed (max_turns 121,
+  wrong_state 58, no_lookup 17, format_error 4). The contract run at T=0.7 was still going at the
+  first commit of the data.
+
 What the model did in every configuration is the table in the README's
 "Example data" section, which ``python scripts/make_example_data.py --table``
 prints from the records (a test checks that the README's copy matches).
