@@ -296,17 +296,25 @@ def main(argv: list[str] | None = None) -> int:
     # The four runs differ in prompt on purpose; the runner's "prompt changed" notice is expected here.
     warnings.filterwarnings("ignore", message=".*under other prompt texts")
 
+    selected = [
+        (folder, prompt, options, trials)
+        for folder, prompt, options, trials in RUNS
+        if (folder in args.only if args.only else folder not in PILOTS)
+        and (not args.prompt or prompt in args.prompt)
+    ]
+    if not selected:
+        parser.error(
+            f"--only/--prompt select no run; folders: {', '.join(dict.fromkeys(r[0] for r in RUNS))}"
+        )
+    pilots = sorted({folder for folder, *_ in selected if folder in PILOTS})
+    if pilots and Path(args.out).resolve() == (ROOT / "data").resolve():
+        parser.error(f"{pilots[0]} is a pilot: give --out outside data/ (e.g. --out /tmp/pilot)")
+
     signal.signal(signal.SIGTERM, _interrupt)
     start = time.monotonic()
     with LlamaServer(port=args.port, n_ctx=4096, n_threads=2) as server:
         print(f"llama_cpp.server: {server.model} at {server.url}", flush=True)
-        for folder, prompt, options, trials in RUNS:
-            if (args.only and folder not in args.only) or (folder in PILOTS and not args.only):
-                continue
-            if args.prompt and prompt not in args.prompt:
-                continue
-            if folder in PILOTS and Path(args.out).resolve() == (ROOT / "data").resolve():
-                raise SystemExit(f"{folder} is a pilot: give --out outside data/ (e.g. --out /tmp/pilot)")
+        for folder, prompt, options, trials in selected:
             t0 = time.monotonic()
             df = passk_nb.run(
                 "openai",
