@@ -103,8 +103,10 @@ with ``scripts/rescore_example_data.py`` when the refusal check changed.
 
   The run, 2026-12-03 from 13:20 UTC, on 2 cores shared with other work (load 6-8): default at
   T=0.7 took 2,866 s (14 s a trial, twice the pilots' pace): 0/200 passed (max_turns 121,
-  wrong_state 58, no_lookup 17, format_error 4). The contract run at T=0.7 was still going at the
-  first commit of the data.
+  wrong_state 58, no_lookup 17, format_error 4); contract at T=0.7 took 2,096 s: 0/200 passed
+  (max_turns 112, wrong_state 61, no_lookup 20, format_error 7). No flip: with no pass under
+  either prompt, ``flips()`` has no task it can test. The two runs at T=0 were still going when
+  these two were committed (14:45 UTC).
 
 What the model did in every configuration is the table in the README's
 "Example data" section, which ``python scripts/make_example_data.py --table``

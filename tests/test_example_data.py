@@ -31,10 +31,10 @@ SMOLLM2 = {
         22,
     ),
     "smollm2-starter": (
-        200,
+        400,
         0,
-        {"max_turns": 121, "wrong_state": 58, "no_lookup": 17, "format_error": 4},
-        12,
+        {"max_turns": 233, "wrong_state": 119, "no_lookup": 37, "format_error": 11},
+        22,
     ),
     "smollm2-bank": (
         1440,
@@ -296,7 +296,7 @@ def test_bank_grid_holds_whole_comparisons_and_what_notebook_03_reads_from_it():
 
 #: data/smollm2-starter, the pre-registered grid (scripts/make_example_data.py): per committed run,
 #: (temperature, prompt) -> (trials, passes, trials that left the right state but never answered)
-STARTER_RUNS = {(0.7, "default"): (200, 0, 54)}
+STARTER_RUNS = {(0.7, "contract"): (200, 0, 43), (0.7, "default"): (200, 0, 54)}
 #: the pre-registered test's flips (temperature, task) with q < 0.05, between default and contract
 STARTER_FLIPS: set[tuple[float, str]] = set()
 
