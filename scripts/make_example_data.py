@@ -48,6 +48,66 @@ at once takes a minute; runs that use all six turns take 15 to 25), about four
 hours for the whole grid. The records of the first two folders were re-scored
 with ``scripts/rescore_example_data.py`` when the refusal check changed.
 
+- ``data/smollm2-starter/`` (issue 31): the ``starter`` suite (ten single-decision tasks at a small
+  model's level, ``passk_nb/harness/suites/starter.py``), the suite's own action schema.
+
+  Pilots (``--only smollm2-starter-pilot --out /work/wt-h31s-pilot/pN``; never written to
+  ``data/``, not committed): temperature 0.7, seeds 0-4 (trial i sends seed i), max_turns 4.
+
+  * Pilot 1, 2026-12-03 12:58-13:05 UTC, 10 tasks x 5 trials, default prompt, the first design
+    (five tools: get_order, list_orders, refund_order, cancel_order, add_note; two note tasks and
+    two "I am customer C7" lookups): 0/50 passed. Per task (outcomes): refund-named max_turns 4,
+    wrong_state 1; cancel-named max_turns 4, wrong_state 1; note-named max_turns 5; refund-partial
+    wrong_state 3, max_turns 1 (of 4 shown; 5 in all: 2 and 3); refund-other-order max_turns 4,
+    wrong_state 1; refund-full-lookup max_turns 3, wrong_state 2; cancel-customer-lookup max_turns 3,
+    wrong_state 2; note-customer-lookup max_turns 5; cancel-shipped-refusal max_turns 4, no_lookup 1;
+    refund-over-total-refusal max_turns 4, no_lookup 1. What the transcripts show: the model either
+    answers at once without acting (wrong_state), or makes the right call (the right id and amount
+    on refund-named and cancel-named) and then repeats it until it runs out of turns; on the
+    customer lookups it invents order ids (O1234, O3819).
+  * Pilot 2, 13:05-13:07, easier by design: three tools (no list_orders, no add_note; the two note
+    tasks and the customer lookups replaced by a second cancellation and two "check order O1006
+    and ... if ..." lookups), and an action's result saying ``"next": "done: now answer the
+    customer"``. Stopped after 14 trials, all failed the same way: refund-named wrong_state 3,
+    max_turns 2; cancel-named max_turns 5; cancel-other-order max_turns 3, wrong_state 1.
+  * Pilot 3, 13:08-13:11: an action's result carries the confirmation in the protocol's words
+    (``"answer": "Order O1002 is cancelled."``). Stopped after 16 trials, 0 passed: cancel-named
+    max_turns 5; cancel-other-order max_turns 4, wrong_state 1; refund-named wrong_state 3,
+    max_turns 2; refund-partial wrong_state 1. The model still repeats the call.
+  * Pilot 4, 13:11-13:13: the same design under the ``contract`` prompt (its one line was written
+    before pilot 1): 4 trials of refund-named, max_turns 3, format_error 1. Stopped.
+  * Probe, 13:13-13:18 (``/work/wt-h31s-pilot/probe.py``, port 18432, 3 tasks x 4 trials): the
+    default without its policy lines: 0/12 (the same split, answer at once or repeat); the default
+    plus a worked example of one call and one answer on order O9999: 0/12, and the model now copies
+    the example's answer ("Order O1001 is cancelled." on a refund task) without acting.
+
+  So no pilot task reached 10 % (no pilot trial passed): a model that has called a tool keeps
+  calling it. The deadline left no room for more designs; the confirmatory grid below runs the
+  design of pilot 3 as pre-registered, and reports what it gives.
+
+  Pre-registered confirmatory grid (written and committed before it ran): prompts ``default`` and
+  ``contract`` (the default plus one line, ``starter.CONTRACT_LINE``: "As soon as the action the
+  customer asked for has succeeded, answer; never repeat it."), temperature 0.7 then 0 (settings
+  outermost, so an interrupted generation holds whole prompt comparisons), 20 trials per task,
+  new seeds (backend_seed 1000: trial i sends seed 1000 + i), max_turns 3 (no pilot trial used a
+  reply past the third for anything but a repeat, and it makes the grid fit the afternoon), the
+  other settings as for every folder: 4 runs x 10 tasks x 20 trials = 800 trials, about 90 minutes
+  here at the pilots' 6-9 s a trial. The analysis, fixed in advance, is ``--report
+  data/smollm2-starter``: pass@k and pass^k against k (k = 1, 2, 3, 5, 10, 20) per prompt and
+  temperature, successes per task, and ``passk_nb.flips(on="prompt_name", a="default",
+  b="contract", by="temperature")`` (Fisher per task, Benjamini-Hochberg over the tasks that can
+  flip, alpha 0.05) with every q-value; a flip is a task with q < 0.05, and "no flip" is reported
+  as such. Nothing is tuned after the run. (Added to ``--report`` after the run had started, as
+  description, not part of the pre-registration: the outcomes per arm, and the trials that
+  reached the right state but never answered.)
+
+  The run, 2026-12-03 from 13:20 UTC, on 2 cores shared with other work (load 6-8): default at
+  T=0.7 took 2,866 s (14 s a trial, twice the pilots' pace): 0/200 passed (max_turns 121,
+  wrong_state 58, no_lookup 17, format_error 4); contract at T=0.7 took 2,096 s: 0/200 passed
+  (max_turns 112, wrong_state 61, no_lookup 20, format_error 7). No flip: with no pass under
+  either prompt, ``flips()`` has no task it can test. The two runs at T=0 were still going when
+  these two were committed (14:45 UTC).
+
 What the model did in every configuration is the table in the README's
 "Example data" section, which ``python scripts/make_example_data.py --table``
 prints from the records (a test checks that the README's copy matches).
@@ -75,6 +135,9 @@ SETTINGS = {
     "concurrency": 1,
 }
 PROMPTS = ("default", "strict")
+#: The starter suite's pilots: its own action schema, at most 4 replies (a lookup, an action, an
+#: answer and one spare: every task is solved in 2 or 3). The confirmatory grid allows 3 (below).
+STARTER = {"suite": "starter", "json_mode": "schema", "max_turns": 4}
 #: (folder under data/, prompt, run options, trials per task). The first two folders are the
 #: 2026-11-30 generation (any JSON object, or the generic action schema); ``smollm2-suite`` is
 #: the issue-19 grid: every prompt variant x the suite's own action schema on/off x two
@@ -102,7 +165,25 @@ RUNS = [
         for temperature in (0.0, 0.7)
         for prompt in (*PROMPTS, "fewshot")
     ),
+    # issue 31: the pilot (never written to data/; give --out) and the pre-registered grid
+    *(
+        ("smollm2-starter-pilot", prompt, {**STARTER, "temperature": 0.7, "backend_seed": 0}, 5)
+        for prompt in ("default", "contract")
+    ),
+    *(
+        (
+            "smollm2-starter",
+            prompt,
+            {**STARTER, "max_turns": 3, "temperature": temperature, "backend_seed": 1000},
+            20,
+        )
+        # settings outermost, so that an interrupted generation holds whole prompt comparisons
+        for temperature in (0.7, 0.0)
+        for prompt in ("default", "contract")
+    ),
 ]
+#: Folders that are pilots: never written under data/ (``--only`` them with ``--out`` elsewhere).
+PILOTS = {"smollm2-starter-pilot"}
 
 
 def table(root: Path) -> str:
@@ -125,6 +206,63 @@ def table(root: Path) -> str:
     return "\n".join(rows)
 
 
+def starter_report(folder: Path) -> str:
+    """The pre-registered analysis of ``smollm2-starter`` (or a pilot folder), every number computed
+    by ``passk_nb``: pass^k against k per prompt and temperature, per-task success, and the prompt
+    flips (Fisher per task, Benjamini-Hochberg within each temperature) with their q-values."""
+    import pandas as pd
+
+    df = passk_nb.load(folder)
+    arms = ["temperature", "prompt_name"]
+    n = int(df.groupby([*arms, "task"]).size().min())
+    ks = [k for k in (1, 2, 3, 5, 10, 20) if k <= n]
+    rows = [passk_nb.summarize(df, k=k, by=arms, n_boot=0) for k in ks]
+    curve = pd.concat(rows)[[*arms, "k", "n_tasks", "trials", "successes", "pass@k", "pass^k"]]
+    per_task = passk_nb.summarize(df, k=1, by=[*arms, "task"], n_boot=0)
+    rates = per_task.pivot_table(index="task", columns=arms, values="successes", aggfunc="sum")
+    parts = [
+        f"{folder}: {len(df)} trials, {df['task'].nunique()} tasks, {n} or more trials per task and arm",
+        "pass@k and pass^k against k:",
+        curve.round(3).to_string(index=False),
+        f"successes per task (of {n}):",
+        rates.to_string(),
+        "outcomes per prompt and temperature, and trials that reached the right state but never answered:",
+        pd.crosstab([df["temperature"], df["prompt_name"]], df["outcome"]).to_string(),
+        (df["state_ok"] & (df["outcome"] == "max_turns"))
+        .groupby([df["temperature"], df["prompt_name"]])
+        .sum()
+        .to_string(),
+    ]
+    if df["prompt_name"].nunique() == 2:
+        table = passk_nb.flips(df, on="prompt_name", a="default", b="contract", by="temperature")
+        columns = [
+            "temperature",
+            "task",
+            "successes_a",
+            "successes_b",
+            "p_value",
+            "tested",
+            "q_value",
+            "flip",
+        ]
+        parts += [
+            "prompt flips, default (a) vs contract (b):",
+            table[columns].round(4).to_string(index=False),
+        ]
+        flipped = table[table["flip"]]
+        parts.append(
+            "flips: "
+            + (
+                "; ".join(
+                    f"T={r.temperature:g} {r.task} {r.successes_a}->{r.successes_b} q={r.q_value:.4f}"
+                    for r in flipped.itertuples()
+                )
+                or "none (no task's success changed with q < 0.05)"
+            )
+        )
+    return "\n".join(parts)
+
+
 def _interrupt(signum: int, frame: object) -> None:
     """SIGTERM stops like Ctrl-C: the runner writes the completed trials and the server is stopped
     (the runner's own SIGTERM handling would end the process before the server is)."""
@@ -144,20 +282,41 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--table", action="store_true", help="print the README's table of the records in --out and exit"
     )
+    parser.add_argument("--prompt", action="append", help="run only this prompt (repeatable)")
+    parser.add_argument(
+        "--report",
+        metavar="FOLDER",
+        help="print the starter suite's pre-registered analysis of FOLDER and exit",
+    )
     args = parser.parse_args(argv)
+    if args.report:
+        print(starter_report(Path(args.report)))
+        return 0
     if args.table:
         print(table(Path(args.out)))
         return 0
     # The four runs differ in prompt on purpose; the runner's "prompt changed" notice is expected here.
     warnings.filterwarnings("ignore", message=".*under other prompt texts")
 
+    selected = [
+        (folder, prompt, options, trials)
+        for folder, prompt, options, trials in RUNS
+        if (folder in args.only if args.only else folder not in PILOTS)
+        and (not args.prompt or prompt in args.prompt)
+    ]
+    if not selected:
+        parser.error(
+            f"--only/--prompt select no run; folders: {', '.join(dict.fromkeys(r[0] for r in RUNS))}"
+        )
+    pilots = sorted({folder for folder, *_ in selected if folder in PILOTS})
+    if pilots and Path(args.out).resolve() == (ROOT / "data").resolve():
+        parser.error(f"{pilots[0]} is a pilot: give --out outside data/ (e.g. --out /tmp/pilot)")
+
     signal.signal(signal.SIGTERM, _interrupt)
     start = time.monotonic()
     with LlamaServer(port=args.port, n_ctx=4096, n_threads=2) as server:
         print(f"llama_cpp.server: {server.model} at {server.url}", flush=True)
-        for folder, prompt, options, trials in RUNS:
-            if args.only and folder not in args.only:
-                continue
+        for folder, prompt, options, trials in selected:
             t0 = time.monotonic()
             df = passk_nb.run(
                 "openai",
@@ -166,10 +325,9 @@ def main(argv: list[str] | None = None) -> int:
                 api_key_env=None,
                 prompt=prompt,
                 trials=args.trials or trials,
-                **options,
                 out=Path(args.out) / folder,
                 progress=False,
-                **SETTINGS,
+                **{**SETTINGS, **options},
             )
             counts = df["outcome"].value_counts().to_dict()
             print(

@@ -32,6 +32,12 @@ SMOLLM2 = {
         {"format_error": 337, "max_turns": 190, "wrong_state": 151, "no_lookup": 42},
         22,
     ),
+    "smollm2-starter": (
+        400,
+        0,
+        {"max_turns": 233, "wrong_state": 119, "no_lookup": 37, "format_error": 11},
+        22,
+    ),
     "smollm2-bank": (
         1440,
         1,
@@ -382,3 +388,44 @@ def test_livecodebench_figures_the_readme_and_notebook_09_quote():
         "11 pairs of models whose order flips between pass^1 and pass^10, 4 are significant at pass^10 after "
         "Holm's correction over the 78 pairs"
     ) in readme
+
+
+#: data/smollm2-starter, the pre-registered grid (scripts/make_example_data.py): per committed run,
+#: (temperature, prompt) -> (trials, passes, trials that left the right state but never answered)
+STARTER_RUNS = {(0.7, "contract"): (200, 0, 43), (0.7, "default"): (200, 0, 54)}
+#: the pre-registered test's flips (temperature, task) with q < 0.05, between default and contract
+STARTER_FLIPS: set[tuple[float, str]] = set()
+
+
+def test_starter_grid_is_the_pre_registered_one_and_its_headline_numbers():
+    records = read_parquet_folder(DATA / "smollm2-starter")
+    assert set(records["suite"]) == {"starter"} and set(records["json_mode"]) == {"schema"}
+    assert records["config"].str.contains("max_turns=3").all()
+    # new seeds: trial i sends 1000 + i (the pilots sent 0-4), 20 trials per task in every run
+    assert sorted(set(records["seed"] - records["trial"])) == [1000]
+    sizes = records.groupby(["temperature", "prompt_name", "task"]).size()
+    assert set(sizes) == {20}
+    arms = {}
+    for (temperature, prompt), group in records.groupby(["temperature", "prompt_name"]):
+        assert group["task"].nunique() == 10, "a committed run holds every task"
+        stuck = group["state_ok"] & (group["outcome"] == "max_turns")
+        arms[(temperature, prompt)] = (len(group), int(group["passed"].sum()), int(stuck.sum()))
+    assert arms == STARTER_RUNS
+    # the pre-registered analysis: Fisher per task, Benjamini-Hochberg within each temperature
+    both = [
+        t
+        for t in sorted(set(records["temperature"]))
+        if records.loc[records["temperature"] == t, "prompt_name"].nunique() == 2
+    ]
+    flagged = set()
+    for temperature in both:
+        table = passk_nb.flips(
+            passk_nb.load(DATA / "smollm2-starter").query("temperature == @temperature"),
+            on="prompt_name",
+            a="default",
+            b="contract",
+        )
+        for row in table.itertuples():
+            assert row.p_value == pytest.approx(fisher_p(row.successes_a, row.successes_b, 20), rel=1e-9)
+        flagged |= {(temperature, task) for task in table.loc[table["flip"], "task"]}
+    assert flagged == STARTER_FLIPS

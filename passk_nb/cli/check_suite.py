@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 
 from passk_nb.cli.common import CliError
+from passk_nb.harness.suites.registry import SUITES
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -23,7 +24,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "bad arguments with a tool error instead of raising.",
     )
     p.add_argument(
-        "suite", help="a built-in suite name (orders, bank), module:SUITE or path/to/suite.py:SUITE"
+        "suite",
+        help=f"a built-in suite name ({', '.join(SUITES)}), module:SUITE or path/to/suite.py:SUITE",
     )
     p.set_defaults(func=_cmd_check_suite)
     return p

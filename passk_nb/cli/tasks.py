@@ -6,6 +6,7 @@ import argparse
 
 from passk_nb.cli.common import CliError
 from passk_nb.harness.suites import get_suite
+from passk_nb.harness.suites.registry import SUITES
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -14,7 +15,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument(
         "--suite",
         default="orders",
-        help="task suite: a name, module:SUITE or path/to/suite.py:SUITE (default: orders)",
+        help=f"task suite: {', '.join(SUITES)}, module:SUITE or path/to/suite.py:SUITE (default: orders)",
     )
     p.add_argument("--prompt", help="print this system prompt (the listing names the suite's prompts)")
     p.set_defaults(func=_cmd_tasks)

@@ -19,7 +19,7 @@ from passk_nb.harness.suites.checks import check_suite
 BANK = get_suite("bank")
 
 
-@pytest.mark.parametrize("name", ["orders", "bank"])
+@pytest.mark.parametrize("name", ["orders", "bank", "starter"])
 def test_the_built_in_suites_pass_every_check(name):
     assert check_suite(get_suite(name)) == []
 
@@ -186,7 +186,7 @@ def test_a_suite_from_your_own_module_runs_from_the_cli(tmp_path, monkeypatch, c
 
 def test_the_readme_suite_example_runs_as_written(tmp_path):
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## A second suite, and your own", 1)[1]
+    section = readme.split("## More suites, and your own", 1)[1]
     code = section.split("```python\n", 1)[1].split("```", 1)[0]
     namespace: dict = {}
     exec(compile(code, "README.md", "exec"), namespace)

@@ -17,8 +17,9 @@ from passk_nb.data.ids import content_id
 from passk_nb.harness.suites.bank import SUITE as BANK
 from passk_nb.harness.suites.base import Suite
 from passk_nb.harness.suites.orders import SUITE as ORDERS
+from passk_nb.harness.suites.starter import SUITE as STARTER
 
-SUITES: dict[str, Suite] = {ORDERS.name: ORDERS, BANK.name: BANK}
+SUITES: dict[str, Suite] = {ORDERS.name: ORDERS, BANK.name: BANK, STARTER.name: STARTER}
 #: Entry-point group under which installed packages register suites (``name = "module:SUITE"``).
 ENTRY_POINT_GROUP = "passk_nb.suites"
 
