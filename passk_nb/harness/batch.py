@@ -322,11 +322,13 @@ def _run_on_loop(
 
     async def trial(job: tuple[Any, int]) -> dict[str, Any]:
         event, started = threading.Event(), time.monotonic()
+        limit = asyncio.timeout(timeout)
         try:
             with cancel_scope(event):
-                return await asyncio.wait_for(fn(*job), timeout)
+                async with limit:
+                    return await fn(*job)
         except TimeoutError:
-            if timeout is None or time.monotonic() - started < timeout:
+            if not limit.expired():
                 raise  # not the trial's timeout: a harness failure, raised in the caller's thread
             assert on_timeout is not None
             return on_timeout(*job, time.monotonic() - started)

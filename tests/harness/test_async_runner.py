@@ -124,3 +124,23 @@ def test_an_early_stop_cancels_every_trial_in_flight(tmp_path):
 
 async def _tasks() -> set[asyncio.Task]:
     return {t for t in asyncio.all_tasks() if t is not asyncio.current_task()}
+
+
+def test_the_schedule_tells_the_trials_timeout_from_a_timeout_its_code_raises():
+    async def slow(task, trial):
+        await asyncio.sleep(30)
+        return {"task": task, "trial": trial}
+
+    async def raises(task, trial):
+        raise TimeoutError("the trial's own")
+
+    def timed_out(task, trial, elapsed):
+        return {"task": task, "trial": trial, "timed_out": True}
+
+    jobs = [("a", 0), ("a", 1), ("b", 0)]
+    started = time.monotonic()
+    records = list(batch._run_on_loop(slow, jobs, 3, timeout=0.2, on_timeout=timed_out))
+    assert sorted((r["task"], r["trial"]) for r in records) == jobs and all(r["timed_out"] for r in records)
+    assert time.monotonic() - started < 15  # cancelled at the timeout, not awaited for 30 s
+    with pytest.raises(TimeoutError, match="the trial's own"):
+        list(batch._run_on_loop(raises, jobs, 3, timeout=5.0, on_timeout=timed_out))
