@@ -112,18 +112,10 @@ def run_episode(
     return result
 
 
-async def arun_episode(
-    suite: Suite,
-    task: Task,
-    provider: Any,
-    *,
-    system_prompt: str,
-    max_turns: int = 10,
-    max_format_errors: int = 2,
-    protocol: str = "json",
-) -> dict[str, Any]:
-    """:func:`run_episode` on an asyncio loop: the same steps and record, each request awaited
-    from ``provider.achat`` (or ``achat_native``); a provider without them runs in a worker thread.
+async def arun_episode(suite: Suite, task: Task, provider: Any, **options: Any) -> dict[str, Any]:
+    """:func:`run_episode` on an asyncio loop (the same ``options``, steps and record), each request
+    awaited from ``provider.achat`` (or ``achat_native``); a provider without them runs in a
+    worker thread.
 
     >>> import asyncio
     >>> from passk_nb.harness.suites import get_suite
@@ -134,14 +126,7 @@ async def arun_episode(
     >>> result["outcome"], result["n_tool_calls"]
     ('pass', 2)
     """
-    steps = episode_steps(
-        suite,
-        task,
-        system_prompt=system_prompt,
-        max_turns=max_turns,
-        max_format_errors=max_format_errors,
-        protocol=protocol,
-    )
+    steps = episode_steps(suite, task, **options)
     request, result = _resume(steps)
     while request is not None:
         try:
