@@ -24,29 +24,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_runner import SUITE, Server  # noqa: E402
-
-import passk_nb  # noqa: E402
+from bench_runner import SUITE, Server, timed_run  # noqa: E402
 
 
 def passk_run(url: str, requests: int, concurrency: int) -> tuple[float, float, int]:
-    """(wall s, CPU s, requests) of ``passk_nb.run`` with one-turn trials."""
-    trials = max(1, requests // len(SUITE.tasks))
-    with tempfile.TemporaryDirectory() as out:
-        wall0, cpu0 = time.perf_counter(), time.process_time()
-        df = passk_nb.run(
-            "openai",
-            "bench",
-            base_url=url,
-            api_key_env=None,
-            trials=trials,
-            concurrency=concurrency,
-            out=out,
-            progress=False,
-        )
-        wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
-    assert df["n_turns"].eq(1).all() and not df["outcome"].eq("infra_error").any(), df["error"].head()
-    return wall, cpu, int(df["n_turns"].sum())
+    """(wall s, CPU s, requests) of ``passk_nb.run`` with one-turn trials (bench_runner's run)."""
+    return timed_run(url, max(1, requests // len(SUITE.tasks)), concurrency, one_turn=True)
 
 
 def inspect_run(url: str, requests: int, concurrency: int) -> tuple[float, float, int]:
