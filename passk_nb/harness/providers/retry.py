@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import email.utils
 import logging
@@ -10,7 +11,7 @@ import math
 import random
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -129,6 +130,13 @@ def overloaded(failure: Transient) -> bool:
     return failure.pause_all or failure.kind in ("HTTP 429", "HTTP 503", "HTTP 529")
 
 
+@dataclass
+class _Tried:
+    """What one attempt left for the retry loop: its transient failure, None if it succeeded."""
+
+    failure: Transient | None = None
+
+
 class Retrier:
     """Runs a request with retries (see :class:`RetryPolicy`) and returns ``(result, attempts)``.
 
@@ -181,21 +189,12 @@ class Retrier:
                 started = None if limit is None else limit.acquire()
             except ProviderError as exc:
                 raise provider_error(str(exc), attempt - 1) from None
-            outcome, failure = "other", None
-            try:
+            with self._attempt(attempt, limit, started) as tried:
                 pace_request()
                 result = request()
-                outcome = "ok"
-            except ProviderError as exc:
-                raise provider_error(self.redact(exc), attempt) from None
-            except Transient as exc:
-                outcome, failure = ("overload" if overloaded(exc) else "other"), exc
-            finally:
-                if limit is not None and started is not None:
-                    limit.release(started, outcome)
-            if failure is None:
+            if tried.failure is None:
                 return result, attempt
-            cancellable_sleep(self._backoff(attempt, failure))
+            cancellable_sleep(self._backoff(attempt, tried.failure))
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def acall(self, request: Callable[[], Awaitable[T]]) -> tuple[T, int]:
@@ -208,22 +207,30 @@ class Retrier:
             self._check_cancelled(attempt)
             limit = self.adaptive
             started = None if limit is None else await limit.aacquire()
-            outcome, failure = "other", None
-            try:
+            with self._attempt(attempt, limit, started) as tried:
                 await apace_request()
                 result = await request()
-                outcome = "ok"
-            except ProviderError as exc:
-                raise provider_error(self.redact(exc), attempt) from None
-            except Transient as exc:
-                outcome, failure = ("overload" if overloaded(exc) else "other"), exc
-            finally:
-                if limit is not None and started is not None:
-                    limit.release(started, outcome)
-            if failure is None:
+            if tried.failure is None:
                 return result, attempt
-            await asyncio.sleep(self._backoff(attempt, failure))
+            await asyncio.sleep(self._backoff(attempt, tried.failure))
         raise AssertionError("unreachable")  # pragma: no cover
+
+    @contextlib.contextmanager
+    def _attempt(self, attempt: int, limit: AdaptiveLimit | None, started: float | None) -> Iterator[_Tried]:
+        """One attempt, blocking or awaited alike: a :class:`ProviderError` is raised with the
+        attempts made, a :class:`Transient` is kept in ``failure`` (to retry), and the adaptive slot
+        is given back with what the attempt said of the server (also when the trial is cancelled)."""
+        tried, outcome = _Tried(), "other"
+        try:
+            yield tried
+            outcome = "ok"
+        except ProviderError as exc:
+            raise provider_error(self.redact(exc), attempt) from None
+        except Transient as exc:
+            tried.failure, outcome = exc, ("overload" if overloaded(exc) else "other")
+        finally:
+            if limit is not None and started is not None:
+                limit.release(started, outcome)
 
     def _check_cancelled(self, attempt: int) -> None:
         if attempt > 1 and cancelled():
