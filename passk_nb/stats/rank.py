@@ -23,7 +23,7 @@ from passk_nb.stats._grouping import group_ids
 from passk_nb.stats.checks import check_k, check_options
 from passk_nb.stats.counts import counted_folder, counts
 from passk_nb.stats.paired import PairedTasks, paired_frame, paired_tasks
-from passk_nb.stats.params import CI, INFRA, MIN_TASKS, N_BOOT, SEED, default_by, share_docs
+from passk_nb.stats.params import CI, INFRA, MIN_TASKS, N_BOOT, PAIRED_METHOD, SEED, default_by, share_docs
 from passk_nb.stats.summary import summarize
 
 CORRECTIONS = ("holm", "bh")
@@ -220,10 +220,16 @@ def _pairs(
 def _compare_row(tasks: PairedTasks, options: dict[str, int | float]) -> pd.Series:
     """compare()'s pass^k row for one pair of arms (b − a), from the pair's paired tasks: the same
     code as :func:`~passk_nb.stats.paired.compare`, which prepares the tasks once per pair."""
-    keep = ("ci", "n_boot", "seed")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # declines: said once by rank
-        out = paired_frame(tasks, **{key: options[key] for key in keep}, method="t", min_tasks=MIN_TASKS)  # type: ignore[arg-type]
+        out = paired_frame(
+            tasks,
+            ci=float(options["ci"]),
+            n_boot=int(options["n_boot"]),
+            seed=int(options["seed"]),
+            method=PAIRED_METHOD,
+            min_tasks=MIN_TASKS,
+        )
     return out[out["metric"] == "pass^k"].iloc[0]
 
 
