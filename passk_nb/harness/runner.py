@@ -427,12 +427,16 @@ def _run_trials(
     if until is not None:
         why.update({job: {"round": 0, "allocation": "first round"} for job in todo})
 
+    def fields_of(task_id: str, trial: int) -> dict[str, Any]:
+        """The run's fields of every record, with the trial's round and allocation under until=."""
+        return {**base, **why.get((task_id, trial), {})}
+
     def one_trial(task_id: str, trial: int) -> dict[str, Any]:
-        fields = {**base, **why.get((task_id, trial), {})}
+        fields = fields_of(task_id, trial)
         return _trial_record(the_suite, backend, fields, task_id, trial, seed, episode_options, limiter)
 
     async def one_async_trial(task_id: str, trial: int) -> dict[str, Any]:
-        fields = {**base, **why.get((task_id, trial), {})}
+        fields = fields_of(task_id, trial)
         return await _atrial_record(
             the_suite, backend, fields, task_id, trial, seed, episode_options, limiter
         )
@@ -443,7 +447,7 @@ def _run_trials(
         fields = _infra(started, error, elapsed)
         if backend.user_code:  # a Python agent that hangs is the agent's failure
             fields["outcome"] = "agent_error"
-        return _record({**base, **why.get((task_id, trial), {})}, task_id, trial, seed, fields)
+        return _record(fields_of(task_id, trial), task_id, trial, seed, fields)
 
     def execute(jobs: list[tuple[str, int]]) -> None:
         execute_trials(
