@@ -7,6 +7,7 @@ and analyses number their groups with :func:`group_ids`. The public API is ``cou
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -463,3 +464,22 @@ def group_codes(df: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, np.ndarr
     if starts.size == len(df):
         return run_gid, rows
     return np.repeat(run_gid, np.diff(np.r_[starts, len(df)])), rows
+
+
+def shared_columns(columns: Iterable[str], arms: Sequence[pd.DataFrame]) -> list[str]:
+    """The ``columns`` some value of which every arm has: the ones a paired analysis may group by.
+    A column whose values never overlap between the arms (``prompt_hash`` when the arms are prompt
+    names, ``run_id``) names the arm again; grouping by it would leave no pair.
+
+    >>> a = pd.DataFrame({"model": ["m"], "prompt_hash": ["p1"]})
+    >>> shared_columns(["model", "prompt_hash"], [a, a.assign(prompt_hash="p2")])
+    ['model']
+    """
+    shared = []
+    for col in columns:
+        common = set(arms[0][col].dropna().unique())
+        for arm in arms[1:]:
+            common &= set(arm[col].dropna().unique())
+        if common:
+            shared.append(col)
+    return shared

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from passk_nb.stats._grouping import group_ids, group_means, group_sums
+from passk_nb.stats._grouping import group_ids, group_means, group_sums, shared_columns
 from passk_nb.stats.checks import check_k, check_options, require_columns
 from passk_nb.stats.counts import counted_folder, counts
 from passk_nb.stats.estimators import pass_at_k, pass_hat_k
@@ -410,9 +410,4 @@ def _default_by(
     comparing by ``prompt_name``, ``run_id`` always): grouping by such a column would leave no pair."""
     if by is not None:
         return default_by(arm_a, by)
-    return tuple(
-        col
-        for col in default_by(arm_a, None)
-        if col != on
-        and len(pd.Index(arm_a[col].dropna().unique()).intersection(arm_b[col].dropna().unique()))
-    )
+    return tuple(shared_columns((col for col in default_by(arm_a, None) if col != on), [arm_a, arm_b]))

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from passk_nb.stats._grouping import group_ids
+from passk_nb.stats._grouping import group_ids, shared_columns
 from passk_nb.stats.checks import check_k, check_options
 from passk_nb.stats.counts import counted_folder, counts
 from passk_nb.stats.paired import PairedTasks, paired_frame, paired_tasks
@@ -115,15 +115,8 @@ def _shared_by(df: pd.DataFrame, by: str | Sequence[str] | None, on: str) -> tup
     which every arm shares (an agent's fingerprint), as :func:`compare` and :func:`flips` group."""
     if by is not None:
         return tuple(col for col in default_by(df, by) if col != on)
-    values = [frame for _, frame in df.groupby(on, sort=False, dropna=False)]
-
-    def shared(col: str) -> bool:
-        common = set(values[0][col].dropna().unique())
-        for frame in values[1:]:
-            common &= set(frame[col].dropna().unique())
-        return bool(common)
-
-    return tuple(col for col in default_by(df, None) if col != on and shared(col))
+    arms = [frame for _, frame in df.groupby(on, sort=False, dropna=False)]
+    return tuple(shared_columns((col for col in default_by(df, None) if col != on), arms))
 
 
 def _common_tasks(sub: pd.DataFrame, on: str, k: int) -> tuple[list[object], pd.DataFrame]:

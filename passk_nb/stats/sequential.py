@@ -95,6 +95,7 @@ import pandas as pd
 from scipy import stats as sps
 from scipy.special import betaln, expit
 
+from passk_nb.stats._grouping import shared_columns
 from passk_nb.stats.checks import COUNTED_OUTCOMES, check_k
 from passk_nb.stats.counts import counts, is_counts_table
 from passk_nb.stats.estimators import pass_hat_k
@@ -562,11 +563,7 @@ def _cells(table: pd.DataFrame, q: Question) -> _Cells:
     in_a, in_b = arms[arms["_arm"] == q.a], arms[arms["_arm"] == q.b]
     # as compare(): a column whose values never overlap between the arms (prompt_hash when
     # comparing prompt names, run_id) names the arm again and is not a group
-    keys = [
-        col
-        for col in _keys(table, (q.on,))
-        if len(pd.Index(in_a[col].dropna().unique()).intersection(in_b[col].dropna().unique()))
-    ]
+    keys = shared_columns(_keys(table, (q.on,)), [in_a, in_b])
     pair_keys = [*keys, "task"]
     both = arms.groupby(pair_keys, dropna=False, observed=True)["_arm"].transform("nunique") == 2
     dropped = arms.loc[~both, "task"].unique()
