@@ -325,8 +325,10 @@ def _names(code: types.CodeType) -> tuple[str, ...]:
     return code.co_names + tuple(name for names in nested for name in names)
 
 
+@functools.cache
 def _library_roots() -> tuple[str, ...]:
-    """Folders holding library code: the standard library and every site-packages folder."""
+    """Folders holding library code: the standard library and every site-packages folder (read once
+    per process, not once per module file)."""
     paths = sysconfig.get_paths()
     roots = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths}
     roots.update(site.getsitepackages() if hasattr(site, "getsitepackages") else [])
