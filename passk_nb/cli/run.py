@@ -34,6 +34,7 @@ _EPILOG_RUN = """examples:
   passk run --provider openai --base-url http://vllm:8000 --model m --concurrency 256 --rate-limit 600rpm \
       --shard 1/4 --out /shared/runs     (machine 1 of 4; the others run --shard 2/4 ... 4/4)
   passk run --provider ollama --model llama3.1:8b --protocol native   # the API's own tool calling
+  passk run --provider anthropic --model claude-haiku-4-5 --trials 8 --batch   # at the batch price
 Records go to OUT/<run_id>/ as parquet; re-running the same spec resumes (only missing trials run)."""
 
 
@@ -76,7 +77,23 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     )
     p.add_argument("--seed", type=int, default=0, help="base seed; trial i sends seed+i (default: 0)")
     p.add_argument(
-        "--concurrency", type=positive_int, default=4, help="trials in flight at once (default: 4)"
+        "--concurrency",
+        type=positive_int,
+        help="trials in flight at once (default: 4; with --batch, every trial)",
+    )
+    p.add_argument(
+        "--batch",
+        action="store_true",
+        help="anthropic, openai: send the model turns through the provider's batch API (half the price, "
+        "answers within 24 h): each round of turns is one batch, polled every --batch-poll seconds; a "
+        "killed run resumes from the batches it submitted, paying for none twice",
+    )
+    p.add_argument(
+        "--batch-poll",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="with --batch: seconds between looks at a batch's status (default: 30)",
     )
     p.add_argument(
         "--adaptive",
@@ -294,6 +311,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         backend_seed=args.seed,
         concurrency=args.concurrency,
         adaptive=args.adaptive,
+        batch=args.batch,
+        batch_poll=args.batch_poll,
         out=args.out,
         max_turns=args.max_turns,
         max_format_errors=args.max_format_errors,

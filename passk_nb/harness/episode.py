@@ -261,7 +261,9 @@ def episode_steps(
             value = getattr(reply, key)
             if value is not None:
                 tokens[key] = (tokens[key] or 0) + int(value)
-        meta.update(reply.meta)
+        for key, value in reply.meta.items():  # a list (the batches that answered) grows turn by turn
+            listed = isinstance(value, list) and isinstance(meta.get(key), list)
+            meta[key] = [*meta[key], *value] if listed else value
         text = reply.text if isinstance(reply.text, str) else repr(reply.text)
         latency = round(time.perf_counter() - t_call, 6)
 

@@ -40,6 +40,7 @@ from passk_nb.harness.fingerprint import blind_spots, suite_fingerprint
 from passk_nb.harness.pacing import Paced, RateLimit, RateLimiter
 from passk_nb.harness.preflight import check_backend
 from passk_nb.harness.providers import NATIVE_PROVIDERS, BaseProvider, make_provider
+from passk_nb.harness.providers.batches import JOURNAL_FILE, TRIAL, BatchProvider
 from passk_nb.harness.shards import parse_shard, select_shard
 from passk_nb.harness.spec import (
     RunSpec,
@@ -115,6 +116,7 @@ async def _atrial_record(
     """:func:`_trial_record` as a task on the transport loop (a backend that speaks asyncio)."""
     bound = _bound(provider, trial, seed, limiter)
     started = dt.datetime.now(dt.UTC)
+    TRIAL.set((task_id, trial))  # this task's own context: a batch request is named by its trial
     try:
         fields = await arun_episode(suite, suite.task(task_id), bound, **episode_options)
         return _record(base, task_id, trial, seed, fields)
@@ -150,8 +152,10 @@ def run(
     temperature: float | None = None,
     backend_seed: int | None = 0,
     version: str | None = None,
-    concurrency: int = 4,
+    concurrency: int | None = None,
     adaptive: bool = False,
+    batch: bool = False,
+    batch_poll: float = 30.0,
     out: str | os.PathLike[str] = "runs",
     max_turns: int = 10,
     max_format_errors: int = 2,
@@ -203,7 +207,14 @@ def run(
     and the run goes on. ``on_record`` is called with each new record as it
     completes. A provider that ``run`` created is closed when it returns.
 
-    ``concurrency`` trials run at once, on threads; a network backend's one shared
+    ``batch=True`` (``anthropic``, ``openai``) sends the model turns through the provider's batch
+    API at its batch price: the turns of every trial in flight go out as one batch, polled every
+    ``batch_poll`` seconds, and a trial of T turns waits for T batches; a killed run resumes from the
+    batches already submitted, never paying for one twice (:mod:`~passk_nb.harness.providers.batches`).
+    Its trials all run at once unless ``concurrency`` says otherwise; the run id is that of the same
+    run sent request by request.
+
+    ``concurrency`` (default 4) trials run at once; a network backend's one shared
     connection pool is sized to it. ``adaptive=True`` makes ``concurrency`` a ceiling: a network
     backend's requests in flight start lower, grow while replies are clean and halve on a 429,
     503 or 529 (AIMD, :mod:`~passk_nb.harness.providers.adaptive`), so a run finds what the
@@ -237,7 +248,15 @@ def run(
     # Every argument is checked here, before the first trial: a bad one costs no agent call.
     the_suite = get_suite(suite)
     trials = check_trials(trials)
-    concurrency = check_positive("concurrency", concurrency)
+    check_bool("batch", batch)
+    check_seconds("batch_poll", batch_poll, allow_none=False)
+    if batch and (adaptive or rate_limit is not None):
+        raise ValueError(
+            "batch=True sends each round as one batch, which the API queues itself: adaptive= and "
+            "rate_limit= steer requests sent one by one; drop them for a batch run"
+        )
+    if concurrency is not None:
+        concurrency = check_positive("concurrency", concurrency)
     max_turns = check_positive("max_turns", max_turns)
     max_format_errors = check_positive("max_format_errors", max_format_errors)
     check_seconds("trial_timeout", trial_timeout)
@@ -301,7 +320,16 @@ def run(
         )
     if version is not None:
         provider_options["version"] = version
-    backend = make_provider(provider, model, **provider_options)
+    backend: Any = make_provider(provider, model, **provider_options)
+    if batch:
+        try:
+            backend = BatchProvider(backend, poll=batch_poll)
+        except ValueError:
+            if created:
+                backend.close()
+            raise
+    if concurrency is None:  # a batch run: every trial's turn in each batch
+        concurrency = min(len(task_ids) * trials, MAX_BATCH_CONCURRENCY) if batch else 4
     # what a Python agent reads that its fingerprint sees by type only: such a run resumes only
     # under a version= the user pins
     pinned = version is not None or not backend.user_code or backend is provider
@@ -370,6 +398,7 @@ def _run_trials(
     max_trials: int | None = None,
 ) -> pd.DataFrame:
     described = backend.describe()
+    unwrapped = backend.base if isinstance(backend, BatchProvider) else backend
     spec = RunSpec(
         suite=the_suite.name,
         provider=described["provider"],
@@ -413,8 +442,10 @@ def _run_trials(
     if done:
         log.info("run %s: %d trials already in %s, %d to run", run_id, len(done), out_dir, len(todo))
     if todo:
-        check_backend(backend)  # a dead server fails here, once, not in every trial's retries
+        check_backend(unwrapped)  # a dead server fails here, once, not in every trial's retries
         write_spec(out_dir, run_id, spec.identity())
+    if isinstance(backend, BatchProvider):  # batches already submitted answer a resumed run
+        backend.attach_journal(out_dir / run_id / JOURNAL_FILE)
     episode_options = {
         "system_prompt": prompt_text,
         "max_turns": max_turns,
@@ -471,7 +502,7 @@ def _run_trials(
     checked = bool(todo)
     while jobs := _next_round(until, load_trials(out_dir, run_id, task_ids, _ALL), max_trials, why):
         if not checked:  # a resumed run: the backend is checked once, before its first new trial
-            check_backend(backend)
+            check_backend(unwrapped)
             write_spec(out_dir, run_id, spec.identity())
             checked = True
         execute(jobs)
@@ -480,6 +511,9 @@ def _run_trials(
 
 #: Every trial index (load_trials keeps trials below it).
 _ALL = 2**62
+
+#: The most trials a batch run keeps in flight (each round's batch) unless concurrency= says.
+MAX_BATCH_CONCURRENCY = 10_000
 
 
 def _next_round(

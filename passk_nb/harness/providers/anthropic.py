@@ -313,13 +313,18 @@ class AnthropicProvider(RemoteProvider):
         request = self.request(messages)
         return self.send(lambda: self.read_reply(self._create_once(request)))
 
-    def chat_native(self, messages: list[Message], tools: list[dict[str, Any]]) -> Reply:
-        """One reply with ``tools`` offered; its ``tool_use`` blocks in ``Reply.tool_calls``."""
+    def native_request(self, messages: list[Message], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        """The keyword arguments of ``client.messages.create`` with ``tools`` offered."""
         request = self.request(messages)
         request["system"], request["messages"] = to_anthropic_native(messages)
         if request["system"] is None:
             del request["system"]
         request["tools"] = anthropic_tools(tools)
+        return request
+
+    def chat_native(self, messages: list[Message], tools: list[dict[str, Any]]) -> Reply:
+        """One reply with ``tools`` offered; its ``tool_use`` blocks in ``Reply.tool_calls``."""
+        request = self.native_request(messages, tools)
         return self.send(lambda: self.read_reply(self._create_once(request), native=True))
 
     def meta(self) -> dict[str, Any]:
