@@ -82,6 +82,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="trials in flight at once (default: 4; with --batch, every trial)",
     )
     p.add_argument(
+        "--workers",
+        type=positive_int,
+        metavar="N",
+        help="run a Python agent's trials in N worker processes (past the GIL; this process stays the "
+        "only writer of --out); for agents that compute, not for backends that wait on a model",
+    )
+    p.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="run a Python agent's trials as Ray tasks on the cluster at ADDRESS (e.g. 10.0.0.5:6379, or "
+        "'local' to start one here); needs the ray extra",
+    )
+    p.add_argument(
         "--batch",
         action="store_true",
         help="anthropic, openai: send the model turns through the provider's batch API (half the price, "
@@ -313,6 +326,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         adaptive=args.adaptive,
         batch=args.batch,
         batch_poll=args.batch_poll,
+        workers=args.workers,
+        executor="ray" if args.ray else "threads",
+        ray_address=None if args.ray in (None, "local") else args.ray,
         out=args.out,
         max_turns=args.max_turns,
         max_format_errors=args.max_format_errors,

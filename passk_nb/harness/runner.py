@@ -36,6 +36,7 @@ from passk_nb.harness.arguments import (
 )
 from passk_nb.harness.batch import execute_trials, load_trials
 from passk_nb.harness.episode import arun_episode, run_episode
+from passk_nb.harness.executors import EXECUTORS, WorkerLost, make_executor
 from passk_nb.harness.fingerprint import blind_spots, suite_fingerprint
 from passk_nb.harness.pacing import Paced, RateLimit, RateLimiter
 from passk_nb.harness.preflight import check_backend
@@ -156,6 +157,9 @@ def run(
     adaptive: bool = False,
     batch: bool = False,
     batch_poll: float = 30.0,
+    workers: int | None = None,
+    executor: str = "threads",
+    ray_address: str | None = None,
     out: str | os.PathLike[str] = "runs",
     max_turns: int = 10,
     max_format_errors: int = 2,
@@ -214,10 +218,16 @@ def run(
     Its trials all run at once unless ``concurrency`` says otherwise; the run id is that of the same
     run sent request by request.
 
-    ``concurrency`` (default 4) trials run at once; a network backend's one shared
-    connection pool is sized to it. ``adaptive=True`` makes ``concurrency`` a ceiling: a network
-    backend's requests in flight start lower, grow while replies are clean and halve on a 429,
-    503 or 529 (AIMD, :mod:`~passk_nb.harness.providers.adaptive`), so a run finds what the
+    ``workers=N`` runs a Python agent's trials in N worker processes (past the GIL, for agents that
+    compute), ``executor="ray"`` as Ray tasks on the cluster at ``ray_address`` (default
+    ``$RAY_ADDRESS``, else a local one); this process stays the only writer of the run folder, and a
+    trial whose worker died is run again (:mod:`~passk_nb.harness.executors`). Neither changes the
+    run id.
+
+    ``concurrency`` (default 4; ``workers`` with ``workers=``) trials run at once; a network
+    backend's one shared connection pool is sized to it. ``adaptive=True`` makes ``concurrency`` a
+    ceiling: a network backend's requests in flight start lower, grow while replies are clean and
+    halve on a 429, 503 or 529 (AIMD, :mod:`~passk_nb.harness.providers.adaptive`), so a run finds what the
     server admits instead of retrying what it refuses; the progress bar shows the requests in
     flight and the current limit. ``rate_limit`` paces the model requests of all
     of them: ``"600rpm"`` (requests per minute), ``"90000tpm"`` (tokens per minute)
@@ -257,6 +267,18 @@ def run(
         )
     if concurrency is not None:
         concurrency = check_positive("concurrency", concurrency)
+    if workers is not None:
+        workers = check_positive("workers", workers)
+        executor = "processes" if executor == "threads" else executor
+    if executor not in EXECUTORS:
+        raise ValueError(f"executor must be one of {list(EXECUTORS)}, got {executor!r}")
+    if ray_address is not None and executor != "ray":
+        raise ValueError("ray_address= names the Ray cluster of executor='ray': pass executor='ray' too")
+    if executor != "threads" and (batch or rate_limit is not None):
+        raise ValueError(
+            f"executor={executor!r} runs Python agents in other processes; batch= and rate_limit= steer "
+            "a network backend's requests, which threads already wait on: drop one or the other"
+        )
     max_turns = check_positive("max_turns", max_turns)
     max_format_errors = check_positive("max_format_errors", max_format_errors)
     check_seconds("trial_timeout", trial_timeout)
@@ -328,8 +350,15 @@ def run(
             if created:
                 backend.close()
             raise
+    if executor != "threads" and not (backend.user_code or backend.name == "scripted"):
+        if created:
+            backend.close()
+        raise ValueError(
+            f"executor={executor!r} (workers=) runs a Python agent's own computation in other processes; "
+            f"the {backend.name} backend waits on its model instead: raise concurrency= for it"
+        )
     if concurrency is None:  # a batch run: every trial's turn in each batch
-        concurrency = min(len(task_ids) * trials, MAX_BATCH_CONCURRENCY) if batch else 4
+        concurrency = min(len(task_ids) * trials, MAX_BATCH_CONCURRENCY) if batch else workers or 4
     # what a Python agent reads that its fingerprint sees by type only: such a run resumes only
     # under a version= the user pins
     pinned = version is not None or not backend.user_code or backend is provider
@@ -364,6 +393,7 @@ def run(
             trial_timeout=trial_timeout,
             limiter=limiter,
             unseen=unseen,
+            executor=(executor, workers, ray_address),
             status=None if steered is None else steered.status,
             until=until,
             max_trials=max_trials,
@@ -396,6 +426,7 @@ def _run_trials(
     status: Callable[[], str] | None = None,
     until: Any = None,
     max_trials: int | None = None,
+    executor: tuple[str, int | None, str | None] = ("threads", None, None),
 ) -> pd.DataFrame:
     described = backend.describe()
     unwrapped = backend.base if isinstance(backend, BatchProvider) else backend
@@ -464,7 +495,14 @@ def _run_trials(
 
     def one_trial(task_id: str, trial: int) -> dict[str, Any]:
         fields = fields_of(task_id, trial)
-        return _trial_record(the_suite, backend, fields, task_id, trial, seed, episode_options, limiter)
+        if elsewhere is None:
+            return _trial_record(the_suite, backend, fields, task_id, trial, seed, episode_options, limiter)
+        started = dt.datetime.now(dt.UTC)
+        try:
+            return elsewhere.call(_trial_in_worker, task_id, trial, fields)
+        except WorkerLost as exc:  # the agent's own process died each time it ran this trial
+            lost = {**_infra(started, str(exc)), "outcome": "agent_error"}
+            return _record(fields, task_id, trial, seed, lost)
 
     async def one_async_trial(task_id: str, trial: int) -> dict[str, Any]:
         fields = fields_of(task_id, trial)
@@ -496,17 +534,35 @@ def _run_trials(
             status=status,
         )
 
-    execute(todo)
-    if until is None:
-        return load_trials(out_dir, run_id, task_ids, trials)
-    checked = bool(todo)
-    while jobs := _next_round(until, load_trials(out_dir, run_id, task_ids, _ALL), max_trials, why):
-        if not checked:  # a resumed run: the backend is checked once, before its first new trial
-            check_backend(unwrapped)
-            write_spec(out_dir, run_id, spec.identity())
-            checked = True
-        execute(jobs)
-    return load_trials(out_dir, run_id, task_ids, _ALL)
+    name, workers, address = executor
+    state = {"suite": the_suite, "backend": backend, "seed": seed, "options": episode_options}
+    elsewhere = (
+        None if name == "threads" else make_executor(name, workers=workers, state=state, address=address)
+    )
+    try:
+        execute(todo)
+        if until is None:
+            return load_trials(out_dir, run_id, task_ids, trials)
+        checked = bool(todo)
+        while jobs := _next_round(until, load_trials(out_dir, run_id, task_ids, _ALL), max_trials, why):
+            if not checked:  # a resumed run: the backend is checked once, before its first new trial
+                check_backend(unwrapped)
+                write_spec(out_dir, run_id, spec.identity())
+                checked = True
+            execute(jobs)
+        return load_trials(out_dir, run_id, task_ids, _ALL)
+    finally:
+        if elsewhere is not None:
+            elsewhere.close()
+
+
+def _trial_in_worker(
+    state: dict[str, Any], task_id: str, trial: int, fields: dict[str, Any]
+) -> dict[str, Any]:
+    """One trial in a worker process or Ray task, from what the run gave the worker."""
+    return _trial_record(
+        state["suite"], state["backend"], fields, task_id, trial, state["seed"], state["options"]
+    )
 
 
 #: Every trial index (load_trials keeps trials below it).
