@@ -1,5 +1,6 @@
 """The asyncio runner: trials of a network backend run as tasks on the transport loop, not a thread
-each, with the same records, timeouts, stops and pacing as the thread pool; other backends keep it."""
+each (OpenAI, Ollama, Anthropic), with the same records, timeouts, stops and pacing as the thread
+pool; other backends keep it."""
 
 from __future__ import annotations
 
@@ -33,13 +34,14 @@ def trial_threads() -> int:
 
 
 @pytest.mark.network_local
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
 @pytest.mark.parametrize("protocol", ["json", "native"])
-def test_http_trials_run_as_tasks_with_no_thread_each(monkeypatch, tmp_path, protocol):
+def test_http_trials_run_as_tasks_with_no_thread_each(monkeypatch, tmp_path, protocol, wire):
     forbid(monkeypatch, "_run_concurrently")
     most = []
-    with FakeServer("openai", latency=0.05, keep_alive=True) as server:
+    with FakeServer(wire, latency=0.05, keep_alive=True) as server:
         df = passk_nb.run(
-            "openai",
+            wire,
             "test-model",
             base_url=server.url,
             trials=12,

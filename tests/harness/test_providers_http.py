@@ -224,7 +224,7 @@ def test_client_errors_are_not_retried(wire, tmp_path):
         ("ollama", "no_text", "Ollama reply has no message.content (a str)"),
         ("openai", "no_text", "chat-completions reply has no choices.0.message (a dict)"),
         ("anthropic", "no_text", "Anthropic reply has no text content block"),
-        ("anthropic", "not_json", "Anthropic reply is not JSON: '<html>502 Bad Gateway</html>'"),
+        ("anthropic", "not_json", "reply to POST /v1/messages (HTTP 200, text/html) is not JSON"),
     ],
 )
 def test_a_reply_without_the_expected_fields_is_a_provider_error(wire, kind, message, tmp_path):

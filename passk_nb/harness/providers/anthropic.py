@@ -31,7 +31,11 @@ timeouts, honours ``Retry-After``, and counts attempts the same way as for the
 other backends. The SDK's HTTP client reads every reply through a guarded transport
 (:func:`guarded_client`): the same whole-reply deadline (``timeout``), body caps
 (``max_body_bytes``, ``max_decompressed_bytes``), cancellation, refused redirects and
-classification of failures as the HTTP backends, with the same code.
+classification of failures as the HTTP backends, with the same code. Under the asyncio
+runner (``achat``: ``run()`` with many trials in flight, no thread each) the same request
+body goes to ``POST /v1/messages`` through the HTTP backends' transport itself, with the
+headers the SDK sends (API version, key, client identification), and the same
+:meth:`~AnthropicProvider.read_reply` reads the JSON it returns.
 
 A refusal (``stop_reason: "refusal"``) is the model's answer: its text (empty if it
 gave none) is the reply, with ``refusal: true`` in ``provider_meta``.
@@ -54,7 +58,8 @@ from typing import Any
 
 from passk_nb.harness.protocol import NativeCall
 from passk_nb.harness.providers.base import Message, ProviderError, Reply
-from passk_nb.harness.providers.http import RemoteProvider, Transient, parse_retry_after
+from passk_nb.harness.providers.http import DEFAULT_POOL_SIZE, RemoteProvider, Transient, parse_retry_after
+from passk_nb.harness.providers.transport import Session
 
 __all__ = [
     "AnthropicProvider",
@@ -196,6 +201,23 @@ def to_anthropic_native(messages: list[Message]) -> tuple[str | None, list[dict[
     return system, turns
 
 
+class _Attributes(dict[str, Any]):
+    """A reply's JSON object read by attribute, as the SDK's models are (a missing one is None)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return self.get(name)
+
+
+def _attributes(value: Any) -> Any:
+    """JSON as :meth:`AnthropicProvider.read_reply` reads the SDK's models: objects by attribute
+    (a tool call's ``input`` stays the JSON it was)."""
+    if isinstance(value, dict):
+        return _Attributes({k: v if k == "input" else _attributes(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return [_attributes(v) for v in value]
+    return value
+
+
 class AnthropicProvider(RemoteProvider):
     """Chat with a Claude model through the Anthropic Messages API.
 
@@ -240,6 +262,20 @@ class AnthropicProvider(RemoteProvider):
             timeout=self.timeout,
             http_client=guarded_client(self, anthropic.DEFAULT_CONNECTION_LIMITS),
         )
+        self._session = self._make_session(DEFAULT_POOL_SIZE)
+
+    def _make_session(self, size: int) -> Session:
+        """The asyncio runner's connections (the transport of the HTTP backends), sending the
+        headers the SDK sends: its API version, key and client identification."""
+        headers = {
+            str(k): v
+            for k, v in self._client.default_headers.items()
+            if isinstance(v, str) and k.lower() != "content-type"
+        }
+        return Session(size, timeout=self.timeout, headers=headers, base_url=self.base_url)
+
+    #: Trials run as asyncio tasks: each request is awaited on the transport loop (:meth:`achat`).
+    speaks_asyncio = True
 
     def _create_once(self, request: dict[str, Any]) -> Any:
         anthropic = _sdk()
@@ -327,6 +363,24 @@ class AnthropicProvider(RemoteProvider):
         request = self.native_request(messages, tools)
         return self.send(lambda: self.read_reply(self._create_once(request), native=True))
 
+    async def achat(self, messages: list[Message]) -> Reply:
+        """:meth:`chat` awaited on the transport loop: the same request body, checks, caps and
+        retries, through the transport of the HTTP backends instead of the SDK's client."""
+        return await self._apost_message(self.request(messages), native=False)
+
+    async def achat_native(self, messages: list[Message], tools: list[dict[str, Any]]) -> Reply:
+        """:meth:`chat_native` awaited on the transport loop."""
+        return await self._apost_message(self.native_request(messages, tools), native=True)
+
+    async def _apost_message(self, body: dict[str, Any], *, native: bool) -> Reply:
+        session = self._session
+
+        async def attempt() -> Reply:
+            data = await self._apost_once(session, "/v1/messages", body)
+            return self.read_reply(_attributes(data), native=native)
+
+        return await self.asend(attempt)
+
     def meta(self) -> dict[str, Any]:
         anthropic = _sdk()
         return {
@@ -341,15 +395,18 @@ class AnthropicProvider(RemoteProvider):
     def size_pool(self, concurrency: int) -> None:
         """One shared pool for all trials (the SDK client); above the SDK's 100 kept-alive
         connections, a pool that keeps one per request in flight."""
-        if concurrency > self.SDK_KEEPALIVE and not self._retired:
+        if concurrency > self._session.size:
+            self._retired.append(self._session)
+            self._session = self._make_session(concurrency)
+        if concurrency > self.SDK_KEEPALIVE and not any(not isinstance(c, Session) for c in self._retired):
             limits_type: Any = type(_sdk().DEFAULT_CONNECTION_LIMITS)  # the httpx the SDK uses
             limits = limits_type(
                 max_connections=concurrency, max_keepalive_connections=concurrency, keepalive_expiry=30.0
             )
-            self._retired = [self._client]
+            self._retired.append(self._client)
             self._client = self._client.with_options(http_client=guarded_client(self, limits))
 
     def close(self) -> None:
         """Close the SDK's HTTP connections."""
-        for client in [*self._retired, self._client]:
+        for client in [*self._retired, self._client, self._session]:
             client.close()

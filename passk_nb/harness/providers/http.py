@@ -419,6 +419,63 @@ class RemoteProvider(BaseProvider):
             )
         return text
 
+    async def _apost_once(self, session: Session, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        where = f"POST {path}"
+        self._refuse_if_cancelled(where)
+        with self._transport_errors(where):
+            response, raw = await awaited_on_loop(self._read(session, path, body, where))
+        return self._decode(response, raw, where)
+
+    @staticmethod
+    def _refuse_if_cancelled(where: str) -> None:
+        if cancelled():
+            raise ProviderError(f"{where}: the trial was given up on (trial_timeout); request not sent")
+
+    def _read(
+        self, session: Session, path: str, body: dict[str, Any], where: str
+    ) -> Coroutine[Any, Any, tuple[Received, bytes]]:
+        """The request as a coroutine for the transport loop, within the deadline and size caps."""
+        limits = Limits(
+            deadline=self.timeout,
+            wire=self.max_body_bytes,
+            body=self.max_decompressed_bytes,
+            too_slow=lambda size: self.too_slow(where, size),
+            too_big=lambda status: self.too_big(where, status),
+            too_big_inflated=lambda status, wire: self.too_big_inflated(where, status, wire),
+        )
+        payload = json.dumps(body, ensure_ascii=False).encode()
+        return read_reply(session, f"{self.base_url}{path}", payload, limits)
+
+    @contextlib.contextmanager
+    def _transport_errors(self, where: str) -> Iterator[None]:
+        """The transport's failures as the retrier's: a timeout or a dropped connection is
+        :class:`Transient`, a bad base URL a :class:`ProviderError`."""
+        try:
+            yield
+        except TimeoutError:
+            raise Transient("timeout", f"{where}: no reply within {self.timeout:g} s") from None
+        except (aiohttp.InvalidURL, aiohttp.NonHttpUrlClientError) as exc:  # a bad base URL
+            raise ProviderError(f"{where}: {type(exc).__name__}: {exc}") from None
+        except (aiohttp.ClientError, OSError, zlib.error) as exc:
+            raise Transient("connection error", f"{where}: {type(exc).__name__}: {exc}") from None
+
+    def _decode(self, response: Any, raw: bytes, where: str) -> dict[str, Any]:
+        """The reply's JSON object, once its status and size are checked."""
+        text = self.check_reply(response, raw, where)
+        status, kind = response.status_code, response.headers.get("content-type", "no content type")
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            raise ProviderError(
+                f"reply to {where} (HTTP {status}, {self.excerpt(kind, 80)}) is not JSON: "
+                f"{self.excerpt(text, 120)!r}"
+            ) from None
+        if not isinstance(data, dict):
+            raise ProviderError(
+                f"reply to {where} (HTTP {status}) is not a JSON object: {self.excerpt(text, 120)!r}"
+            )
+        return data
+
     def output_constraint(self) -> str:
         return "schema" if self.json_schema else super().output_constraint()
 
@@ -559,63 +616,6 @@ class HTTPProvider(RemoteProvider):
         else:
             response, raw = self._post_httpx(self._pool, path, body, where)
         return self._decode(response, raw, where)
-
-    async def _apost_once(self, session: Session, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        where = f"POST {path}"
-        self._refuse_if_cancelled(where)
-        with self._transport_errors(where):
-            response, raw = await awaited_on_loop(self._read(session, path, body, where))
-        return self._decode(response, raw, where)
-
-    @staticmethod
-    def _refuse_if_cancelled(where: str) -> None:
-        if cancelled():
-            raise ProviderError(f"{where}: the trial was given up on (trial_timeout); request not sent")
-
-    def _read(
-        self, session: Session, path: str, body: dict[str, Any], where: str
-    ) -> Coroutine[Any, Any, tuple[Received, bytes]]:
-        """The request as a coroutine for the transport loop, within the deadline and size caps."""
-        limits = Limits(
-            deadline=self.timeout,
-            wire=self.max_body_bytes,
-            body=self.max_decompressed_bytes,
-            too_slow=lambda size: self.too_slow(where, size),
-            too_big=lambda status: self.too_big(where, status),
-            too_big_inflated=lambda status, wire: self.too_big_inflated(where, status, wire),
-        )
-        payload = json.dumps(body, ensure_ascii=False).encode()
-        return read_reply(session, f"{self.base_url}{path}", payload, limits)
-
-    @contextlib.contextmanager
-    def _transport_errors(self, where: str) -> Iterator[None]:
-        """The transport's failures as the retrier's: a timeout or a dropped connection is
-        :class:`Transient`, a bad base URL a :class:`ProviderError`."""
-        try:
-            yield
-        except TimeoutError:
-            raise Transient("timeout", f"{where}: no reply within {self.timeout:g} s") from None
-        except (aiohttp.InvalidURL, aiohttp.NonHttpUrlClientError) as exc:  # a bad base URL
-            raise ProviderError(f"{where}: {type(exc).__name__}: {exc}") from None
-        except (aiohttp.ClientError, OSError, zlib.error) as exc:
-            raise Transient("connection error", f"{where}: {type(exc).__name__}: {exc}") from None
-
-    def _decode(self, response: Any, raw: bytes, where: str) -> dict[str, Any]:
-        """The reply's JSON object, once its status and size are checked."""
-        text = self.check_reply(response, raw, where)
-        status, kind = response.status_code, response.headers.get("content-type", "no content type")
-        try:
-            data = json.loads(raw)
-        except ValueError:
-            raise ProviderError(
-                f"reply to {where} (HTTP {status}, {self.excerpt(kind, 80)}) is not JSON: "
-                f"{self.excerpt(text, 120)!r}"
-            ) from None
-        if not isinstance(data, dict):
-            raise ProviderError(
-                f"reply to {where} (HTTP {status}) is not a JSON object: {self.excerpt(text, 120)!r}"
-            )
-        return data
 
     def _post_httpx(
         self, pool: ConnectionPool, path: str, body: dict[str, Any], where: str
