@@ -73,6 +73,8 @@ _LAZY = {
     "gate": "passk_nb.stats.gate",
     "Question": "passk_nb.stats.sequential",
     "decide": "passk_nb.stats.sequential",
+    "decide_by_round": "passk_nb.stats.sequential",
+    "trials_by_round": "passk_nb.stats.sequential",
     "allocate": "passk_nb.stats.sequential",
     "Until": "passk_nb.stats.sequential",
     # view: tables, plots, widgets
@@ -85,6 +87,8 @@ _LAZY = {
     "plot_forecast": "passk_nb.view.forecast_plots",
     "plot_plan": "passk_nb.view.forecast_plots",
     "plot_rank": "passk_nb.view.forecast_plots",
+    "plot_rounds": "passk_nb.view.sequential_plots",
+    "plot_round_trials": "passk_nb.view.sequential_plots",
     "explore": "passk_nb.view.widgets",
     "browse_transcripts": "passk_nb.view.widgets",
     "show_transcript": "passk_nb.view.widgets",

@@ -518,6 +518,11 @@ def _run_trials(
             fields["outcome"] = "agent_error"
         return _record(fields_of(task_id, trial), task_id, trial, seed, fields)
 
+    standing = [""]  # under until=: where the question stands after the last round, beside the bar
+
+    def bar_status() -> str:
+        return "; ".join(part for part in (standing[0], status() if status else "") if part)
+
     def execute(jobs: list[tuple[str, int]]) -> None:
         execute_trials(
             one_async_trial if backend.speaks_asyncio else one_trial,
@@ -531,7 +536,7 @@ def _run_trials(
             timeout=trial_timeout,
             on_timeout=timed_out,
             keep_records=False,  # read back from disk below: memory stays bounded however long the run
-            status=status,
+            status=bar_status if status is not None or until is not None else None,
         )
 
     name, workers, address = executor
@@ -544,7 +549,9 @@ def _run_trials(
         if until is None:
             return load_trials(out_dir, run_id, task_ids, trials)
         checked = bool(todo)
-        while jobs := _next_round(until, load_trials(out_dir, run_id, task_ids, _ALL), max_trials, why):
+        while jobs := _next_round(
+            until, load_trials(out_dir, run_id, task_ids, _ALL), max_trials, why, standing
+        ):
             if not checked:  # a resumed run: the backend is checked once, before its first new trial
                 check_backend(unwrapped)
                 write_spec(out_dir, run_id, spec.identity())
@@ -573,10 +580,15 @@ MAX_BATCH_CONCURRENCY = 10_000
 
 
 def _next_round(
-    until: Any, records: pd.DataFrame, max_trials: int | None, why: dict[tuple[str, int], dict[str, Any]]
+    until: Any,
+    records: pd.DataFrame,
+    max_trials: int | None,
+    why: dict[tuple[str, int], dict[str, Any]],
+    standing: list[str] | None = None,
 ) -> list[tuple[str, int]]:
     """The (task, trial) jobs of the next round ``until`` asks for, each noted in ``why`` with its
-    round and allocation; empty when it asks for none or ``max_trials`` are spent."""
+    round and allocation; empty when it asks for none or ``max_trials`` are spent. ``standing[0]``
+    becomes the progress line shown beside the bar (the round, the interval, the trials spent)."""
     left = None if max_trials is None else max_trials - len(records)
     if left is not None and left <= 0:
         return []
@@ -596,7 +608,10 @@ def _next_round(
         for trial in range(first, first + int(count)):
             jobs.append((str(task), trial))
             why[(str(task), trial)] = {"round": this_round, "allocation": str(reason)}
-    log.info("round %d: %d trials (%s)", this_round, len(jobs), _progress(until, records))
+    progress = _progress(until, records)
+    log.info("round %d: %d trials (%s)", this_round, len(jobs), progress)
+    if standing is not None:
+        standing[0] = f"round {this_round}: {progress}"
     return jobs if left is None else jobs[:left]
 
 

@@ -671,6 +671,71 @@ def decide(
     return pd.DataFrame(rows)
 
 
+def _rounds(records: pd.DataFrame | str | os.PathLike[str]) -> tuple[pd.DataFrame, pd.Series]:
+    """Trial records (a folder is loaded) and their ``round`` as numbers; a clear error without it."""
+    if isinstance(records, str | os.PathLike):
+        from passk_nb.data.store import load
+
+        records = load(records)
+    if not isinstance(records, pd.DataFrame) or "round" not in records.columns or is_counts_table(records):
+        raise ValueError(
+            "these are not trial records of a run with until=: a by-round view needs the records' "
+            "round column (run(..., until=Until(...)) writes it)"
+        )
+    rounds = pd.to_numeric(records["round"], errors="coerce")
+    if rounds.isna().all():
+        raise ValueError("no record has a round: the run did not use until=, so it has no rounds to show")
+    return records, rounds
+
+
+def decide_by_round(
+    records: pd.DataFrame | str | os.PathLike[str], question: Question | str, *, infra: str = INFRA
+) -> pd.DataFrame:
+    """Where the question stood after each completed round of a run with ``until=``: :func:`decide`
+    on the trials of rounds 0..r, one block of rows per round r (a ``round`` column first).
+
+    The intervals are the anytime-valid ones, so the whole path holds at once: reading it round by
+    round (as the runner did) keeps the level.
+
+    >>> import pandas as pd
+    >>> rows = [{"task": t, "trial": i, "round": 0 if i < 2 else 1, "passed": True, "outcome": "pass"}
+    ...         for t in "abcdef" for i in range(2 if t in "ab" else 6)]
+    >>> path = decide_by_round(pd.DataFrame(rows), "gate=0.6")
+    >>> path[["round", "trials", "decided"]].values.tolist()
+    [[0, 12, False], [1, 28, True]]
+    """
+    q = as_question(question)
+    records, rounds = _rounds(records)
+    blocks = []
+    for r in sorted(rounds.dropna().unique()):
+        block = decide(records[rounds <= r], q, infra=infra)
+        block.insert(0, "round", int(r))
+        blocks.append(block)
+    path = pd.concat(blocks, ignore_index=True)
+    path.attrs["question"] = q  # for plot_rounds(path=path)
+    return path
+
+
+def trials_by_round(records: pd.DataFrame | str | os.PathLike[str], *, infra: str = INFRA) -> pd.DataFrame:
+    """Where a run with ``until=`` spent its trials: usable trials per task and round (the
+    configuration's key columns, ``task``, ``round``, ``trials``), as counted for its decisions.
+
+    >>> import pandas as pd
+    >>> rows = [{"task": t, "trial": i, "round": min(i, 1), "passed": True, "outcome": "pass"}
+    ...         for t, n in (("a", 1), ("b", 3)) for i in range(n)]
+    >>> trials_by_round(pd.DataFrame(rows)).values.tolist()
+    [['a', 0, 1], ['b', 0, 1], ['b', 1, 2]]
+    """
+    records, rounds = _rounds(records)
+    blocks = []
+    for r in sorted(rounds.dropna().unique()):
+        table = counts(records[rounds == r], infra=infra)
+        keys = _keys(table, exclude=("task",))
+        block = table[[*keys, "task"]].assign(round=int(r), trials=table["n"].astype(int))
+        blocks.append(block[block["trials"] > 0])
+    return pd.concat(blocks, ignore_index=True)
+
+
 def allocate(
     df: pd.DataFrame | str | os.PathLike[str],
     question: Question | str,

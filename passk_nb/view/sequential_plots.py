@@ -1,0 +1,138 @@
+"""Plots of a run that stopped when its question was answered (``run(..., until=)``).
+
+Each takes the run's trial records (``data``, first) and computes its statistic, or the frame the
+statistic already returned, by its name (``path=`` from :func:`~passk_nb.stats.sequential.decide_by_round`,
+``trials=`` from :func:`~passk_nb.stats.sequential.trials_by_round`), draws on ``ax`` and returns it.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+from matplotlib.axes import Axes
+
+from passk_nb.stats import sequential as _sequential
+from passk_nb.stats.params import INFRA
+from passk_nb.view.axes import data_or_frame, legend_outside, new_axes, plain_text, require_frame, set_title
+from passk_nb.view.labels import figure_labels, group_colors
+
+_PATH_COLUMNS = ("round", "question", "k", "trials", "estimate", "lo", "hi", "decided")
+_TRIALS_COLUMNS = ("task", "round", "trials")
+#: Columns of decide()'s rows that are not the configuration's keys.
+_DECIDE_COLUMNS = frozenset({*_PATH_COLUMNS, "n_tasks", "verdict"})
+
+
+@plain_text
+def plot_rounds(
+    data: pd.DataFrame | None = None,
+    *,
+    question: str | _sequential.Question | None = None,
+    path: pd.DataFrame | None = None,
+    infra: str = INFRA,
+    ax: Axes | None = None,
+    title: str | None = None,
+) -> Axes:
+    """The anytime-valid interval after each round against the trials spent, per configuration:
+    the band narrowing round by round, the estimate as points, the round where it was decided
+    ringed, and the gate (or the precision asked) as a reference.
+
+    data: the records of a run with ``until=`` (with ``question``, the question it ran until).
+    path: instead, the frame :func:`~passk_nb.stats.sequential.decide_by_round` returned.
+
+    >>> import pandas as pd
+    >>> rows = [{"task": t, "trial": i, "round": 0 if i < 2 else 1, "passed": True, "outcome": "pass"}
+    ...         for t in "abcdef" for i in range(2 if t in "ab" else 6)]
+    >>> ax = plot_rounds(pd.DataFrame(rows), question="gate=0.6")
+    >>> [round(y, 1) for y in ax.get_lines()[-1].get_ydata()]  # the gate's line
+    [0.6, 0.6]
+    >>> import matplotlib.pyplot as plt; plt.close("all")
+    """
+    data_or_frame(data, path, "decide_by_round", "path")
+    if path is None:
+        if question is None:
+            raise ValueError("plot_rounds(data) needs the question the run ran until: question='gate=0.8'")
+        path = _sequential.decide_by_round(data, question, infra=infra)
+    require_frame(path, _PATH_COLUMNS, "path", "passk_nb.decide_by_round(df, question)")
+    if question is None:
+        question = path.attrs.get("question")
+        if question is None:
+            raise ValueError("plot_rounds(path=) needs the question too: question='gate=0.8'")
+    q = _sequential.as_question(question)
+    keys = [c for c in path.columns if c not in _DECIDE_COLUMNS]
+    labels, described = figure_labels(path, keys)
+    ax = new_axes(ax)
+    colors = group_colors(labels.nunique())
+    for i, (label, rows) in enumerate(path.groupby(labels, sort=False)):
+        rows = rows.sort_values("round")
+        color = colors[i]
+        ax.fill_between(rows["trials"], rows["lo"], rows["hi"], color=color, alpha=0.2, step="post")
+        ax.plot(rows["trials"], rows["lo"], color=color, linewidth=1, drawstyle="steps-post")
+        ax.plot(rows["trials"], rows["hi"], color=color, linewidth=1, drawstyle="steps-post")
+        ax.plot(rows["trials"], rows["estimate"], "o", color=color, label=f"{label} — estimate")
+        first = rows[rows["decided"]].head(1)
+        if len(first):
+            ax.plot(
+                first["trials"],
+                first["estimate"],
+                "o",
+                markersize=12,
+                markerfacecolor="none",
+                color=color,
+                label=f"{label} — decided (round {int(first['round'].iloc[0])})",
+            )
+    ax.set_xlabel("usable trials spent")
+    ax.set_ylabel(f"pass^{q.k}" if q.kind != "compare" else f"pass^{q.k}: {q.b} − {q.a}")
+    if q.kind == "gate":
+        ax.axhline(float(q.gate or 0), color="0.3", linestyle="--", linewidth=1, label=f"gate {q.gate}")
+    elif q.kind == "compare":
+        ax.axhline(0.0, color="0.3", linestyle="--", linewidth=1, label="no difference")
+    legend_outside(ax)
+    set_title(ax, title, f"{q}: interval valid at every look, after each round", note=described)
+    return ax
+
+
+@plain_text
+def plot_round_trials(
+    data: pd.DataFrame | None = None,
+    *,
+    trials: pd.DataFrame | None = None,
+    infra: str = INFRA,
+    ax: Axes | None = None,
+    title: str | None = None,
+) -> Axes:
+    """Where a run with ``until=`` spent its trials: usable trials per task, stacked by round.
+
+    data: the run's records. trials: instead, the frame
+    :func:`~passk_nb.stats.sequential.trials_by_round` returned.
+
+    >>> import pandas as pd
+    >>> rows = [{"task": t, "trial": i, "round": min(i, 1), "passed": True, "outcome": "pass"}
+    ...         for t, n in (("a", 1), ("b", 3)) for i in range(n)]
+    >>> ax = plot_round_trials(pd.DataFrame(rows))
+    >>> [round(p.get_height()) for p in ax.patches]
+    [1, 1, 0, 2]
+    >>> import matplotlib.pyplot as plt; plt.close("all")
+    """
+    data_or_frame(data, trials, "trials_by_round", "trials")
+    if trials is None:
+        trials = _sequential.trials_by_round(data, infra=infra)
+    require_frame(trials, _TRIALS_COLUMNS, "trials", "passk_nb.trials_by_round(df)")
+    keys = [c for c in trials.columns if c not in _TRIALS_COLUMNS]
+    frame = (
+        trials.assign(_cell=trials[[*keys, "task"]].astype(str).agg(" · ".join, axis=1))
+        if keys
+        else trials.assign(_cell=trials["task"].astype(str))
+    )
+    table = frame.pivot_table(
+        index="_cell", columns="round", values="trials", aggfunc="sum", fill_value=0, sort=False
+    )
+    ax = new_axes(ax)
+    colors = group_colors(len(table.columns))
+    bottom = pd.Series(0, index=table.index, dtype=float)
+    for i, r in enumerate(table.columns):
+        ax.bar(range(len(table)), table[r], bottom=bottom, color=colors[i], label=f"round {r}")
+        bottom = bottom + table[r]
+    ax.set_xticks(range(len(table)), table.index, rotation=45, ha="right", fontsize="small")
+    ax.set_ylabel("usable trials")
+    legend_outside(ax)
+    set_title(ax, title, "trials per task, by the round that ran them")
+    return ax

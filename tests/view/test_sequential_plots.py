@@ -1,0 +1,42 @@
+"""The plots of a run with until= draw the frames stats returns (decide_by_round, trials_by_round)."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+
+import passk_nb
+
+
+@pytest.fixture(scope="module")
+def stopped(tmp_path_factory):
+    until = passk_nb.Until("gate=0.6 ci=0.9", max_trials=200)
+    out = tmp_path_factory.mktemp("until")
+    return passk_nb.run("scripted", trials=1, out=out, progress=False, until=until), until.question
+
+
+def test_plot_rounds_draws_the_anytime_interval_of_every_round(stopped):
+    df, question = stopped
+    path = passk_nb.decide_by_round(df, question)
+    ax = passk_nb.plot_rounds(df, question=question)
+    lines = ax.get_lines()
+    np.testing.assert_allclose(lines[0].get_ydata(), path["lo"])  # the band's edges are stats' bounds
+    np.testing.assert_allclose(lines[1].get_ydata(), path["hi"])
+    np.testing.assert_allclose(lines[0].get_xdata(), path["trials"])
+    assert "decided (round" in " ".join(t.get_text() for t in ax.get_legend().get_texts())
+    again = passk_nb.plot_rounds(path=path)
+    np.testing.assert_allclose(again.get_lines()[0].get_ydata(), path["lo"])
+    with pytest.raises(ValueError, match="needs the question"):
+        passk_nb.plot_rounds(df)
+    plt.close("all")
+
+
+def test_plot_round_trials_stacks_each_tasks_trials_by_round(stopped):
+    df, _ = stopped
+    spent = passk_nb.trials_by_round(df)
+    ax = passk_nb.plot_round_trials(df)
+    heights = sum(p.get_height() for p in ax.patches)
+    assert heights == len(df) == spent["trials"].sum()
+    assert len(ax.patches) == df["task"].nunique() * spent["round"].nunique()
+    plt.close("all")
