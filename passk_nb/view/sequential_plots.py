@@ -32,7 +32,7 @@ def plot_rounds(
     title: str | None = None,
 ) -> Axes:
     """The anytime-valid interval after each round against the trials spent, per configuration:
-    the band narrowing round by round, the estimate as points, the round where it was decided
+    one bar per round (dotted lines join its ends), the estimate as points, the round where it was decided
     ringed, and the gate (or the precision asked) as a reference.
 
     data: the records of a run with ``until=`` (with ``question``, the question it ran until).
@@ -64,9 +64,9 @@ def plot_rounds(
     for i, (label, rows) in enumerate(path.groupby(labels, sort=False)):
         rows = rows.sort_values("round")
         color = colors[i]
-        ax.fill_between(rows["trials"], rows["lo"], rows["hi"], color=color, alpha=0.2, step="post")
-        ax.plot(rows["trials"], rows["lo"], color=color, linewidth=1, drawstyle="steps-post")
-        ax.plot(rows["trials"], rows["hi"], color=color, linewidth=1, drawstyle="steps-post")
+        ax.plot(rows["trials"], rows["lo"], color=color, linewidth=1, linestyle=":")
+        ax.plot(rows["trials"], rows["hi"], color=color, linewidth=1, linestyle=":")
+        ax.vlines(rows["trials"], rows["lo"], rows["hi"], color=color, linewidth=6, alpha=0.3)
         ax.plot(rows["trials"], rows["estimate"], "o", color=color, label=f"{label} — estimate")
         first = rows[rows["decided"]].head(1)
         if len(first):
@@ -117,12 +117,13 @@ def plot_round_trials(
         trials = _sequential.trials_by_round(data, infra=infra)
     require_frame(trials, _TRIALS_COLUMNS, "trials", "passk_nb.trials_by_round(df)")
     keys = [c for c in trials.columns if c not in _TRIALS_COLUMNS]
-    frame = (
-        trials.assign(_cell=trials[[*keys, "task"]].astype(str).agg(" · ".join, axis=1))
-        if keys
-        else trials.assign(_cell=trials["task"].astype(str))
+    labels, described = figure_labels(trials, keys)
+    cells = (
+        trials["task"].astype(str)
+        if described or not keys
+        else labels.astype(str) + " · " + trials["task"].astype(str)
     )
-    table = frame.pivot_table(
+    table = trials.assign(_cell=cells).pivot_table(
         index="_cell", columns="round", values="trials", aggfunc="sum", fill_value=0, sort=False
     )
     ax = new_axes(ax)
@@ -134,5 +135,5 @@ def plot_round_trials(
     ax.set_xticks(range(len(table)), table.index, rotation=45, ha="right", fontsize="small")
     ax.set_ylabel("usable trials")
     legend_outside(ax)
-    set_title(ax, title, "trials per task, by the round that ran them")
+    set_title(ax, title, "trials per task, by the round that ran them", note=described)
     return ax
