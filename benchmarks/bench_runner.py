@@ -414,6 +414,39 @@ def adaptive_benchmark(repeats: int = 5, admit: int = 4) -> None:
             )
 
 
+def make_busy_agent(cpu_s: float):
+    """The known-good script, computing ``cpu_s`` seconds of pure Python per turn (holding the GIL)."""
+
+    def agent(messages):
+        end = time.thread_time() + cpu_s  # this thread's own CPU, as a worker process would count it
+        while time.thread_time() < end:
+            sum(range(200))
+        return SCRIPTS[messages[1]["content"]][sum(m["role"] == "assistant" for m in messages)]
+
+    return agent
+
+
+def workers_benchmark(workers: int = 2, cpu_s: float = 0.01, trials: int = 20) -> None:
+    """A CPU-bound function agent: threads against ``workers`` processes, same run, same agent."""
+    agent = make_busy_agent(cpu_s)
+    turns = trials * sum(len(t.script) for t in SUITE.tasks)
+
+    def timed(**options: object) -> float:
+        with tempfile.TemporaryDirectory() as out:
+            wall0 = time.perf_counter()
+            passk_nb.run(agent, trials=trials, out=out, progress=False, version="bench", **options)
+            return time.perf_counter() - wall0
+
+    threads = timed(concurrency=workers * 2)
+    pool = timed(workers=workers, concurrency=workers * 2)
+    print(
+        f"CPU-bound function agent ({cpu_s * 1000:.0f} ms of CPU per turn, {turns} turns, "
+        f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}): threads {threads:.2f} s, "
+        f"workers={workers} {pool:.2f} s: {threads / pool:.2f}x faster (one core's work: "
+        f"{turns * cpu_s:.2f} s)"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trials", type=int, default=2000, help="trials per concurrency (default 2000)")
@@ -436,6 +469,12 @@ def main() -> int:
         help="only adaptive vs fixed concurrency against a server admitting 4 at once (README figures)",
     )
     mode.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="only a CPU-bound function agent on threads against N worker processes (run(workers=N))",
+    )
+    mode.add_argument(
         "--floor",
         action="store_true",
         help="only the bare clients against a minimal asyncio server (no target)",
@@ -443,6 +482,9 @@ def main() -> int:
     args = parser.parse_args()
     if args.floor:
         floor_benchmark(args)
+        return 0
+    if args.workers:
+        workers_benchmark(args.workers)
         return 0
     if args.adaptive:
         adaptive_benchmark()
