@@ -15,8 +15,11 @@ tasks × 8) gives plan its rho; ``power_new`` is checked against the share of si
 ``compare`` interval excludes 0, ``power_these`` against the share whose fixed-task interval
 excludes 0 (both read by ``differs``, compare's decision), at the true difference (for these
 tasks: task sets whose own difference is within 5 % of it). ``default rho`` is plan's prediction
-from arm a alone (rho = 0.5). plan predicts both by simulating compare on suites from the pilot's
-populations (``simulated_power``); the arms' true relation (b = f(a), not a copula) is not plan's.
+from arm a alone (rho = 0.5). plan predicts ``power_new`` by simulating compare on suites from the
+pilot's populations (``simulated_power``; the arms' true relation here, b = f(a), is not plan's
+copula) and ``power_these`` by the fixed-task z formula. Besides each column's lowest to highest
+gap, the root mean square gap over all cells (which includes the Monte-Carlo error of both the
+simulated power, 1,000 suites, and plan's own simulation, 800 suites).
 
     python benchmarks/plan_validation.py              # the README tables (a few minutes)
     python benchmarks/plan_validation.py --suites 300 --pilots 1
@@ -254,9 +257,9 @@ def main(argv: list[str] | None = None) -> int:
         simulated = f"{rows['simulated_new'].min():.2f}–{rows['simulated_new'].max():.2f}"
         default = gap(rows.loc[rows["pilot"] == sizes[0], "gap_default"])
         print(f"| {name} | {k} | {simulated} | " + " | ".join(cells) + f" | {default} |")
-    totals(
-        power, sizes, {"gap_new": "new tasks", "gap_these": "these tasks", "gap_default": "default rho"}, gap
-    )
+    labels = {"gap_new": "new tasks", "gap_these": "these tasks", "gap_default": "default rho"}
+    totals(power, sizes, labels, gap)
+    totals(power, sizes, labels, lambda values: f"RMS {np.sqrt(np.mean(values**2)):.3f}")
     print(
         f"one two-arm plan call ({len(args.power_tasks)} × {len(args.trials)} designs at most): median "
         f"{np.median(seconds):.2f} s, longest {max(seconds):.2f} s"
