@@ -38,6 +38,25 @@ def group_means(gid: np.ndarray, values: np.ndarray, counts: np.ndarray) -> np.n
         return group_sums(gid, values, counts.size) / counts[:, None]
 
 
+def distinct_codes(n: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct pairs of whole counts n ≥ 0, c in 0..max(c), coded n·(max(c) + 1) + c, sorted,
+    and each row's index among them; without sorting the rows (a lookup table over the codes) unless
+    the codes run past 4 million.
+
+    >>> [x.tolist() for x in distinct_codes(np.array([4, 4, 8, 4]), np.array([1, 0, 1, 1]))]
+    [[8, 9, 17], [1, 0, 2, 1]]
+    """
+    code = n.astype(np.int64) * (int(c.max(initial=0)) + 1) + c
+    if code.size and code.max() > 1 << 22:  # a lookup table that large: sort instead
+        codes, where = np.unique(code, return_inverse=True)
+        return codes, where.ravel()
+    present = np.bincount(code)
+    codes = np.flatnonzero(present)
+    lookup = np.zeros(present.size, dtype=np.int64)
+    lookup[codes] = np.arange(codes.size)
+    return codes, lookup[code]
+
+
 def group_ids(table: pd.DataFrame, by: tuple[str, ...]) -> tuple[np.ndarray, pd.DataFrame]:
     """Group number of each row of a table sorted by ``by``, and the group keys (one row each)."""
     if not by:

@@ -26,7 +26,7 @@ import numpy as np
 from scipy import stats as sps
 from scipy.special import gammaln
 
-from passk_nb.stats._grouping import group_means, group_sums
+from passk_nb.stats._grouping import distinct_codes, group_means, group_sums
 from passk_nb.stats.estimators import pass_hat_k
 from passk_nb.stats.params import FIXED_LEVEL, METHOD
 
@@ -73,8 +73,7 @@ def fixed_task_variance(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
     [0.1115, 0.0893, 0.0212]
     """
     n, c = np.broadcast_arrays(np.asarray(n), np.asarray(c))
-    cells, where = np.unique(np.stack([n.ravel(), c.ravel()]).astype(float), axis=1, return_inverse=True)
-    cn, cc = cells
+    cn, cc, where = _cells(n.ravel(), c.ravel())
     with np.errstate(invalid="ignore"):
         lo = np.where(cc <= 0, 0.0, sps.beta.ppf((1 - FIXED_LEVEL) / 2, cc + 0.5, cn - cc + 0.5))
         hi = np.where(cc >= cn, 1.0, sps.beta.ppf((1 + FIXED_LEVEL) / 2, cc + 0.5, cn - cc + 0.5))
@@ -88,6 +87,18 @@ def fixed_task_variance(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
         lo, hi = np.maximum(best - step, edges[0]), np.minimum(best + step, edges[1])
     variance = values.max(axis=1)
     return variance[np.ravel(where)].reshape(n.shape)
+
+
+def _cells(n: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (n, c) pairs as floats and each row's index among them (whole counts through
+    :func:`distinct_codes`, without sorting; sorting pairs of floats dominated a large call)."""
+    whole = n.size and np.issubdtype(n.dtype, np.integer) and np.issubdtype(c.dtype, np.integer)
+    if whole and c.min() >= 0 and n.min() >= 0:
+        codes, where = distinct_codes(n, c)
+        cn, cc = np.divmod(codes, int(c.max()) + 1)
+        return cn.astype(float), cc.astype(float), where
+    cells, where = np.unique(np.stack([n, c]).astype(float), axis=1, return_inverse=True)
+    return cells[0], cells[1], where
 
 
 def plugin_task_variance(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from passk_nb.stats._grouping import group_ids, group_means, group_sums, shared_columns
+from passk_nb.stats._grouping import distinct_codes, group_ids, group_means, group_sums, shared_columns
 from passk_nb.stats.checks import check_k, check_options, require_columns
 from passk_nb.stats.counts import counted_folder, counts
 from passk_nb.stats.estimators import pass_at_k, pass_hat_k
@@ -107,6 +107,33 @@ class PairedTasks:
     var_a: np.ndarray
     var_b: np.ndarray
 
+    @classmethod
+    def from_counts(
+        cls,
+        by: tuple[str, ...],
+        k: int,
+        gid: np.ndarray,
+        groups: pd.DataFrame,
+        n_a: np.ndarray,
+        c_a: np.ndarray,
+        n_b: np.ndarray,
+        c_b: np.ndarray,
+    ) -> PairedTasks:
+        """The paired tasks from both arms' trials ``n`` and successes ``c`` per task (n ≥ k), task
+        i in group ``gid[i]`` (a row of ``groups``): what :func:`compare` decides on, and what
+        :func:`~passk_nb.stats.planning.plan` simulates its power through."""
+
+        def arm(n: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            # computed once per distinct (n, c), then spread to the tasks: simulated suites repeat them
+            codes, where = distinct_codes(n, c)
+            n, c = np.divmod(codes, int(c.max(initial=0)) + 1)
+            values = np.column_stack([pass_at_k(n, c, k), pass_hat_k(n, c, k)])
+            variances = np.column_stack([fixed_task_variance(n, n - c, k), fixed_task_variance(n, c, k)])
+            return values[where], variances[where]
+
+        (va, var_a), (vb, var_b) = arm(n_a, c_a), arm(n_b, c_b)
+        return cls(by, k, gid, groups, va, vb, var_a, var_b)
+
 
 def paired_tasks(
     df: pd.DataFrame | str | os.PathLike[str],
@@ -146,18 +173,8 @@ def paired_tasks(
             f"no task has {k} usable trials under both arms; run more trials or choose a smaller k"
         )
     gid, groups = group_ids(paired, by)
-
-    def arm(name: str) -> tuple[np.ndarray, np.ndarray]:
-        n, c = (
-            paired[f"n_{name}"].to_numpy().astype(np.int64),
-            paired[f"c_{name}"].to_numpy().astype(np.int64),
-        )
-        values = np.column_stack([pass_at_k(n, c, k), pass_hat_k(n, c, k)])
-        variances = np.column_stack([fixed_task_variance(n, n - c, k), fixed_task_variance(n, c, k)])
-        return values, variances
-
-    (va, var_a), (vb, var_b) = arm("a"), arm("b")
-    return PairedTasks(by, k, gid, groups, va, vb, var_a, var_b)
+    n_a, c_a, n_b, c_b = (paired[col].to_numpy().astype(np.int64) for col in ("n_a", "c_a", "n_b", "c_b"))
+    return PairedTasks.from_counts(by, k, gid, groups, n_a, c_a, n_b, c_b)
 
 
 def paired_frame(
@@ -213,6 +230,20 @@ def paired_frame(
     out = pd.concat([keys, pd.DataFrame(columns)], axis=1)
     warn_declined(out.rename(columns={"n_tasks": "n_tasks_covered"}), by, min_tasks)
     return out.sort_values([*by, "metric"], kind="stable").reset_index(drop=True)
+
+
+def differs(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`compare`'s two decisions per row of its frame: does the difference hold for new tasks
+    like these (``lo``/``hi`` exclude 0; never where the interval was declined) and for these tasks
+    re-rolled (``fixed_lo``/``fixed_hi`` exclude 0)?
+
+    >>> frame = pd.DataFrame({"lo": [0.1, -0.2, np.nan], "hi": [0.3, 0.1, np.nan],
+    ...                       "fixed_lo": [0.2, 0.05, 0.1], "fixed_hi": [0.25, 0.1, 0.2]})
+    >>> [x.tolist() for x in differs(frame)]
+    [[True, False, False], [True, True, True]]
+    """
+    lo, hi, fixed_lo, fixed_hi = (frame[col].to_numpy() for col in ("lo", "hi", "fixed_lo", "fixed_hi"))
+    return (lo > 0) | (hi < 0), (fixed_lo > 0) | (fixed_hi < 0)
 
 
 @share_docs

@@ -11,6 +11,8 @@ Both are computed exactly from a population of tasks: the mixture
 pilot cannot identify it, the pilot's own tasks at the shrunk p̃ = (c + ½) / (n + 1). The predicted
 half-widths are not formulas: they are the mean half-widths of the intervals :func:`summarize`
 ships, run on suites simulated from that population, so they follow whatever interval it gives.
+The predicted power for new tasks is likewise the rejection rate of :func:`compare`'s decision on
+two-arm suites simulated from the arms' populations joined by a Gaussian copula (:class:`TwoArms`).
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 
 import numpy as np
 import pandas as pd
+from scipy import optimize, special
 from scipy import stats as sps
 
 from passk_nb.stats.checks import check_k
@@ -29,8 +32,17 @@ from passk_nb.stats.counts import counts
 from passk_nb.stats.estimators import pass_hat_k
 from passk_nb.stats.forecast import Mixture, fit_mixture, unidentified
 from passk_nb.stats.intervals import fixed_task_variance
-from passk_nb.stats.paired import _arms, _default_by
-from passk_nb.stats.params import CI, INFRA, MIN_TASKS, SEED, default_by, share_docs
+from passk_nb.stats.paired import PairedTasks, _arms, _default_by, differs, paired_frame
+from passk_nb.stats.params import (
+    CI,
+    INFRA,
+    MIN_TASKS,
+    N_BOOT,
+    PAIRED_METHOD,
+    SEED,
+    default_by,
+    share_docs,
+)
 from passk_nb.stats.summary import summarize
 
 #: Default power and two-sided test level of the detectable difference.
@@ -40,6 +52,16 @@ ALPHA = 0.05
 RHO = 0.5
 #: Tasks simulated per plan row for the predicted half-widths (400 suites of 40 tasks).
 N_SIM = 16_000
+#: Two-arm suites simulated per plan row for the predicted new-task power (Monte-Carlo standard
+#: error at most 0.5/√800 = 0.018), fewer for large T so that a row simulates at most POWER_TASKS
+#: tasks (never fewer than 200 suites: standard error ≤ 0.035).
+POWER_SUITES = 800
+POWER_TASKS = 64_000
+#: Points of a population's Beta quantile function tabulated for :meth:`Population.quantile`.
+_V = np.linspace(0.0, 1.0, 4097)
+_MIDPOINTS = (_V[:-1] + _V[1:]) / 2
+#: Stratified standard-normal nodes on which the copula's correlation is computed.
+_NODES = sps.norm.ppf((np.arange(160) + 0.5) / 160)
 
 
 @dataclass(frozen=True)
@@ -62,6 +84,39 @@ class Population:
             return self.mixture.sample(size, rng)
         assert self.atoms is not None
         return rng.choice(self.atoms, size)
+
+    @cached_property
+    def _beta_quantiles(self) -> np.ndarray:
+        assert self.mixture is not None
+        return np.asarray(special.betaincinv(self.mixture.alpha, self.mixture.beta, _V))
+
+    def quantile(self, u: np.ndarray) -> np.ndarray:
+        """The success probability at rank u in (0, 1) of the population (its inverse CDF).
+
+        >>> Population(atoms=np.array([0.9, 0.2, 0.5])).quantile(np.array([0.1, 0.5, 0.99])).tolist()
+        [0.2, 0.5, 0.9]
+        """
+        u = np.asarray(u, dtype=float)
+        if self.mixture is not None:
+            m = self.mixture
+            flaky = (
+                np.interp((u - m.share_never) / m.share_flaky, _V, self._beta_quantiles)
+                if m.share_flaky > 0
+                else np.zeros_like(u)
+            )
+            return np.where(u < m.share_never, 0.0, np.where(u >= 1 - m.share_always, 1.0, flaky))
+        assert self.atoms is not None
+        atoms = np.sort(self.atoms)
+        return atoms[np.minimum((u * atoms.size).astype(np.int64), atoms.size - 1)]
+
+    def shifted_moment(self, k: int, shift: float) -> float:
+        """E[p'^k] where each task's log-odds of success is raised by ``shift`` (:func:`shifted`)."""
+        if self.mixture is not None:
+            m = self.mixture
+            flaky = np.interp(_MIDPOINTS, _V, self._beta_quantiles) if m.share_flaky > 0 else np.zeros(1)
+            return float(m.share_always + m.share_flaky * np.mean(shifted(flaky, shift) ** k))
+        assert self.atoms is not None
+        return float(np.mean(shifted(self.atoms, shift) ** k))
 
     def pmf(self, n: int) -> np.ndarray:
         """P(c successes of n) for c = 0..n, over the population."""
@@ -234,6 +289,134 @@ def pilot_population(n: np.ndarray, c: np.ndarray) -> Population:
     return Population(atoms=(c + 0.5) / (n + 1))
 
 
+def shifted(p: np.ndarray, shift: float | np.ndarray) -> np.ndarray:
+    """p with its log-odds raised by ``shift``: p / (p + (1 − p)·e^−shift); 0 and 1 stay put.
+
+    >>> shifted(np.array([0.0, 0.5, 1.0]), np.log(3)).tolist()
+    [0.0, 0.75, 1.0]
+    """
+    return p / (p + (1 - p) * np.exp(-shift))
+
+
+@dataclass(frozen=True)
+class TwoArms:
+    """Two arms' tasks: a task's latent ranks (z_a, z_b) are standard normal with correlation
+    ``r`` (a Gaussian copula), p_a = Q_a(Φ(z_a)) and p_b = Q_b(Φ(z_b)) with its log-odds raised by
+    ``shift`` (:func:`shifted`), Q the populations' quantiles. Built by :func:`two_arms`."""
+
+    a: Population
+    b: Population
+    r: float
+    shift: float
+
+    def sample(self, size: tuple[int, ...], rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """(p_a, p_b) of ``size`` tasks, arm b *not yet shifted* (the caller shifts it)."""
+        z_a = rng.standard_normal(size)
+        z_b = self.r * z_a + np.sqrt(1 - self.r**2) * rng.standard_normal(size)
+        return self.a.quantile(sps.norm.cdf(z_a)), self.b.quantile(sps.norm.cdf(z_b))
+
+
+def two_arms(pop_a: Population, pop_b: Population, k: int, diff: float, rho: float) -> TwoArms | None:
+    """The joint population of :class:`TwoArms` whose suite pass^k differ by ``diff`` (b − a) and
+    whose p^k correlate by ``rho`` across tasks (the nearest the copula reaches when it cannot); None
+    when no shift of arm b's log-odds gives ``diff``.
+
+    The shift is on the log-odds of every task alike (a Rasch-like "arm b is this much better"),
+    so tasks at p = 0 or 1 stay there and p stays in [0, 1] whatever ``diff``.
+
+    >>> pop = Population(mixture=Mixture(0.2, 0.1, 2.0, 1.0))
+    >>> joint = two_arms(pop, pop, 2, 0.1, 0.8)
+    >>> round(pop.shifted_moment(2, joint.shift) - pop.moment(2), 6), 0.8 < joint.r < 1
+    (0.1, True)
+    """
+    target = pop_a.moment(k) + diff
+
+    def gap(shift: float) -> float:
+        return pop_b.shifted_moment(k, shift) - target
+
+    low, high = gap(-30.0), gap(30.0)
+    if low > 1e-9 or high < -1e-9:
+        return None
+    if min(abs(low), abs(high), abs(gap(0.0))) < 1e-9:  # at the edge of reach, or no shift needed
+        shift = float(np.array([-30.0, 30.0, 0.0])[np.argmin(np.abs([low, high, gap(0.0)]))])
+    else:
+        shift = float(optimize.brentq(gap, -30.0, 30.0, xtol=1e-10))
+    r = _copula_r(pop_a, pop_b, k, shift, rho)
+    return TwoArms(pop_a, pop_b, r, shift)
+
+
+def _copula_r(pop_a: Population, pop_b: Population, k: int, shift: float, rho: float) -> float:
+    """The latent correlation whose p^k correlate by ``rho`` (computed on stratified normal nodes;
+    the correlation rises with r, so it is read off a grid of r; clipped to what r in [−1, 1] gives)."""
+    grid = np.linspace(-1.0, 1.0, 41)
+    z_a, w = _NODES[:, None], _NODES[None, :]
+    q_a = np.broadcast_to(pop_a.quantile(sps.norm.cdf(z_a)) ** k, (z_a.size, w.size))
+    corr = np.empty(grid.size)
+    for i, r in enumerate(grid):
+        q_b = shifted(pop_b.quantile(sps.norm.cdf(r * z_a + np.sqrt(max(1 - r**2, 0.0)) * w)), shift) ** k
+        with np.errstate(invalid="ignore", divide="ignore"):
+            corr[i] = np.corrcoef(q_a.ravel(), q_b.ravel())[0, 1]
+    if not np.isfinite(corr).all():  # an arm without spread: any r gives the same suites
+        return 0.0
+    corr = np.maximum.accumulate(corr)  # monotone in r; remove the nodes' jitter
+    return float(np.interp(rho, corr, grid)) if corr[-1] > corr[0] else 0.0
+
+
+def simulated_power(
+    joint: TwoArms,
+    k: int,
+    designs: Sequence[tuple[int, int]],
+    *,
+    alpha: float = ALPHA,
+    suites: int = POWER_SUITES,
+    tasks_cap: int = POWER_TASKS,
+    seed: int = SEED,
+) -> np.ndarray:
+    """The power of :func:`compare`'s new-task decision at two-sided level ``alpha``, for each
+    design (tasks T, trials n): the share of two-arm suites drawn from ``joint`` in which compare's
+    interval excludes 0. The suites go through compare's own paired machinery
+    (:meth:`PairedTasks.from_counts`, :func:`paired_frame`, :func:`differs`), so the prediction is
+    the test users get. NaN below :data:`MIN_TASKS` tasks, where compare declines.
+
+    ``suites`` per design, fewer where T·suites would pass ``tasks_cap`` (never fewer than 200).
+    The tasks' p are drawn once per T (from ``seed`` and T), their trials once per design.
+
+    >>> pop = Population(mixture=Mixture(0.2, 0.1, 2.0, 1.0))
+    >>> level = simulated_power(two_arms(pop, pop, 2, 0.0, 0.8), 2, [(40, 8)])
+    >>> bool(level[0] < 0.1)  # no difference: about the test's level
+    True
+    """
+    parts: list[tuple[np.ndarray, ...]] = []
+    draws: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for tasks, _ in designs:
+        if tasks not in draws:
+            rng = np.random.default_rng([seed, 2, tasks])
+            p_a, p_b = joint.sample((min(suites, max(200, tasks_cap // tasks)), tasks), rng)
+            draws[tasks] = (p_a, shifted(p_b, joint.shift))
+    sizes = []  # suites of each design
+    for tasks, trials in designs:
+        p_a, p_b = draws[tasks]
+        rng = np.random.default_rng([seed, 2, tasks, trials])
+        c_a, c_b = rng.binomial(trials, p_a), rng.binomial(trials, p_b)
+        parts.append((np.full(c_a.size, trials), c_a.ravel(), c_b.ravel()))
+        sizes.append(len(p_a))
+    n, c_a, c_b = (np.concatenate(column) for column in zip(*parts, strict=True))
+    per_suite = np.repeat([tasks for tasks, _ in designs], sizes)
+    gid = np.repeat(np.arange(sum(sizes)), per_suite)  # sorted: designs in order, suites within
+    groups = pd.DataFrame({"group": np.arange(sum(sizes))})
+    paired = PairedTasks.from_counts(("group",), k, gid, groups, n, c_a, n, c_b)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # a declined interval decides nothing
+        frame = paired_frame(
+            paired, ci=1 - alpha, n_boot=N_BOOT, seed=seed, method=PAIRED_METHOD, min_tasks=MIN_TASKS
+        )
+    new, _ = differs(frame[frame["metric"] == "pass^k"].sort_values("group"))
+    design = np.repeat(np.arange(len(designs)), sizes)
+    power_new = np.bincount(design, new, len(designs)) / np.asarray(sizes)
+    small = np.array([tasks < MIN_TASKS for tasks, _ in designs])
+    return np.where(small, np.nan, power_new)
+
+
 @share_docs
 def plan(
     pilot: pd.DataFrame,
@@ -256,6 +439,7 @@ def plan(
     ci: float = CI,
     infra: str = INFRA,
     n_sim: int = N_SIM,
+    power_suites: int = POWER_SUITES,
     seed: int = SEED,
 ) -> pd.DataFrame:
     """How many tasks and trials answer the question, and what each plan costs.
@@ -268,14 +452,19 @@ def plan(
       re-rolled" (NaN for new tasks where it declines: fewer than 5 tasks); each the mean over
       suites simulated from the pilot's population (:func:`halfwidths`), so never 0;
     - ``mdd_new`` / ``mdd_these``: the smallest paired difference in pass^k between two arms
-      (prompts, models) the plan detects with ``power`` at two-sided level ``alpha``, and
-      ``power_new`` / ``power_these`` to detect ``diff`` (the paired t over tasks that
-      :func:`compare` ships, NaN below 5 tasks where it declines, and the fixed-task z test). For
-      new tasks it matters how closely the arms' tasks move together: ``rho`` (their correlation
-      of p^k across tasks) and ``rho_source`` say what was used: estimated from a pilot with two
-      arms (:func:`pilot_rho`, from the spread of its per-task differences; each arm gets its own
-      population), given, or the default 0.5 because the pilot has one arm (its population then
-      stands for both);
+      (prompts, models) the plan detects with ``power`` at two-sided level ``alpha`` (from the
+      paired t and z formulas, :func:`detectable`), and ``power_new`` / ``power_these`` to detect
+      ``diff``. ``power_new`` is the share of simulated two-arm suites in which :func:`compare`'s
+      own new-task decision at level ``alpha`` finds it (:func:`simulated_power`; NaN below 5
+      tasks where compare declines; the suites come from the pilot's population for each arm,
+      arm b's log-odds raised on every task until the populations differ by ``diff``,
+      :func:`two_arms`; NaN with a warning when no such arm b exists). ``power_these`` is the
+      fixed-task z test's formula (:func:`paired_power`), which simulation did not beat
+      (``benchmarks/plan_validation.py``). For new tasks it matters how closely the arms' tasks
+      move together: ``rho`` (their correlation of p^k across tasks) and ``rho_source`` say what
+      was used: estimated from a pilot with two arms (:func:`pilot_rho`, from the spread of its
+      per-task differences; each arm gets its own population), given, or the default 0.5
+      because the pilot has one arm (its population then stands for both);
     - ``trials_needed_these``: the trials per task that detect ``diff`` with these T tasks
       (NaN when no n ≤ 1000 does);
     - ``trials``, ``input_tokens``, ``output_tokens`` (pilot means per trial × trials),
@@ -297,6 +486,8 @@ def plan(
     {ci}
     {infra}
     n_sim: tasks simulated per plan for the half-widths (default 16,000, e.g. 400 suites of 40).
+    power_suites: two-arm suites simulated per plan for ``power_new`` (default 800: Monte-Carlo
+        standard error ≤ 0.018; fewer, never under 200, where T × 800 passes 64,000 tasks).
     seed: the simulation's seed (default 0).
 
     >>> import numpy as np, pandas as pd
@@ -319,6 +510,10 @@ def plan(
         raise ValueError(f"rho is a correlation between -1 and 1; got rho={rho}")
     if isinstance(n_sim, bool) or not isinstance(n_sim, int | np.integer) or n_sim < 100:
         raise ValueError(f"n_sim must be a whole number of simulated tasks ≥ 100; got n_sim={n_sim!r}")
+    if isinstance(power_suites, bool) or not isinstance(power_suites, int | np.integer) or power_suites < 50:
+        raise ValueError(
+            f"power_suites must be a whole number of simulated suites ≥ 50; got power_suites={power_suites!r}"
+        )
     if on is None:
         by_ = default_by(pilot, by)
         table_a = _one_configuration(pilot, by_, infra)
@@ -346,6 +541,19 @@ def plan(
                 f"a plan needs at least 2 tasks and k={k} trials per task; got tasks={t}, trials={m}"
             )
     half_new, half_these = halfwidths(pop_a, k, grid, ci=ci, n_sim=n_sim, seed=seed)
+    joint = two_arms(pop_a, pop_b, k, diff, rho_used)
+    if joint is None:
+        top = pop_b.shifted_moment(k, 30.0) - pop_a.moment(k)
+        bottom = pop_b.shifted_moment(k, -30.0) - pop_a.moment(k)
+        warnings.warn(
+            f"no arm b like the pilot's differs from arm a by diff={diff} in pass^{k} (reachable: "
+            f"{bottom:+.3f} to {top:+.3f}); power_new is NaN: ask for a diff in that range",
+            UserWarning,
+            stacklevel=2,
+        )
+        power_new = np.full(len(grid), np.nan)
+    else:
+        power_new = simulated_power(joint, k, grid, alpha=alpha, suites=power_suites, seed=seed)
 
     @cache
     def noise(m: int) -> tuple[float, float]:
@@ -369,7 +577,7 @@ def plan(
                 "halfwidth_these": half_these[i],
                 "mdd_new": detectable(var_new, t, alpha, power, True, floor) if t >= MIN_TASKS else np.nan,
                 "mdd_these": detectable(var_these, t, alpha, power, False, floor),
-                "power_new": paired_power(diff, var_new, t, alpha, True, floor) if t >= MIN_TASKS else np.nan,
+                "power_new": power_new[i],
                 "power_these": paired_power(diff, var_these, t, alpha, False, floor),
                 "trials_needed_these": _trials_needed(noise, k, t, diff, alpha, power),
             }

@@ -98,3 +98,15 @@ def test_a_task_that_looks_certain_keeps_the_variance_of_the_worst_p_it_could_ha
 
     assert at_certain == pytest.approx(variance(lowest))
     assert at_certain > 1.9 * variance(8.5 / 9)
+
+
+def test_whole_counts_take_the_lookup_path_and_agree_with_the_sorted_one() -> None:
+    """Whole counts are grouped by a lookup table (fast), anything else by sorting pairs; a
+    count past the lookup's size sorts too. All three give each task the same variance."""
+    rng = np.random.default_rng(70)
+    n = rng.integers(2, 20, 5000)
+    c = rng.integers(0, n + 1)
+    whole = fixed_task_variance(n, c, 2)
+    assert np.array_equal(whole, fixed_task_variance(n.astype(float), c.astype(float), 2), equal_nan=True)
+    big = np.r_[n, 5_000_000], np.r_[c, 3]
+    assert np.array_equal(fixed_task_variance(*big, 2)[:-1], whole, equal_nan=True)

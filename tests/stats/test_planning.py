@@ -12,7 +12,15 @@ from passk_nb.stats import summary
 from passk_nb.stats.estimators import pass_hat_k
 from passk_nb.stats.forecast import Mixture
 from passk_nb.stats.paired import compare
-from passk_nb.stats.planning import Population, components, detectable, paired_power, plan
+from passk_nb.stats.planning import (
+    Population,
+    components,
+    detectable,
+    paired_power,
+    pilot_population,
+    plan,
+    two_arms,
+)
 from passk_nb.stats.summary import summarize
 
 TRUTH = Mixture(0.3, 0.1, 2.0, 1.0)
@@ -226,3 +234,82 @@ def test_an_all_pass_pilot_still_has_within_task_noise() -> None:
     out = plan(pilot, k=1, tasks=[5], trials=[4])
     assert out["population"].iloc[0] == "pilot tasks (shrunk)"
     assert out["halfwidth_these"].iloc[0] > 0
+
+
+def draw_arms(
+    mix: Mixture, r: float, shift: float, size: tuple[int, int], rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Two arms' p from the joint population, written out independently of planning.py: latent
+    normals with correlation r, the mixture's inverse CDF by scipy, arm b's log-odds + shift."""
+    z_a = rng.standard_normal(size)
+    z_b = r * z_a + np.sqrt(1 - r**2) * rng.standard_normal(size)
+
+    def inverse(u: np.ndarray) -> np.ndarray:
+        beta = sps.beta.ppf(np.clip((u - mix.share_never) / mix.share_flaky, 0, 1), mix.alpha, mix.beta)
+        return np.where(u < mix.share_never, 0.0, np.where(u >= 1 - mix.share_always, 1.0, beta))
+
+    p_a, p_b = inverse(sps.norm.cdf(z_a)), inverse(sps.norm.cdf(z_b))
+    with np.errstate(divide="ignore"):
+        p_b = 1 / (1 + (1 - p_b) / p_b * np.exp(-shift)) if shift else p_b
+    return p_a, np.nan_to_num(p_b, nan=0.0)
+
+
+@pytest.mark.parametrize(
+    ("k", "tasks", "trials", "diff", "rho"), [(1, 30, 8, 0.1, 0.8), (2, 40, 8, 0.1, 0.5)]
+)
+def test_plan_power_is_the_rejection_rate_of_compare_on_its_population(
+    k: int, tasks: int, trials: int, diff: float, rho: float
+) -> None:
+    """plan's power_new is the share of suites in which compare() rejects, on suites drawn (here, by
+    code of the test's own) from the population plan simulates: the pilot's fitted mixture for both
+    arms, b shifted to differ by diff, their p^k correlated by rho. Monte-Carlo tolerance 0.06:
+    plan's 2,000 suites and the test's 2,000 give a standard error of the gap of at most
+    √(2 · 0.25 / 2000) = 0.016, so 0.06 is 3.8 standard errors. power_these (a formula) is held
+    to the same tolerance against compare's fixed-task test on task sets that differ by diff."""
+    rng = np.random.default_rng(50 + k)
+    pilot = pilot_frame(TRUTH.sample((60,), rng), 8, rng)
+    table = pilot.groupby("task")["passed"].agg(["size", "sum"])
+    pop = pilot_population(table["size"].to_numpy(), table["sum"].to_numpy())
+    assert pop.mixture is not None
+    row = plan(
+        pilot, k=k, tasks=[tasks], trials=[trials], diff=diff, rho=rho, power_suites=2000, seed=7
+    ).iloc[0]
+    joint = two_arms(pop, pop, k, diff, rho)
+    assert joint is not None
+
+    big_a, big_b = draw_arms(pop.mixture, joint.r, joint.shift, (400_000, 1), rng)
+    assert np.mean(big_b**k - big_a**k) == pytest.approx(diff, abs=0.004)  # the population asked for
+    assert np.corrcoef(big_a.ravel() ** k, big_b.ravel() ** k)[0, 1] == pytest.approx(rho, abs=0.03)
+
+    def rejections(p_a: np.ndarray, p_b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        two = pd.concat(
+            [suites_table(p_a, trials, rng, prompt="a"), suites_table(p_b, trials, rng, prompt="b")],
+            ignore_index=True,
+        )
+        out = compare(two, on="prompt", a="a", b="b", k=k, by="sim").query("metric == 'pass^k'")
+        return ((out["lo"] > 0) | (out["hi"] < 0)).to_numpy(), (
+            out["fixed_lo"] * out["fixed_hi"] > 0
+        ).to_numpy()
+
+    new, _ = rejections(*draw_arms(pop.mixture, joint.r, joint.shift, (2000, tasks), rng))
+    assert row["power_new"] == pytest.approx(new.mean(), abs=0.06), (row["power_new"], new.mean())
+    # these tasks: task sets whose own difference is diff (drawn many, the near ones kept)
+    p_a, p_b = draw_arms(pop.mixture, joint.r, joint.shift, (40_000, tasks), rng)
+    near = np.abs(np.mean(p_b**k - p_a**k, axis=1) - diff) <= 0.003
+    _, these = rejections(p_a[near][:2000], p_b[near][:2000])
+    assert near.sum() >= 1000
+    assert row["power_these"] == pytest.approx(these.mean(), abs=0.06), (row["power_these"], these.mean())
+    assert 0.1 < new.mean() < 0.9 and 0.1 < these.mean() < 0.99  # a design where power can be wrong
+
+
+def test_a_difference_the_pilot_cannot_reach_has_no_power_and_says_so() -> None:
+    """Suite pass@1 near 0.7: no arm b like the pilot's gains 0.9 on it (a log-odds shift moves no
+    task past p = 1), so the simulated power_new is NaN with a warning naming the reachable range."""
+    rng = np.random.default_rng(60)
+    pilot = pilot_frame(TRUTH.sample((40,), rng), 8, rng)
+    with pytest.warns(UserWarning, match=r"differs from arm a by diff=0\.9"):
+        out = plan(pilot, k=1, tasks=[40], trials=[8], diff=0.9)
+    assert out["power_new"].isna().all()
+    assert (out["power_these"] > 0).all()  # the formula answers for these tasks, as before
+    with pytest.raises(ValueError, match="power_suites must be"):
+        plan(pilot, k=1, power_suites=10)
