@@ -435,6 +435,7 @@ def plan(
     price_in: float | None = None,
     price_out: float | None = None,
     concurrency: int = 1,
+    batch_latency_s: float | None = None,
     by: str | Sequence[str] | None = None,
     ci: float = CI,
     infra: str = INFRA,
@@ -469,7 +470,9 @@ def plan(
       (NaN when no n ≤ 1000 does);
     - ``trials``, ``input_tokens``, ``output_tokens`` (pilot means per trial × trials),
       ``cost_usd`` (prices per million tokens, NaN without them) and ``wall_s`` (mean pilot
-      latency × trials / ``concurrency``);
+      latency × trials / ``concurrency``; for a batch run, ``batch_latency_s``: the pilot's longest
+      trial in turns × the seconds a batch takes, every trial's turn in each batch — pass the batch
+      prices, half the usual, as ``price_in``/``price_out``);
     - with ``budget`` (total trials): the splits of it into T × n, ``best`` marking the
       narrowest ``halfwidth_new``.
 
@@ -589,7 +592,12 @@ def plan(
         out["cost_usd"] = (out["input_tokens"] * price_in + out["output_tokens"] * price_out) / 1e6
     else:
         out["cost_usd"] = np.nan
-    out["wall_s"] = out["trials"] * per_trial["latency_s"] / concurrency
+    if batch_latency_s is None:
+        out["wall_s"] = out["trials"] * per_trial["latency_s"] / concurrency
+    else:
+        if not np.isfinite(batch_latency_s) or batch_latency_s <= 0:
+            raise ValueError(f"batch_latency_s is the seconds one batch takes (> 0); got {batch_latency_s}")
+        out["wall_s"] = per_trial["rounds"] * float(batch_latency_s)
     out["new_tasks_needed"] = np.maximum(out["tasks"] - n.size, 0)
     if budget is not None:
         out["best"] = out["halfwidth_new"] == out["halfwidth_new"].min()
@@ -686,4 +694,7 @@ def _per_trial(pilot: pd.DataFrame) -> dict[str, float]:
             pd.to_numeric(pilot[col], errors="coerce") if col in pilot.columns else pd.Series(dtype=float)
         )
         out[col] = float(values.mean()) if values.notna().any() else np.nan
+    turns = pd.to_numeric(pilot["n_turns"], errors="coerce") if "n_turns" in pilot.columns else None
+    # a batch run: one batch round per turn of its longest trial
+    out["rounds"] = float(turns.max()) if turns is not None and turns.notna().any() else np.nan
     return out

@@ -313,3 +313,19 @@ def test_a_difference_the_pilot_cannot_reach_has_no_power_and_says_so() -> None:
     assert (out["power_these"] > 0).all()  # the formula answers for these tasks, as before
     with pytest.raises(ValueError, match="power_suites must be"):
         plan(pilot, k=1, power_suites=10)
+
+
+def test_a_batch_plan_waits_one_batch_per_turn_of_the_longest_trial():
+    rng = np.random.default_rng(3)
+    pilot = pd.DataFrame({"task": np.repeat(np.arange(12), 4), "passed": rng.random(48) < 0.7})
+    pilot["outcome"] = np.where(pilot["passed"], "pass", "wrong_state")
+    pilot["n_turns"] = rng.integers(1, 6, 48)
+    pilot["latency_s"] = 2.0
+    out = plan(pilot, k=1, batch_latency_s=900.0, concurrency=8)
+    rounds = int(pilot["n_turns"].max())
+    assert (out["wall_s"] == rounds * 900.0).all()  # however many trials: they share each batch
+    plain = plan(pilot, k=1, concurrency=8)
+    assert (plain["wall_s"] == plain["trials"] * 2.0 / 8).all()
+    assert np.isnan(plan(pilot.drop(columns="n_turns"), k=1, batch_latency_s=900.0)["wall_s"]).all()
+    with pytest.raises(ValueError, match="batch_latency_s is the seconds one batch takes"):
+        plan(pilot, k=1, batch_latency_s=0)
