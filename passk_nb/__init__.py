@@ -41,6 +41,8 @@ _LAZY = {
     "parse_action": "passk_nb.harness.protocol",
     "run_episode": "passk_nb.harness.episode",
     "run": "passk_nb.harness.runner",
+    "Fault": "passk_nb.harness.faults",
+    "parse_faults": "passk_nb.harness.faults",
     "regrade": "passk_nb.harness.regrade",
     "probe": "passk_nb.harness.probe",
     "run_eval": "passk_nb.harness.cases",

@@ -36,6 +36,7 @@ from passk_nb.harness.arguments import (
 )
 from passk_nb.harness.batch import execute_trials, load_trials
 from passk_nb.harness.episode import arun_episode, run_episode
+from passk_nb.harness.faults import Fault, FaultPlan, parse_faults
 from passk_nb.harness.fingerprint import blind_spots, suite_fingerprint
 from passk_nb.harness.pacing import Paced, RateLimit, RateLimiter
 from passk_nb.harness.preflight import check_backend
@@ -164,6 +165,7 @@ def run(
     shard: tuple[int, int] | str | None = None,
     until: Any = None,
     max_trials: int | None = None,
+    faults: str | Fault | Sequence[Fault] | FaultPlan | None = None,
     **provider_options: Any,
 ) -> pd.DataFrame:
     """Run every task ``trials`` times against ``provider`` and return the trial records.
@@ -225,6 +227,14 @@ def run(
     was run), so a stopped run resumes, extends or is audited: re-running continues with the next
     round. The harness only calls ``next_round``: any object with it works.
 
+    ``faults`` injects tool faults (a spec such as ``"timeout:get_order,noop:refund_order:p=0.5"``,
+    a :class:`~passk_nb.harness.faults.Fault` or a list of them; see :mod:`passk_nb.harness.faults`):
+    timeouts, service errors, partial or stale results, silent no-ops, renamed fields, latency, on
+    the n-th call of a tool or with a probability, drawn from the task and trial alone. The plan
+    is part of the run's identity (the ``faults`` column), and each record lists what was injected
+    (``faults_injected``), so a faulted run never resumes or pools with a clean one and pairs
+    with it by task (:func:`passk_nb.robustness`).
+
     Returns every record of this spec for the chosen tasks and trials, the
     ones from earlier runs included, sorted by task and trial (with ``until``, every trial of the
     chosen tasks).
@@ -269,6 +279,8 @@ def run(
         the_suite.task(task_id)
     check_unique("tasks", task_ids)
     limiter = None if rate_limit is None else RateLimiter(rate_limit)
+    plan = parse_faults(faults)
+    plan.check_tools(the_suite)
     if shard is not None:
         task_ids = select_shard(task_ids, shard)
         if not task_ids:
@@ -339,6 +351,7 @@ def run(
             status=None if steered is None else steered.status,
             until=until,
             max_trials=max_trials,
+            plan=plan,
         )
     finally:
         if created:
@@ -368,7 +381,9 @@ def _run_trials(
     status: Callable[[], str] | None = None,
     until: Any = None,
     max_trials: int | None = None,
+    plan: FaultPlan | None = None,
 ) -> pd.DataFrame:
+    plan = plan or FaultPlan()
     described = backend.describe()
     spec = RunSpec(
         suite=the_suite.name,
@@ -384,6 +399,7 @@ def _run_trials(
         settings=identity_settings(described["provider_meta"]),
         protocol=protocol,
         suite_fingerprint=suite_fingerprint(the_suite),
+        faults=plan.label,
     )
     run_id = spec.run_id
     base = {
@@ -395,6 +411,7 @@ def _run_trials(
         "system_prompt": prompt_text,
         "temperature": temperature,
         "protocol": protocol,
+        "faults": plan.label,
         "config": spec.config,
         "harness_version": __version__,
     }
@@ -420,6 +437,7 @@ def _run_trials(
         "max_turns": max_turns,
         "max_format_errors": max_format_errors,
         "protocol": protocol,
+        "faults": plan if plan.faults else None,
     }
     seed = backend_seed
     # with until=: why each trial runs (its round and allocation), by (task, trial)
@@ -431,15 +449,17 @@ def _run_trials(
         """The run's fields of every record, with the trial's round and allocation under until=."""
         return {**base, **why.get((task_id, trial), {})}
 
+    def options_of(task_id: str, trial: int) -> dict[str, Any]:
+        """The episode's options; a fault plan's draws seeded by the task and trial alone."""
+        return {**episode_options, "fault_key": f"{task_id}:{trial}"}
+
     def one_trial(task_id: str, trial: int) -> dict[str, Any]:
-        fields = fields_of(task_id, trial)
-        return _trial_record(the_suite, backend, fields, task_id, trial, seed, episode_options, limiter)
+        fields, options = fields_of(task_id, trial), options_of(task_id, trial)
+        return _trial_record(the_suite, backend, fields, task_id, trial, seed, options, limiter)
 
     async def one_async_trial(task_id: str, trial: int) -> dict[str, Any]:
-        fields = fields_of(task_id, trial)
-        return await _atrial_record(
-            the_suite, backend, fields, task_id, trial, seed, episode_options, limiter
-        )
+        fields, options = fields_of(task_id, trial), options_of(task_id, trial)
+        return await _atrial_record(the_suite, backend, fields, task_id, trial, seed, options, limiter)
 
     def timed_out(task_id: str, trial: int, elapsed: float) -> dict[str, Any]:
         started = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=elapsed)

@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from passk_nb.data.records import NO_FAULTS
 from passk_nb.stats.checks import as_columns
 
 #: Okabe–Ito colours, in the order groups receive them.
@@ -80,6 +81,7 @@ def group_labels(
     if not by:
         return pd.Series("all trials", index=frame.index)
     shown = [col for col in by if not (col == "prompt_name" and "prompt_hash" in by)]
+    shown = [col for col in shown if not _clean_runs(frame, col)] or shown
     varying = [col for col in shown if frame[col].nunique(dropna=False) > 1]
     parts = []
     for col in varying or shown:
@@ -183,6 +185,11 @@ def _config_fields(config: str) -> dict[str, str]:
     return fields
 
 
+def _clean_runs(frame: pd.DataFrame, column: str) -> bool:
+    """Whether ``column`` is ``faults`` and no row had any: nothing worth a label then."""
+    return column == "faults" and bool((frame[column] == NO_FAULTS).all())
+
+
 def format_value(column: str, value: object, names: dict[str, str]) -> str:
     if value is None or (not isinstance(value, str) and pd.isna(value)):
         return "–"
@@ -191,6 +198,8 @@ def format_value(column: str, value: object, names: dict[str, str]) -> str:
         return f"{name} ({str(value)[:7]})" if name else str(value)
     if column == "json_mode":
         return f"JSON: {value}"
+    if column == "faults":
+        return f"faults: {value}"
     return str(value)
 
 
