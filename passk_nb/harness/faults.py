@@ -52,20 +52,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from passk_nb.data.records import NO_FAULTS
+from passk_nb.data.faults import FAULT_CLASSES, NO_FAULTS, fault_classes
 from passk_nb.harness.suites.base import Environment, Suite, copy_state
 
-__all__ = ["Fault", "FaultPlan", "FAULT_KINDS", "NO_FAULTS", "parse_faults", "FaultInjector"]
+__all__ = ["Fault", "FaultPlan", "FAULT_KINDS", "NO_FAULTS", "parse_faults", "FaultInjector", "fault_classes"]
 
 #: Each kind's class and its default timing (``"first"``: the tool's first call; ``"every"``).
 FAULT_KINDS: dict[str, tuple[str, str]] = {
-    "timeout": ("explicit transient", "first"),
-    "error": ("explicit permanent", "every"),
-    "partial": ("implicit transient", "first"),
-    "stale": ("implicit permanent", "every"),
-    "noop": ("implicit permanent", "every"),
-    "drift": ("schema drift", "every"),
-    "latency": ("latency", "every"),
+    kind: (FAULT_CLASSES[kind], "first" if kind in ("timeout", "partial") else "every")
+    for kind in FAULT_CLASSES
 }
 #: Latency when ``s=`` is not given.
 DEFAULT_LATENCY_S = 0.5
@@ -355,13 +350,3 @@ class FaultInjector:
     def record(self) -> str:
         """What was injected in the trial, as the ``faults_injected`` column's JSON."""
         return json.dumps(self.injected)
-
-
-def fault_classes(label: str) -> list[str]:
-    """The classes of a ``faults`` label's faults, in order, without repeats.
-
-    >>> fault_classes("timeout:get_order,error:*,latency:*:s=1")
-    ['explicit transient', 'explicit permanent', 'latency']
-    """
-    classes = [fault.fault_class for fault in parse_faults(label).faults]
-    return list(dict.fromkeys(classes))

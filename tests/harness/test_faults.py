@@ -273,3 +273,16 @@ def test_passk_run_faults_records_the_plan(tmp_path, capsys):
     assert main([*argv, "--out", str(tmp_path), "--faults", "noop:refund"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("passk: error: ") and "names tool 'refund'" in err and "Traceback" not in err
+
+
+def test_robustness_of_faulted_runs_names_the_tasks_each_fault_breaks(tmp_path):
+    for spec in ("none", "noop:*", "timeout:refund_order", "latency:*:s=0.001"):
+        passk_nb.run("scripted", trials=2, out=tmp_path, progress=False, faults=spec)
+    out = passk_nb.robustness(tmp_path, k=2, n_boot=0)
+    rows = out[out["metric"] == "pass^k"].set_index("faults")
+    assert set(rows.index) == {"noop:*", "timeout:refund_order", "latency:*:s=0.001"}
+    assert rows.loc["noop:*", "broken"] == ", ".join(sorted(MUTATING))
+    assert rows.loc["timeout:refund_order", "broken"] == ", ".join(sorted(REFUNDS))
+    assert rows.loc["latency:*:s=0.001", "n_broken"] == 0
+    assert rows.loc["noop:*", "diff"] == pytest.approx(-len(MUTATING) / len(SUITE.tasks))
+    assert rows.loc["timeout:refund_order", "fault_class"] == "explicit transient"
