@@ -41,7 +41,7 @@ def timed(episodes: int, plan: str | None) -> tuple[float, int, int]:
     for i in range(episodes):
         task = SUITE.tasks[i % len(SUITE.tasks)]
         result = run_episode(
-            SUITE, task, agent, system_prompt=prompt, faults=faults, fault_key=f"{task.id}:{i}"
+            SUITE, task, agent, system_prompt=prompt, faults=faults, trial_key=f"{task.id}:{i}"
         )
         calls += result["n_tool_calls"]
         turns += result["n_turns"]

@@ -43,6 +43,7 @@ _LAZY = {
     "run": "passk_nb.harness.runner",
     "Fault": "passk_nb.harness.faults",
     "parse_faults": "passk_nb.harness.faults",
+    "parse_perturb": "passk_nb.harness.perturb",
     "regrade": "passk_nb.harness.regrade",
     "probe": "passk_nb.harness.probe",
     "run_eval": "passk_nb.harness.cases",

@@ -44,6 +44,10 @@ OUTCOMES: tuple[str, ...] = (
 
 #: The ``faults`` of a run without tool faults (every run before fault injection existed).
 NO_FAULTS = "none"
+#: The ``perturbation`` of a run whose task prompts are sent as written.
+NO_PERTURBATION = "none"
+#: Identity columns whose value says "nothing of the kind": a label need not mention them then.
+NOTHING_APPLIED: dict[str, str] = {"faults": NO_FAULTS, "perturbation": NO_PERTURBATION}
 
 #: Column name -> (arrow type, pandas dtype, description).
 _SPEC: dict[str, tuple[pa.DataType, str, str]] = {
@@ -70,6 +74,12 @@ _SPEC: dict[str, tuple[pa.DataType, str, str]] = {
         "str",
         "the run's tool-fault plan as its spec, e.g. 'timeout:get_order,noop:refund_order:p=0.5' "
         "(`run(faults=)`); 'none' for a run without faults",
+    ),
+    "perturbation": (
+        pa.string(),
+        "str",
+        "how the run rewords its task prompts (`run(perturb=)`): rule names such as 'typo,synonyms', "
+        "'variants:<hash>' for variant lists; 'none' for prompts sent as written",
     ),
     "config": (
         pa.string(),
@@ -119,6 +129,11 @@ _SPEC: dict[str, tuple[pa.DataType, str, str]] = {
         "JSON list of the faults injected in the trial, each {call, tool, fault}: the trial's tool "
         "call number (from 1), the tool and the fault kind; [] when none was",
     ),
+    "perturbation_applied": (
+        pa.string(),
+        "str",
+        "the perturbation rule (or 'variant <i>') the trial's prompt got; null: sent as written",
+    ),
     "transcript": (pa.string(), "str", "JSON list of turns"),
     "error": (pa.string(), "str", "what went wrong (format, infra), if anything"),
     "provider_meta": (pa.string(), "str", "JSON object of backend details (CLI version, cost)"),
@@ -148,6 +163,7 @@ DEFAULTS: dict[str, Any] = {
     "json_mode": "off",
     "protocol": "json",
     "faults": NO_FAULTS,
+    "perturbation": NO_PERTURBATION,
     "config": "default",
     "false_claims": "[]",
     "faults_injected": "[]",

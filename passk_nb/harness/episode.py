@@ -26,6 +26,7 @@ from typing import Any
 from passk_nb.data.transcript import MAX_STORED_CHARS, cap_text, transcript_entry
 from passk_nb.harness.faults import FaultPlan
 from passk_nb.harness.grading import judge, tool_result_text
+from passk_nb.harness.perturb import PerturbPlan
 from passk_nb.harness.protocol import (
     NATIVE_EXAMPLE,
     PROTOCOL_EXAMPLE,
@@ -97,7 +98,8 @@ def run_episode(
     max_format_errors: int = 2,
     protocol: str = "json",
     faults: FaultPlan | None = None,
-    fault_key: str = "",
+    perturb: PerturbPlan | None = None,
+    trial_key: str = "",
 ) -> dict[str, Any]:
     """Run one trial of ``task`` with ``provider`` and return its record fields.
 
@@ -112,7 +114,8 @@ def run_episode(
         max_format_errors=max_format_errors,
         protocol=protocol,
         faults=faults,
-        fault_key=fault_key,
+        perturb=perturb,
+        trial_key=trial_key,
     )
     request, result = _resume(steps)
     while request is not None:
@@ -198,7 +201,8 @@ def episode_steps(
     max_format_errors: int = 2,
     protocol: str = "json",
     faults: FaultPlan | None = None,
-    fault_key: str = "",
+    perturb: PerturbPlan | None = None,
+    trial_key: str = "",
 ) -> Episode:
     """One trial of ``task`` as an :data:`Episode`: yields each model turn, returns its record fields.
 
@@ -219,9 +223,11 @@ def episode_steps(
     call is its own ``reply`` entry in the transcript (with ``tool_call_id``).
 
     ``faults``: a :class:`~passk_nb.harness.faults.FaultPlan` applied to the tool calls (under
-    either protocol), its draws seeded by ``fault_key`` (the runner gives the task and trial);
+    either protocol), its draws seeded by ``trial_key`` (the runner gives the task and trial);
     each faulted result's transcript entry names its ``faults``, and the record's
     ``faults_injected`` lists them. A latency fault is a :class:`Delay` the driver sleeps.
+    ``perturb``: a :class:`~passk_nb.harness.perturb.PerturbPlan` rewording the task prompt (drawn
+    by ``trial_key`` too); the transcript holds the text sent, ``perturbation_applied`` the rule.
     """
     if protocol not in PROTOCOLS:
         raise ValueError(f"protocol must be one of {list(PROTOCOLS)}, got {protocol!r}")
@@ -229,12 +235,13 @@ def episode_steps(
     tools = suite.tool_definitions() if native else []
     env = suite.make_env()
     before = env.snapshot()
-    injector = None if faults is None else faults.injector(fault_key)
+    injector = None if faults is None else faults.injector(trial_key)
+    prompt, applied = (task.prompt, None) if not perturb else perturb.apply(task.id, task.prompt, trial_key)
     messages: list[Message] = [
         {"role": "system", "content": system_prompt},
-        {"role": "user", "content": task.prompt},
+        {"role": "user", "content": prompt},
     ]
-    transcript: list[dict[str, Any]] = [transcript_entry("task", "user", task.prompt)]
+    transcript: list[dict[str, Any]] = [transcript_entry("task", "user", prompt)]
     counts = {"n_turns": 0, "n_tool_calls": 0, "n_tool_errors": 0, "n_format_errors": 0, "attempts": 0}
     tokens: dict[str, int | None] = {"input_tokens": None, "output_tokens": None}
     meta: dict[str, Any] = {}
@@ -404,5 +411,6 @@ def episode_steps(
         "error": cap_text(error),
         "provider_meta": meta,
         **({"faults_injected": injector.record()} if injector is not None else {}),
+        **({"perturbation_applied": applied} if applied is not None else {}),
         **({STOPS_RUN: True} if stops_run else {}),
     }

@@ -39,6 +39,7 @@ from passk_nb.harness.episode import arun_episode, run_episode
 from passk_nb.harness.faults import Fault, FaultPlan, parse_faults
 from passk_nb.harness.fingerprint import blind_spots, suite_fingerprint
 from passk_nb.harness.pacing import Paced, RateLimit, RateLimiter
+from passk_nb.harness.perturb import PerturbPlan, parse_perturb
 from passk_nb.harness.preflight import check_backend
 from passk_nb.harness.providers import NATIVE_PROVIDERS, BaseProvider, make_provider
 from passk_nb.harness.shards import parse_shard, select_shard
@@ -166,6 +167,7 @@ def run(
     until: Any = None,
     max_trials: int | None = None,
     faults: str | Fault | Sequence[Fault] | FaultPlan | None = None,
+    perturb: str | dict[str, Any] | PerturbPlan | None = None,
     **provider_options: Any,
 ) -> pd.DataFrame:
     """Run every task ``trials`` times against ``provider`` and return the trial records.
@@ -235,6 +237,14 @@ def run(
     (``faults_injected``), so a faulted run never resumes or pools with a clean one and pairs
     with it by task (:func:`passk_nb.robustness`).
 
+    ``perturb`` rewords each trial's task prompt, keeping its meaning (see
+    :mod:`passk_nb.harness.perturb`): a rule (``"typo"``, ``"synonyms"``, ``"reorder"``,
+    ``"formal"``, ``"informal"``, ``"distractor"``), several (comma-separated: each trial draws one)
+    or ``"all"``; a dict of your own rules (name -> ``function(text, rng)``) or of variant lists
+    (task id -> prompt texts, one drawn per trial). Run one rule per call to get each as its own
+    configuration. Recorded like faults: the ``perturbation`` column (part of the run id) and
+    each trial's ``perturbation_applied``.
+
     Returns every record of this spec for the chosen tasks and trials, the
     ones from earlier runs included, sorted by task and trial (with ``until``, every trial of the
     chosen tasks).
@@ -281,6 +291,8 @@ def run(
     limiter = None if rate_limit is None else RateLimiter(rate_limit)
     plan = parse_faults(faults)
     plan.check_tools(the_suite)
+    rewording = parse_perturb(perturb)
+    rewording.check(the_suite.tasks)
     if shard is not None:
         task_ids = select_shard(task_ids, shard)
         if not task_ids:
@@ -352,6 +364,7 @@ def run(
             until=until,
             max_trials=max_trials,
             plan=plan,
+            rewording=rewording,
         )
     finally:
         if created:
@@ -382,8 +395,10 @@ def _run_trials(
     until: Any = None,
     max_trials: int | None = None,
     plan: FaultPlan | None = None,
+    rewording: PerturbPlan | None = None,
 ) -> pd.DataFrame:
     plan = plan or FaultPlan()
+    rewording = rewording or PerturbPlan()
     described = backend.describe()
     spec = RunSpec(
         suite=the_suite.name,
@@ -400,6 +415,7 @@ def _run_trials(
         protocol=protocol,
         suite_fingerprint=suite_fingerprint(the_suite),
         faults=plan.label,
+        perturbation=rewording.label,
     )
     run_id = spec.run_id
     base = {
@@ -412,6 +428,7 @@ def _run_trials(
         "temperature": temperature,
         "protocol": protocol,
         "faults": plan.label,
+        "perturbation": rewording.label,
         "config": spec.config,
         "harness_version": __version__,
     }
@@ -438,6 +455,7 @@ def _run_trials(
         "max_format_errors": max_format_errors,
         "protocol": protocol,
         "faults": plan if plan.faults else None,
+        "perturb": rewording or None,
     }
     seed = backend_seed
     # with until=: why each trial runs (its round and allocation), by (task, trial)
@@ -450,8 +468,8 @@ def _run_trials(
         return {**base, **why.get((task_id, trial), {})}
 
     def options_of(task_id: str, trial: int) -> dict[str, Any]:
-        """The episode's options; a fault plan's draws seeded by the task and trial alone."""
-        return {**episode_options, "fault_key": f"{task_id}:{trial}"}
+        """The episode's options; fault and perturbation draws seeded by the task and trial alone."""
+        return {**episode_options, "trial_key": f"{task_id}:{trial}"}
 
     def one_trial(task_id: str, trial: int) -> dict[str, Any]:
         fields, options = fields_of(task_id, trial), options_of(task_id, trial)

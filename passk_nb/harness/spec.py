@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from passk_nb.data.ids import content_id, spec_hash
+from passk_nb.data.records import NO_PERTURBATION
 from passk_nb.data.store import read_specs
 from passk_nb.harness.faults import NO_FAULTS
 from passk_nb.harness.protocol import PROTOCOLS
@@ -52,7 +53,7 @@ _CONFIG_NAMES = {"seed": "backend_seed", "json_mode": "json", "fingerprint": "ag
 _NOT_IN_LABEL = frozenset({"json_schema"})
 JSON_MODES: tuple[str, ...] = ("off", "json", "schema")
 #: What a spec field is when an older ``spec.json`` lacks it.
-_SPEC_DEFAULTS: dict[str, Any] = {**CONFIG_DEFAULTS, "faults": NO_FAULTS}
+_SPEC_DEFAULTS: dict[str, Any] = {**CONFIG_DEFAULTS, "faults": NO_FAULTS, "perturbation": NO_PERTURBATION}
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,9 @@ class RunSpec:
     #: The tool-fault plan's label (:attr:`~passk_nb.harness.faults.FaultPlan.label`): a faulted run is
     #: another run than a clean one. Left out of the hash without faults, like ``protocol``.
     faults: str = NO_FAULTS
+    #: The request perturbation's label (:attr:`~passk_nb.harness.perturb.PerturbPlan.label`),
+    #: left out of the hash when prompts are sent as written.
+    perturbation: str = NO_PERTURBATION
 
     @property
     def run_id(self) -> str:
@@ -101,8 +105,8 @@ class RunSpec:
         return spec_hash(self.identity())
 
     def identity(self) -> dict[str, Any]:
-        """The fields the run id hashes (and ``spec.json`` stores): all of them, ``protocol`` and
-        ``faults`` only when they are not the default.
+        """The fields the run id hashes (and ``spec.json`` stores): all of them, ``protocol``,
+        ``faults`` and ``perturbation`` only when they are not the default.
 
         >>> spec = RunSpec("orders", "ollama", "m", None, "abc", None, 0, "off", 10, 2, {})
         >>> faulted = RunSpec(**{**asdict(spec), "faults": "error:*"})
@@ -114,6 +118,8 @@ class RunSpec:
             del fields["protocol"]
         if fields["faults"] == NO_FAULTS:
             del fields["faults"]
+        if fields["perturbation"] == NO_PERTURBATION:
+            del fields["perturbation"]
         return fields
 
     @property

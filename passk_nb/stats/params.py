@@ -33,6 +33,7 @@ IDENTITY_COLUMNS: tuple[str, ...] = (
     "prompt_name",
     "prompt_hash",
     "faults",
+    "perturbation",
     "config",
 )
 #: Default interval level.

@@ -16,7 +16,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from passk_nb.data.faults import NO_FAULTS, fault_classes
+from passk_nb.data.faults import fault_classes
+from passk_nb.data.records import NOTHING_APPLIED
 from passk_nb.stats.checks import check_k, require_columns
 from passk_nb.stats.counts import counted_folder, counts
 from passk_nb.stats.estimators import pass_at_k, pass_hat_k
@@ -26,7 +27,7 @@ from passk_nb.stats.params import CI, INFRA, MIN_TASKS, N_BOOT, PAIRED_METHOD, S
 __all__ = ["robustness", "robustness_tasks", "ROBUSTNESS_ON"]
 
 #: The columns :func:`robustness` compares along, and the base arm of each.
-ROBUSTNESS_ON: dict[str, str] = {"faults": NO_FAULTS, "perturbation": "none"}
+ROBUSTNESS_ON: dict[str, str] = dict(NOTHING_APPLIED)
 
 
 def _check_on(df: pd.DataFrame, on: str, base: object | None) -> object:

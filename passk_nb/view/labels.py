@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from passk_nb.data.records import NO_FAULTS
+from passk_nb.data.records import NOTHING_APPLIED
 from passk_nb.stats.checks import as_columns
 
 #: Okabe–Ito colours, in the order groups receive them.
@@ -186,8 +186,8 @@ def _config_fields(config: str) -> dict[str, str]:
 
 
 def _clean_runs(frame: pd.DataFrame, column: str) -> bool:
-    """Whether ``column`` is ``faults`` and no row had any: nothing worth a label then."""
-    return column == "faults" and bool((frame[column] == NO_FAULTS).all())
+    """Whether ``column`` is ``faults`` or ``perturbation`` and no row had any: nothing to label."""
+    return column in NOTHING_APPLIED and bool((frame[column] == NOTHING_APPLIED[column]).all())
 
 
 def format_value(column: str, value: object, names: dict[str, str]) -> str:
@@ -198,8 +198,8 @@ def format_value(column: str, value: object, names: dict[str, str]) -> str:
         return f"{name} ({str(value)[:7]})" if name else str(value)
     if column == "json_mode":
         return f"JSON: {value}"
-    if column == "faults":
-        return f"faults: {value}"
+    if column in NOTHING_APPLIED:
+        return f"{column}: {value}"
     return str(value)
 
 

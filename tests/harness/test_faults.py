@@ -136,7 +136,7 @@ def test_the_blocking_and_the_asyncio_driver_inject_the_same_faults():
     plan = parse_faults("timeout:*:p=0.5,latency:*:s=0.001")
     task = SUITE.task("refund-delivered")
     for key in ("refund-delivered:0", "refund-delivered:1", "refund-delivered:2"):
-        options = {"system_prompt": PROMPT, "faults": plan, "fault_key": key}
+        options = {"system_prompt": PROMPT, "faults": plan, "trial_key": key}
         blocking = run_episode(SUITE, task, ScriptedProvider(suite=SUITE), **options)
         awaited = asyncio.run(arun_episode(SUITE, task, ScriptedProvider(suite=SUITE), **options))
         assert blocking["faults_injected"] == awaited["faults_injected"]
