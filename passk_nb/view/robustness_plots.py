@@ -34,6 +34,7 @@ from passk_nb.stats.robustness import robustness_tasks as _robustness_tasks
 from passk_nb.view.axes import data_or_frame, new_axes, require_frame, set_title
 from passk_nb.view.labels import PALETTE
 
+_ARM_NAMES = {"faults": "fault plan", "perturbation": "perturbation"}
 _SUMMARY_COLUMNS = ("metric", "diff", "lo", "hi", "n_broken")
 _TASK_COLUMNS = ("task", "pass^k_base", "pass^k", "delta", "breaks")
 
@@ -130,7 +131,7 @@ def plot_robustness(
             va="center",
             fontsize="small",
         )
-    set_title(ax, title, f"What each {arm} arm costs ({name}, paired by task)")
+    set_title(ax, title, f"What each {_ARM_NAMES[arm]} costs ({name}, paired by task)")
     return ax
 
 
@@ -201,6 +202,6 @@ def plot_robustness_tasks(
             )
     ax.set_xticks(np.arange(len(columns)), columns, rotation=30, ha="right")
     ax.set_yticks(np.arange(len(rows)), rows)
-    ax.figure.colorbar(image, ax=ax, label="pass^k under the arm − at the base", shrink=0.8)
-    set_title(ax, title, f"Per task: pass^k under each {arm} arm against the base")
+    ax.figure.colorbar(image, ax=ax, label="pass^k: arm − base", shrink=0.8)
+    set_title(ax, title, f"Per task: pass^k under each {_ARM_NAMES[arm]} against the base")
     return ax
