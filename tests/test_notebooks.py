@@ -24,6 +24,7 @@ EXPECTED = [
     "07-diagnose",
     "08-your-own-suite",
     "09-frontier-reliability",
+    "10-robustness",
 ]
 PLOT_FUNCTIONS = (
     "plot_curve",
@@ -35,6 +36,8 @@ PLOT_FUNCTIONS = (
     "plot_rank",
     "plot_divergence",
     "plot_cost",
+    "plot_robustness",
+    "plot_robustness_tasks",
 )
 #: Calls whose displayed result is not a table (text, HTML transcripts, widgets, figures).
 NOT_TABLES = {
