@@ -25,6 +25,7 @@ EXPECTED = [
     "08-your-own-suite",
     "09-frontier-reliability",
     "10-run-until-decided",
+    "11-robustness",
 ]
 PLOT_FUNCTIONS = (
     "plot_curve",
@@ -38,6 +39,8 @@ PLOT_FUNCTIONS = (
     "plot_cost",
     "plot_rounds",
     "plot_round_trials",
+    "plot_robustness",
+    "plot_robustness_tasks",
 )
 #: Calls whose displayed result is not a table (text, HTML transcripts, widgets, figures).
 NOT_TABLES = {

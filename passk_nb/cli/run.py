@@ -150,6 +150,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="how the agent calls tools: json (the JSON action protocol, any backend) or native (the "
         "API's own tool calling: openai, anthropic, ollama, scripted); part of the run id (default: json)",
     )
+    p.add_argument(
+        "--faults",
+        metavar="SPEC",
+        help="inject tool faults, e.g. 'timeout:get_order,noop:refund_order:p=0.5': kinds timeout, error, "
+        "partial, stale, noop, drift, latency; per tool or * (every tool), on the n-th call (n=) or "
+        "with a probability (p=); part of the run id (default: none)",
+    )
+    p.add_argument(
+        "--perturb",
+        metavar="RULES",
+        help="reword each trial's task prompt, keeping its meaning: reorder, synonyms, formal, informal, "
+        "typo, distractor, several comma-separated (each trial draws one) or all; part of the run id",
+    )
     backend = p.add_argument_group("backend options (network backends; given only when set)")
     backend.add_argument(
         "--json-schema",
@@ -334,6 +347,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         max_format_errors=args.max_format_errors,
         json_mode="schema" if args.json_schema else "json" if args.json_mode else "off",
         protocol=args.protocol,
+        faults=args.faults,
+        perturb=args.perturb,
         progress=show_progress(args),
         trial_timeout=args.trial_timeout,
         rate_limit=args.rate_limit,

@@ -42,6 +42,13 @@ OUTCOMES: tuple[str, ...] = (
     "wrong_output",
 )
 
+#: The ``faults`` of a run without tool faults (every run before fault injection existed).
+NO_FAULTS = "none"
+#: The ``perturbation`` of a run whose task prompts are sent as written.
+NO_PERTURBATION = "none"
+#: Identity columns whose value says "nothing of the kind": a label need not mention them then.
+NOTHING_APPLIED: dict[str, str] = {"faults": NO_FAULTS, "perturbation": NO_PERTURBATION}
+
 #: Column name -> (arrow type, pandas dtype, description).
 _SPEC: dict[str, tuple[pa.DataType, str, str]] = {
     "run_id": (pa.string(), "str", "hash of the run spec; rows of one spec share it"),
@@ -61,6 +68,18 @@ _SPEC: dict[str, tuple[pa.DataType, str, str]] = {
         "str",
         "how the agent calls tools: json (the JSON action protocol), native (the API's tool calling), "
         "or text (an imported run's own text format, e.g. τ-bench's act/react agents)",
+    ),
+    "faults": (
+        pa.string(),
+        "str",
+        "the run's tool-fault plan as its spec, e.g. 'timeout:get_order,noop:refund_order:p=0.5' "
+        "(`run(faults=)`); 'none' for a run without faults",
+    ),
+    "perturbation": (
+        pa.string(),
+        "str",
+        "how the run rewords its task prompts (`run(perturb=)`): rule names such as 'typo,synonyms', "
+        "'variants:<hash>' for variant lists; 'none' for prompts sent as written",
     ),
     "config": (
         pa.string(),
@@ -104,6 +123,17 @@ _SPEC: dict[str, tuple[pa.DataType, str, str]] = {
         "JSON list of actions the final answer claims and the final state does not show "
         "(null: not checked, e.g. an imported run)",
     ),
+    "faults_injected": (
+        pa.string(),
+        "str",
+        "JSON list of the faults injected in the trial, each {call, tool, fault}: the trial's tool "
+        "call number (from 1), the tool and the fault kind; [] when none was",
+    ),
+    "perturbation_applied": (
+        pa.string(),
+        "str",
+        "the perturbation rule (or 'variant <i>') the trial's prompt got; null: sent as written",
+    ),
     "transcript": (pa.string(), "str", "JSON list of turns"),
     "error": (pa.string(), "str", "what went wrong (format, infra), if anything"),
     "provider_meta": (pa.string(), "str", "JSON object of backend details (CLI version, cost)"),
@@ -132,8 +162,11 @@ DEFAULTS: dict[str, Any] = {
     "prompt_name": "",
     "json_mode": "off",
     "protocol": "json",
+    "faults": NO_FAULTS,
+    "perturbation": NO_PERTURBATION,
     "config": "default",
     "false_claims": "[]",
+    "faults_injected": "[]",
     "state_ok": False,
     "n_turns": 0,
     "n_tool_calls": 0,
@@ -149,7 +182,7 @@ DEFAULTS: dict[str, Any] = {
 }
 
 #: Columns holding JSON text: lone surrogates there become standard ``\\uXXXX`` JSON escapes.
-JSON_COLUMNS: frozenset[str] = frozenset({"state_diff", "transcript", "provider_meta"})
+JSON_COLUMNS: frozenset[str] = frozenset({"state_diff", "transcript", "provider_meta", "faults_injected"})
 #: Columns that must hold a value in every row (no nulls), besides :data:`REQUIRED`.
 NOT_NULL: frozenset[str] = frozenset(
     name for name, (_, dtype, _) in _SPEC.items() if dtype in ("bool", "int64")

@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from passk_nb.data.transcript import MAX_STORED_CHARS, cap_text, transcript_entry
+from passk_nb.harness.faults import FaultPlan
 from passk_nb.harness.grading import judge, tool_result_text
+from passk_nb.harness.perturb import PerturbPlan
 from passk_nb.harness.protocol import (
     NATIVE_EXAMPLE,
     PROTOCOL_EXAMPLE,
@@ -39,7 +41,7 @@ from passk_nb.harness.protocol import (
 from passk_nb.harness.providers.base import STOPS_RUN, AgentError, ChatProvider, Message, Reply
 from passk_nb.harness.suites.base import Suite, Task
 
-__all__ = ["run_episode", "arun_episode", "episode_steps", "ChatRequest"]
+__all__ = ["run_episode", "arun_episode", "episode_steps", "ChatRequest", "Delay"]
 
 
 def _action_dict(action: ToolCall | Answer) -> dict[str, Any]:
@@ -71,11 +73,19 @@ class ChatRequest:
     tools: list[dict[str, Any]] = field(default_factory=list)
 
 
-#: An episode as a generator: it yields each :class:`ChatRequest`, is sent the reply (or thrown
-#: the backend's exception), and returns the record fields. It does no I/O itself, so the same
-#: episode runs under a blocking driver (:func:`run_episode`) and an asyncio one
-#: (:func:`arun_episode`).
-Episode = Generator[ChatRequest, "str | Reply", dict[str, Any]]
+@dataclass(frozen=True)
+class Delay:
+    """A pause the episode asks its driver for (a ``latency`` fault): ``time.sleep`` under
+    :func:`run_episode`, ``asyncio.sleep`` under :func:`arun_episode`; it is sent nothing back."""
+
+    seconds: float
+
+
+#: An episode as a generator: it yields each :class:`ChatRequest` (or a :class:`Delay`), is sent
+#: the reply (or thrown the backend's exception), and returns the record fields. It does no I/O
+#: itself, so the same episode runs under a blocking driver (:func:`run_episode`) and an asyncio
+#: one (:func:`arun_episode`).
+Episode = Generator["ChatRequest | Delay", "str | Reply | None", dict[str, Any]]
 
 
 def run_episode(
@@ -87,6 +97,9 @@ def run_episode(
     max_turns: int = 10,
     max_format_errors: int = 2,
     protocol: str = "json",
+    faults: FaultPlan | None = None,
+    perturb: PerturbPlan | None = None,
+    trial_key: str = "",
 ) -> dict[str, Any]:
     """Run one trial of ``task`` with ``provider`` and return its record fields.
 
@@ -100,9 +113,16 @@ def run_episode(
         max_turns=max_turns,
         max_format_errors=max_format_errors,
         protocol=protocol,
+        faults=faults,
+        perturb=perturb,
+        trial_key=trial_key,
     )
     request, result = _resume(steps)
     while request is not None:
+        if isinstance(request, Delay):
+            time.sleep(request.seconds)
+            request, result = _resume(steps)
+            continue
         try:
             reply, error = send(provider, request), None
         except Exception as exc:  # the episode decides what it means (agent or backend failure)
@@ -129,6 +149,10 @@ async def arun_episode(suite: Suite, task: Task, provider: Any, **options: Any) 
     steps = episode_steps(suite, task, **options)
     request, result = _resume(steps)
     while request is not None:
+        if isinstance(request, Delay):
+            await asyncio.sleep(request.seconds)
+            request, result = _resume(steps)
+            continue
         try:
             reply, error = await asend(provider, request), None
         except Exception as exc:
@@ -158,7 +182,7 @@ async def asend(provider: Any, request: ChatRequest) -> str | Reply:
 
 def _resume(
     steps: Episode, reply: str | Reply | None = None, error: Exception | None = None
-) -> tuple[ChatRequest | None, dict[str, Any] | None]:
+) -> tuple[ChatRequest | Delay | None, dict[str, Any] | None]:
     """Start or resume an episode: its next request, or (None, its record fields) once it ends."""
     try:
         if error is not None:
@@ -176,6 +200,9 @@ def episode_steps(
     max_turns: int = 10,
     max_format_errors: int = 2,
     protocol: str = "json",
+    faults: FaultPlan | None = None,
+    perturb: PerturbPlan | None = None,
+    trial_key: str = "",
 ) -> Episode:
     """One trial of ``task`` as an :data:`Episode`: yields each model turn, returns its record fields.
 
@@ -194,6 +221,13 @@ def episode_steps(
     a format error (answered as that call's result), an unknown tool or a bad
     argument a tool error: the same outcomes as under the JSON protocol. Each
     call is its own ``reply`` entry in the transcript (with ``tool_call_id``).
+
+    ``faults``: a :class:`~passk_nb.harness.faults.FaultPlan` applied to the tool calls (under
+    either protocol), its draws seeded by ``trial_key`` (the runner gives the task and trial);
+    each faulted result's transcript entry names its ``faults``, and the record's
+    ``faults_injected`` lists them. A latency fault is a :class:`Delay` the driver sleeps.
+    ``perturb``: a :class:`~passk_nb.harness.perturb.PerturbPlan` rewording the task prompt (drawn
+    by ``trial_key`` too); the transcript holds the text sent, ``perturbation_applied`` the rule.
     """
     if protocol not in PROTOCOLS:
         raise ValueError(f"protocol must be one of {list(PROTOCOLS)}, got {protocol!r}")
@@ -201,11 +235,13 @@ def episode_steps(
     tools = suite.tool_definitions() if native else []
     env = suite.make_env()
     before = env.snapshot()
+    injector = None if faults is None else faults.injector(trial_key)
+    prompt, applied = (task.prompt, None) if not perturb else perturb.apply(task.id, task.prompt, trial_key)
     messages: list[Message] = [
         {"role": "system", "content": system_prompt},
-        {"role": "user", "content": task.prompt},
+        {"role": "user", "content": prompt},
     ]
-    transcript: list[dict[str, Any]] = [transcript_entry("task", "user", task.prompt)]
+    transcript: list[dict[str, Any]] = [transcript_entry("task", "user", prompt)]
     counts = {"n_turns": 0, "n_tool_calls": 0, "n_tool_errors": 0, "n_format_errors": 0, "attempts": 0}
     tokens: dict[str, int | None] = {"input_tokens": None, "output_tokens": None}
     meta: dict[str, Any] = {}
@@ -227,14 +263,18 @@ def episode_steps(
             return True
         return False
 
-    def run_tool(action: ToolCall) -> tuple[str, bool]:
-        """Run one call: ``(result as JSON, whether it is an error)``."""
+    def run_tool(action: ToolCall) -> tuple[str, bool, dict[str, Any], float]:
+        """Run one call, through the fault plan if there is one: ``(result as JSON, whether it is
+        an error, the transcript's note of the faults injected, the latency to wait)``."""
         counts["n_tool_calls"] += 1
-        result = env.try_call(action.tool, action.args)
+        if injector is None:
+            result, delay, kinds = env.try_call(action.tool, action.args), 0.0, list[str]()
+        else:
+            result, delay, kinds = injector.call(env, action.tool, action.args, before)
         seen.append(tool_result_text(result))
         is_error = "error" in result
         counts["n_tool_errors"] += is_error
-        return _json(result), is_error
+        return _json(result), is_error, ({"faults": kinds} if kinds else {}), delay
 
     while outcome is None:
         if counts["n_turns"] >= max_turns:
@@ -254,7 +294,7 @@ def episode_steps(
             outcome, error = "infra_error", f"{type(exc).__name__}: {exc}"
             transcript.append(transcript_entry("infra_error", "system", error))
             break
-        reply = raw if isinstance(raw, Reply) else Reply(raw)
+        reply = raw if isinstance(raw, Reply) else Reply(raw)  # type: ignore[arg-type]
         counts["n_turns"] += 1
         counts["attempts"] += reply.attempts
         for key in tokens:
@@ -283,13 +323,16 @@ def episode_steps(
                     if format_error(parsed.message):
                         break
                     result_text, is_error = _json({"error": f"Format error: {parsed.message}"}), True
+                    noted, delay = dict[str, Any](), 0.0
                 else:
                     transcript.append(
                         transcript_entry(
                             "reply", "assistant", content, action=_action_dict(parsed), **where, **step
                         )
                     )
-                    result_text, is_error = run_tool(parsed)
+                    result_text, is_error, noted, delay = run_tool(parsed)
+                    if delay:
+                        yield Delay(delay)
                 name = call.name[:80] if isinstance(call.name, str) else ""
                 messages.append(
                     {
@@ -302,7 +345,13 @@ def episode_steps(
                 )
                 transcript.append(
                     transcript_entry(
-                        "tool_result", "tool", result_text, tool=name, error=is_error, tool_call_id=call.id
+                        "tool_result",
+                        "tool",
+                        result_text,
+                        tool=name,
+                        error=is_error,
+                        tool_call_id=call.id,
+                        **noted,
                     )
                 )
             continue
@@ -332,11 +381,15 @@ def episode_steps(
         if isinstance(action, Answer):
             final_answer = action.text
             break
-        result_text, is_error = run_tool(action)
+        result_text, is_error, noted, delay = run_tool(action)
+        if delay:
+            yield Delay(delay)
         tool_message = f"Tool result ({action.tool[:80]}): {result_text}"
         messages.append({"role": "user", "content": tool_message})
         transcript.append(
-            transcript_entry("tool_result", "user", tool_message, tool=action.tool[:80], error=is_error)
+            transcript_entry(
+                "tool_result", "user", tool_message, tool=action.tool[:80], error=is_error, **noted
+            )
         )
 
     after = env.final_state()
@@ -359,5 +412,7 @@ def episode_steps(
         "transcript": _json(transcript),
         "error": cap_text(error),
         "provider_meta": meta,
+        **({"faults_injected": injector.record()} if injector is not None else {}),
+        **({"perturbation_applied": applied} if applied is not None else {}),
         **({STOPS_RUN: True} if stops_run else {}),
     }

@@ -37,8 +37,10 @@ from passk_nb.harness.arguments import (
 from passk_nb.harness.batch import execute_trials, load_trials
 from passk_nb.harness.episode import arun_episode, run_episode
 from passk_nb.harness.executors import EXECUTORS, WorkerLost, make_executor
+from passk_nb.harness.faults import Fault, FaultPlan, parse_faults
 from passk_nb.harness.fingerprint import blind_spots, suite_fingerprint
 from passk_nb.harness.pacing import Paced, RateLimit, RateLimiter
+from passk_nb.harness.perturb import PerturbPlan, parse_perturb
 from passk_nb.harness.preflight import check_backend
 from passk_nb.harness.providers import NATIVE_PROVIDERS, BaseProvider, make_provider
 from passk_nb.harness.providers.batches import JOURNAL_FILE, TRIAL, BatchProvider
@@ -172,6 +174,8 @@ def run(
     shard: tuple[int, int] | str | None = None,
     until: Any = None,
     max_trials: int | None = None,
+    faults: str | Fault | Sequence[Fault] | FaultPlan | None = None,
+    perturb: str | dict[str, Any] | PerturbPlan | None = None,
     **provider_options: Any,
 ) -> pd.DataFrame:
     """Run every task ``trials`` times against ``provider`` and return the trial records.
@@ -246,6 +250,22 @@ def run(
     was run), so a stopped run resumes, extends or is audited: re-running continues with the next
     round. The harness only calls ``next_round``: any object with it works.
 
+    ``faults`` injects tool faults (a spec such as ``"timeout:get_order,noop:refund_order:p=0.5"``,
+    a :class:`~passk_nb.harness.faults.Fault` or a list of them; see :mod:`passk_nb.harness.faults`):
+    timeouts, service errors, partial or stale results, silent no-ops, renamed fields, latency, on
+    the n-th call of a tool or with a probability, drawn from the task and trial alone. The plan
+    is part of the run's identity (the ``faults`` column), and each record lists what was injected
+    (``faults_injected``), so a faulted run never resumes or pools with a clean one and pairs
+    with it by task (:func:`passk_nb.robustness`).
+
+    ``perturb`` rewords each trial's task prompt, keeping its meaning (see
+    :mod:`passk_nb.harness.perturb`): a rule (``"typo"``, ``"synonyms"``, ``"reorder"``,
+    ``"formal"``, ``"informal"``, ``"distractor"``), several (comma-separated: each trial draws one)
+    or ``"all"``; a dict of your own rules (name -> ``function(text, rng)``) or of variant lists
+    (task id -> prompt texts, one drawn per trial). Run one rule per call to get each as its own
+    configuration. Recorded like faults: the ``perturbation`` column (part of the run id) and
+    each trial's ``perturbation_applied``.
+
     Returns every record of this spec for the chosen tasks and trials, the
     ones from earlier runs included, sorted by task and trial (with ``until``, every trial of the
     chosen tasks).
@@ -310,6 +330,10 @@ def run(
         the_suite.task(task_id)
     check_unique("tasks", task_ids)
     limiter = None if rate_limit is None else RateLimiter(rate_limit)
+    plan = parse_faults(faults)
+    plan.check_tools(the_suite)
+    rewording = parse_perturb(perturb)
+    rewording.check(the_suite.tasks)
     if shard is not None:
         task_ids = select_shard(task_ids, shard)
         if not task_ids:
@@ -397,6 +421,8 @@ def run(
             status=None if steered is None else steered.status,
             until=until,
             max_trials=max_trials,
+            plan=plan,
+            rewording=rewording,
         )
     finally:
         if created:
@@ -427,7 +453,11 @@ def _run_trials(
     until: Any = None,
     max_trials: int | None = None,
     executor: tuple[str, int | None, str | None] = ("threads", None, None),
+    plan: FaultPlan | None = None,
+    rewording: PerturbPlan | None = None,
 ) -> pd.DataFrame:
+    plan = plan or FaultPlan()
+    rewording = rewording or PerturbPlan()
     described = backend.describe()
     unwrapped = backend.base if isinstance(backend, BatchProvider) else backend
     spec = RunSpec(
@@ -444,6 +474,8 @@ def _run_trials(
         settings=identity_settings(described["provider_meta"]),
         protocol=protocol,
         suite_fingerprint=suite_fingerprint(the_suite),
+        faults=plan.label,
+        perturbation=rewording.label,
     )
     run_id = spec.run_id
     base = {
@@ -455,6 +487,8 @@ def _run_trials(
         "system_prompt": prompt_text,
         "temperature": temperature,
         "protocol": protocol,
+        "faults": plan.label,
+        "perturbation": rewording.label,
         "config": spec.config,
         "harness_version": __version__,
     }
@@ -482,6 +516,8 @@ def _run_trials(
         "max_turns": max_turns,
         "max_format_errors": max_format_errors,
         "protocol": protocol,
+        "faults": plan if plan.faults else None,
+        "perturb": rewording or None,
     }
     seed = backend_seed
     # with until=: why each trial runs (its round and allocation), by (task, trial)
@@ -493,22 +529,24 @@ def _run_trials(
         """The run's fields of every record, with the trial's round and allocation under until=."""
         return {**base, **why.get((task_id, trial), {})}
 
+    def options_of(task_id: str, trial: int) -> dict[str, Any]:
+        """The episode's options; fault and perturbation draws seeded by the task and trial alone."""
+        return {**episode_options, "trial_key": f"{task_id}:{trial}"}
+
     def one_trial(task_id: str, trial: int) -> dict[str, Any]:
-        fields = fields_of(task_id, trial)
+        fields, options = fields_of(task_id, trial), options_of(task_id, trial)
         if elsewhere is None:
-            return _trial_record(the_suite, backend, fields, task_id, trial, seed, episode_options, limiter)
+            return _trial_record(the_suite, backend, fields, task_id, trial, seed, options, limiter)
         started = dt.datetime.now(dt.UTC)
         try:
-            return elsewhere.call(_trial_in_worker, task_id, trial, fields)
+            return elsewhere.call(_trial_in_worker, task_id, trial, fields, options)
         except WorkerLost as exc:  # the agent's own process died each time it ran this trial
             lost = {**_infra(started, str(exc)), "outcome": "agent_error"}
             return _record(fields, task_id, trial, seed, lost)
 
     async def one_async_trial(task_id: str, trial: int) -> dict[str, Any]:
-        fields = fields_of(task_id, trial)
-        return await _atrial_record(
-            the_suite, backend, fields, task_id, trial, seed, episode_options, limiter
-        )
+        fields, options = fields_of(task_id, trial), options_of(task_id, trial)
+        return await _atrial_record(the_suite, backend, fields, task_id, trial, seed, options, limiter)
 
     def timed_out(task_id: str, trial: int, elapsed: float) -> dict[str, Any]:
         started = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=elapsed)
@@ -540,7 +578,7 @@ def _run_trials(
         )
 
     name, workers, address = executor
-    state = {"suite": the_suite, "backend": backend, "seed": seed, "options": episode_options}
+    state = {"suite": the_suite, "backend": backend, "seed": seed}
     elsewhere = (
         None if name == "threads" else make_executor(name, workers=workers, state=state, address=address)
     )
@@ -564,12 +602,10 @@ def _run_trials(
 
 
 def _trial_in_worker(
-    state: dict[str, Any], task_id: str, trial: int, fields: dict[str, Any]
+    state: dict[str, Any], task_id: str, trial: int, fields: dict[str, Any], options: dict[str, Any]
 ) -> dict[str, Any]:
     """One trial in a worker process or Ray task, from what the run gave the worker."""
-    return _trial_record(
-        state["suite"], state["backend"], fields, task_id, trial, state["seed"], state["options"]
-    )
+    return _trial_record(state["suite"], state["backend"], fields, task_id, trial, state["seed"], options)
 
 
 #: Every trial index (load_trials keeps trials below it).

@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from passk_nb.data.ids import content_id, spec_hash
+from passk_nb.data.records import NO_PERTURBATION
 from passk_nb.data.store import read_specs
+from passk_nb.harness.faults import NO_FAULTS
 from passk_nb.harness.protocol import PROTOCOLS
 from passk_nb.harness.suites.base import Suite
 
@@ -50,6 +52,8 @@ _CONFIG_NAMES = {"seed": "backend_seed", "json_mode": "json", "fingerprint": "ag
 #: Settings the label names by :func:`schema_label` instead of their value.
 _NOT_IN_LABEL = frozenset({"json_schema"})
 JSON_MODES: tuple[str, ...] = ("off", "json", "schema")
+#: What a spec field is when an older ``spec.json`` lacks it.
+_SPEC_DEFAULTS: dict[str, Any] = {**CONFIG_DEFAULTS, "faults": NO_FAULTS, "perturbation": NO_PERTURBATION}
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,12 @@ class RunSpec:
     #: :func:`~passk_nb.harness.fingerprint.suite_fingerprint` of the suite: an edited task, check,
     #: tool or prompt is a new run.
     suite_fingerprint: str = ""
+    #: The tool-fault plan's label (:attr:`~passk_nb.harness.faults.FaultPlan.label`): a faulted run is
+    #: another run than a clean one. Left out of the hash without faults, like ``protocol``.
+    faults: str = NO_FAULTS
+    #: The request perturbation's label (:attr:`~passk_nb.harness.perturb.PerturbPlan.label`),
+    #: left out of the hash when prompts are sent as written.
+    perturbation: str = NO_PERTURBATION
 
     @property
     def run_id(self) -> str:
@@ -95,11 +105,21 @@ class RunSpec:
         return spec_hash(self.identity())
 
     def identity(self) -> dict[str, Any]:
-        """The fields the run id hashes (and ``spec.json`` stores): all of them, ``protocol`` only
-        when it is not the default."""
+        """The fields the run id hashes (and ``spec.json`` stores): all of them, ``protocol``,
+        ``faults`` and ``perturbation`` only when they are not the default.
+
+        >>> spec = RunSpec("orders", "ollama", "m", None, "abc", None, 0, "off", 10, 2, {})
+        >>> faulted = RunSpec(**{**asdict(spec), "faults": "error:*"})
+        >>> "faults" in spec.identity(), spec.run_id == faulted.run_id
+        (False, False)
+        """
         fields = asdict(self)
         if fields["protocol"] == CONFIG_DEFAULTS["protocol"]:
             del fields["protocol"]
+        if fields["faults"] == NO_FAULTS:
+            del fields["faults"]
+        if fields["perturbation"] == NO_PERTURBATION:
+            del fields["perturbation"]
         return fields
 
     @property
@@ -225,7 +245,7 @@ def note_changes(out: Path, spec: RunSpec) -> None:
     alike = [
         other
         for other in specs.values()
-        if all(other.get(key, CONFIG_DEFAULTS.get(key)) == mine[key] for key in same_except)
+        if all(other.get(key, _SPEC_DEFAULTS.get(key)) == mine[key] for key in same_except)
     ]
     mine_suite = spec.suite_fingerprint
     suites = sorted({str(o.get("suite_fingerprint")) for o in alike} - {mine_suite})

@@ -26,7 +26,16 @@ F = TypeVar("F", bound=Callable[..., object])
 
 #: Columns that say what was measured: the default grouping uses every one a frame has, so
 #: two configurations are never pooled unless ``by=`` leaves a column out on purpose.
-IDENTITY_COLUMNS: tuple[str, ...] = ("suite", "provider", "model", "prompt_name", "prompt_hash", "config")
+IDENTITY_COLUMNS: tuple[str, ...] = (
+    "suite",
+    "provider",
+    "model",
+    "prompt_name",
+    "prompt_hash",
+    "faults",
+    "perturbation",
+    "config",
+)
 #: Default interval level.
 CI = 0.95
 #: Default number of bootstrap resamples.

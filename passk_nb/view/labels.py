@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from passk_nb.data.records import NOTHING_APPLIED
 from passk_nb.stats.checks import as_columns
 
 #: Okabe–Ito colours, in the order groups receive them.
@@ -80,6 +81,7 @@ def group_labels(
     if not by:
         return pd.Series("all trials", index=frame.index)
     shown = [col for col in by if not (col == "prompt_name" and "prompt_hash" in by)]
+    shown = [col for col in shown if not _clean_runs(frame, col)] or shown
     varying = [col for col in shown if frame[col].nunique(dropna=False) > 1]
     parts = []
     for col in varying or shown:
@@ -183,6 +185,11 @@ def _config_fields(config: str) -> dict[str, str]:
     return fields
 
 
+def _clean_runs(frame: pd.DataFrame, column: str) -> bool:
+    """Whether ``column`` is ``faults`` or ``perturbation`` and no row had any: nothing to label."""
+    return column in NOTHING_APPLIED and bool((frame[column] == NOTHING_APPLIED[column]).all())
+
+
 def format_value(column: str, value: object, names: dict[str, str]) -> str:
     if value is None or (not isinstance(value, str) and pd.isna(value)):
         return "–"
@@ -191,6 +198,8 @@ def format_value(column: str, value: object, names: dict[str, str]) -> str:
         return f"{name} ({str(value)[:7]})" if name else str(value)
     if column == "json_mode":
         return f"JSON: {value}"
+    if column in NOTHING_APPLIED:
+        return f"{column}: {value}"
     return str(value)
 
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from passk_nb.data.records import NOTHING_APPLIED
 from passk_nb.stats.cost import Prices, price_table, with_cost, with_cost_columns
 from passk_nb.stats.params import CI, METHOD
 from passk_nb.stats.summary import DECLINED, estimate_text, interval_text
@@ -208,6 +209,8 @@ def row_fields(frame: pd.DataFrame, by: Sequence[str]) -> dict[str, pd.Series]:
     fields: dict[str, pd.Series] = {}
     joined = {col: spec for spec in _JOINED for col in spec[1] if set(spec[1]) <= set(by)}
     for col in by:
+        if col in NOTHING_APPLIED and (frame[col] == NOTHING_APPLIED[col]).all():
+            continue  # runs without faults or perturbations: nothing to say
         if col in joined:
             name, (first, second), pattern = joined[col]
             if name not in fields:

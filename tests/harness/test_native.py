@@ -325,7 +325,7 @@ def test_protocol_is_part_of_the_run_id_and_a_record_column(tmp_path):
 
 def test_the_json_run_id_is_unchanged_by_the_new_field():
     spec = RunSpec("orders", "ollama", "m", None, "abc", 0.7, 0, "off", 10, 2, {"max_tokens": 64})
-    old_fields = {k: v for k, v in spec.__dict__.items() if k != "protocol"}
+    old_fields = {k: v for k, v in spec.__dict__.items() if k not in ("protocol", "faults", "perturbation")}
     assert spec.run_id == spec_hash(old_fields)
 
 

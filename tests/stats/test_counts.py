@@ -163,12 +163,14 @@ def test_outcome_columns_count_each_outcome(seed: int) -> None:
 def test_default_by_uses_every_identity_column_of_the_records() -> None:
     df = records_from_marks({("m1", "p1", "t1"): "1xi", ("m1", "p1", "t2"): "11", ("m2", "p1", "t1"): "000"})
     got = counts(df)
-    assert list(got.columns[:7]) == [
+    assert list(got.columns[:9]) == [
         "suite",
         "provider",
         "model",
         "prompt_name",
         "prompt_hash",
+        "faults",
+        "perturbation",
         "config",
         "task",
     ]

@@ -120,7 +120,17 @@ def test_summarize_group_keys_and_by_forms() -> None:
     # one group: task a pools its trials across models (3 of 4), task b has 0 of 2
     assert (len(whole), whole.loc[0, "n_tasks"], whole.loc[0, "pass^k"]) == (1, 2, pytest.approx(0.375))
     default = summarize(df, k=1, n_boot=0)  # every identity column: never pools models, prompts or runs
-    assert list(default.columns[:6]) == ["suite", "provider", "model", "prompt_name", "prompt_hash", "config"]
+    identity = [
+        "suite",
+        "provider",
+        "model",
+        "prompt_name",
+        "prompt_hash",
+        "faults",
+        "perturbation",
+        "config",
+    ]
+    assert list(default.columns[:8]) == identity
     assert default["model"].tolist() == ["m1", "m2"] and "task" not in default.columns
 
 

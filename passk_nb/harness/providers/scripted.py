@@ -11,6 +11,8 @@ number of concurrent trials.
 >>> p.chat([{"role": "system", "content": "..."}, {"role": "user", "content": suite.tasks[0].prompt}])
 '{"tool": "get_order", "args": {"order_id": "O1001"}}'
 
+A task prompt reworded by ``run(perturb=)`` is recognised as the task it is most like.
+
 It speaks native tool calling too (``run("scripted", protocol="native")``): a
 tool-call step becomes one call (arguments as JSON text, id ``call_<step>``), an
 answer step a reply in plain text, a raw string step is sent as text.
@@ -21,6 +23,7 @@ answer step a reply in plain text, a raw string step is sent as text.
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -64,6 +67,8 @@ class ScriptedProvider(BaseProvider):
         """The script's step for this conversation: the task from the first user message, the
         step from the number of assistant turns so far."""
         first_user = next((m["content"] for m in messages if m["role"] == "user"), None)
+        if first_user not in self._by_prompt and isinstance(first_user, str):
+            first_user = self._reworded(first_user)
         if first_user not in self._by_prompt:
             raise ProviderError(
                 f"scripted provider: no script for this conversation (suite {self.suite.name!r})"
@@ -73,6 +78,11 @@ class ScriptedProvider(BaseProvider):
         if step >= len(steps):
             raise ProviderError(f"scripted provider: the script for {task_id!r} has only {len(steps)} steps")
         return steps[step]
+
+    def _reworded(self, text: str) -> str | None:
+        """The task prompt ``text`` rewords (``run(perturb=)``): the one most like it, if clearly so."""
+        close = difflib.get_close_matches(text, list(self._by_prompt), n=2, cutoff=0.5)
+        return close[0] if close else None
 
     def chat(self, messages: list[Message]) -> str:
         item = self.step(messages)

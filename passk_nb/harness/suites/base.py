@@ -177,7 +177,19 @@ class Environment:
         result = self.try_call(name, args)
         return json.dumps(result, ensure_ascii=False)
 
-    def try_call(self, name: str, args: Mapping[str, Any]) -> dict[str, Any]:
+    def has_tool(self, name: Any) -> bool:
+        """Whether ``name`` is one of the tools this environment still offers."""
+        return isinstance(name, str) and name in self._tools
+
+    def peek(self) -> dict[str, Any]:
+        """The current state itself, not a copy: to compare with, never to change."""
+        return self._state
+
+    def try_call(
+        self, name: str, args: Mapping[str, Any], *, state: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Run one call as ``{"ok": result}`` or ``{"error": message}``; on ``state`` instead of the
+        environment's own when given (a fault injector's no-op runs a call on a copy)."""
         tool = self._tools.get(name) if isinstance(name, str) else None
         if tool is None:
             return {"error": f"unknown tool {str(name)[:80]!r}; available tools: {', '.join(self._tools)}"}
@@ -188,7 +200,7 @@ class Environment:
                 parts = [f"missing {missing}" if missing else "", f"unexpected {extra}" if extra else ""]
                 raise ToolError(f"{tool.signature()}: {' and '.join(p for p in parts if p)} arguments")
             clean = {p: spec.validate(p, args[p]) for p, spec in tool.params.items()}
-            return {"ok": tool.fn(self._state, **clean)}
+            return {"ok": tool.fn(self._state if state is None else state, **clean)}
         except ToolError as exc:
             return {"error": str(exc)}
 
