@@ -1,0 +1,73 @@
+"""``passk export``: stored runs in another tool's format.
+
+passk export runs --to inspect --out logs      (inspect_ai eval logs: `INSPECT_LOG_DIR=logs inspect view`)
+
+The records are loaded from the data folder (``--where`` keeps matching trials, as in
+``passk report``) and handed to the library exporter (:mod:`passk_nb.exporters`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from passk_nb.cli.common import CliError, add_quiet, status
+from passk_nb.cli.report import apply_where, parse_where
+from passk_nb.data.store import load
+
+#: What ``--to`` accepts.
+TARGETS: tuple[str, ...] = ("inspect",)
+
+_EPILOG = """examples:
+  passk export runs --to inspect --out logs                (one inspect_ai .eval log per configuration)
+  passk export runs --to inspect --out logs --where model=llama3.1:8b
+  then: INSPECT_LOG_DIR=logs inspect view
+--where COLUMN=VALUE keeps the trials whose COLUMN is VALUE (repeatable, as in passk report)."""
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add the ``export`` subcommand to ``subparsers`` and return its parser."""
+    p = subparsers.add_parser(
+        "export",
+        help="write stored runs in another tool's format (inspect_ai logs)",
+        description="Load the trial records under PATH and write them for another tool: --to inspect "
+        "writes one inspect_ai eval log per configuration into --out.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("path", help="data folder (or one parquet file) written by `passk run` or `passk import`")
+    p.add_argument("--to", dest="target", choices=TARGETS, required=True, help="the format to write")
+    p.add_argument("--out", help="inspect: the folder to write the logs into")
+    p.add_argument(
+        "--where",
+        action="append",
+        default=[],
+        metavar="COLUMN=VALUE",
+        help="keep only trials whose COLUMN is VALUE (repeatable)",
+    )
+    add_quiet(p)
+    p.set_defaults(func=_cmd_export)
+    return p
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    if not Path(args.path).exists():
+        raise CliError(f"{args.path} does not exist; give the data folder `passk run --out` wrote")
+    df = load(args.path)
+    if df.empty:
+        raise CliError(f"{args.path} holds no trial records")
+    df = apply_where(df, parse_where(args.where, df))
+    if args.target == "inspect":
+        if not args.out:
+            raise CliError("--to inspect writes log files: give the folder with --out (e.g. --out logs)")
+        from passk_nb.exporters.inspect_ai import to_inspect
+
+        files = to_inspect(df, args.out)
+        for file in files:
+            status(args, f"wrote {file}")
+        if not args.quiet:
+            print(
+                f"{len(files)} inspect_ai logs ({len(df)} trials) in {args.out}; see them with: "
+                f"INSPECT_LOG_DIR={args.out} inspect view"
+            )
+    return 0
