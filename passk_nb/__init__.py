@@ -34,6 +34,7 @@ _LAZY = {
     "from_tau_bench": "passk_nb.importers.tau_bench",
     "from_frame": "passk_nb.importers.frame",
     "from_inspect": "passk_nb.importers.inspect_ai",
+    "from_harbor": "passk_nb.importers.harbor",
     # exporters: records in other tools' formats
     "to_inspect": "passk_nb.exporters.inspect_ai",
     # harness: running trials
