@@ -37,6 +37,7 @@ _LAZY = {
     "from_harbor": "passk_nb.importers.harbor",
     # exporters: records in other tools' formats
     "to_inspect": "passk_nb.exporters.inspect_ai",
+    "to_otel": "passk_nb.exporters.otel",
     # harness: running trials
     "Answer": "passk_nb.harness.protocol",
     "FormatError": "passk_nb.harness.protocol",

@@ -1,6 +1,7 @@
 """``passk export``: stored runs in another tool's format.
 
 passk export runs --to inspect --out logs      (inspect_ai eval logs: `INSPECT_LOG_DIR=logs inspect view`)
+passk export runs --to otel --endpoint http://127.0.0.1:4318   (OTLP/HTTP to a collector)
 
 The records are loaded from the data folder (``--where`` keeps matching trials, as in
 ``passk report``) and handed to the library exporter (:mod:`passk_nb.exporters`).
@@ -16,11 +17,12 @@ from passk_nb.cli.report import apply_where, parse_where
 from passk_nb.data.store import load
 
 #: What ``--to`` accepts.
-TARGETS: tuple[str, ...] = ("inspect",)
+TARGETS: tuple[str, ...] = ("inspect", "otel")
 
 _EPILOG = """examples:
   passk export runs --to inspect --out logs                (one inspect_ai .eval log per configuration)
   passk export runs --to inspect --out logs --where model=llama3.1:8b
+  passk export runs --to otel --endpoint http://127.0.0.1:4318  (spans + gen_ai.evaluation.result events)
   then: INSPECT_LOG_DIR=logs inspect view
 --where COLUMN=VALUE keeps the trials whose COLUMN is VALUE (repeatable, as in passk report)."""
 
@@ -29,15 +31,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     """Add the ``export`` subcommand to ``subparsers`` and return its parser."""
     p = subparsers.add_parser(
         "export",
-        help="write stored runs in another tool's format (inspect_ai logs)",
+        help="write stored runs in another tool's format (inspect_ai logs, OpenTelemetry)",
         description="Load the trial records under PATH and write them for another tool: --to inspect "
-        "writes one inspect_ai eval log per configuration into --out.",
+        "writes one inspect_ai eval log per configuration into --out; --to otel sends spans and "
+        "gen_ai.evaluation.result events over OTLP/HTTP to --endpoint.",
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("path", help="data folder (or one parquet file) written by `passk run` or `passk import`")
     p.add_argument("--to", dest="target", choices=TARGETS, required=True, help="the format to write")
     p.add_argument("--out", help="inspect: the folder to write the logs into")
+    p.add_argument("--endpoint", help="otel: the collector's OTLP/HTTP address, e.g. http://127.0.0.1:4318")
     p.add_argument(
         "--where",
         action="append",
@@ -70,4 +74,19 @@ def _cmd_export(args: argparse.Namespace) -> int:
                 f"{len(files)} inspect_ai logs ({len(df)} trials) in {args.out}; see them with: "
                 f"INSPECT_LOG_DIR={args.out} inspect view"
             )
+    elif args.target == "otel":
+        if not args.endpoint:
+            raise CliError(
+                "--to otel sends to a collector: give its address with --endpoint (http://HOST:4318)"
+            )
+        if not args.endpoint.startswith(("http://", "https://")):
+            raise CliError(
+                f"--endpoint {args.endpoint}: give the collector's address as http://HOST:PORT "
+                "(OTLP/HTTP, usually port 4318)"
+            )
+        from passk_nb.exporters.otel import to_otel
+
+        n = to_otel(df, endpoint=args.endpoint)
+        if not args.quiet:
+            print(f"{n} trials sent to {args.endpoint} (spans and gen_ai.evaluation.result events)")
     return 0
