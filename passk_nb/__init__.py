@@ -38,6 +38,7 @@ _LAZY = {
     # exporters: records in other tools' formats
     "to_inspect": "passk_nb.exporters.inspect_ai",
     "to_otel": "passk_nb.exporters.otel",
+    "log_mlflow": "passk_nb.exporters.mlflow_runs",
     # harness: running trials
     "Answer": "passk_nb.harness.protocol",
     "FormatError": "passk_nb.harness.protocol",
