@@ -50,6 +50,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -153,8 +154,40 @@ def from_harbor(
             is not None
         ]
         reader.warn_skipped(stacklevel=3)
-        records.extend(_numbered(rows))
+        numbered = _numbered(rows)
+        _warn_short(numbered, _n_attempts(job, max_bytes), job)
+        records.extend(numbered)
     return frame_from_records(records)
+
+
+def _n_attempts(job: Path, max_bytes: int) -> int | None:
+    """The job config's ``n_attempts`` (None without a readable one: nothing to check against)."""
+    file = job / "config.json"
+    if not file.is_file():
+        return None
+    config = load_json(file, max_bytes=max_bytes)
+    value = config.get("n_attempts") if isinstance(config, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _warn_short(rows: list[dict[str, Any]], n_attempts: int | None, job: Path) -> None:
+    """Warn when tasks have fewer trial folders than the job's ``n_attempts`` (an interrupted job,
+    or trials removed by ``harbor jobs resume --filter-error-type``)."""
+    if n_attempts is None:
+        return
+    counts: dict[tuple[str, str], int] = {}
+    for row in rows:
+        counts[(row["run_id"], row["task"])] = counts.get((row["run_id"], row["task"]), 0) + 1
+    short = {key: n for key, n in counts.items() if n < n_attempts}
+    if short:
+        (_, task), n = next(iter(short.items()))
+        warnings.warn(
+            f"{job}: {len(short)} of {len(counts)} tasks have fewer trials than the job's n_attempts "
+            f"({task!r}: {n} of {n_attempts}); each task's pass^k uses its own n, a missing attempt is not "
+            "counted as a failure",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def looks_like_harbor(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> bool:

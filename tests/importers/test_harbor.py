@@ -59,7 +59,11 @@ def trial(
     }
 
 
-def write_job(folder: Path, trials: list[dict[str, Any]], n_attempts: int = 3) -> Path:
+def write_job(folder: Path, trials: list[dict[str, Any]], n_attempts: int | None = None) -> Path:
+    """A job folder as Harbor writes it; ``n_attempts`` defaults to the most trials of one task and agent."""
+    if n_attempts is None:
+        arms = [(t["task_name"], json.dumps(t["agent_info"])) for t in trials]  # attempts per task and agent
+        n_attempts = max(arms.count(arm) for arm in arms)
     folder.mkdir(parents=True)
     (folder / "config.json").write_text(json.dumps({"job_name": folder.name, "n_attempts": n_attempts}))
     (folder / "result.json").write_text(json.dumps({"id": "job", "n_total_trials": len(trials), "stats": {}}))
@@ -186,8 +190,9 @@ def test_a_malformed_trial_names_its_file_trial_and_field(
     with pytest.raises(ImportFormatError, match=rf"job, trial t__bad: {message}") as caught:
         from_harbor(folder, errored="infra_error")
     assert str(folder) in str(caught.value)
-    with pytest.warns(UserWarning, match="skipped 1 of 2 records"):
+    with pytest.warns(UserWarning) as said:  # the skip, and (mostly) the attempt it leaves missing
         kept = from_harbor(folder, errored="infra_error", strict=False)
+    assert any("skipped 1 of 2 records" in str(w.message) for w in said)
     assert len(kept) == 1
 
 
@@ -214,3 +219,20 @@ def test_passk_import_reads_a_job_and_asks_for_errored(job: Path, tmp_path: Path
     assert row["trials"] == 6 and row["successes"] == 4 and row["n_infra_excluded"] == 0
     assert row["n_agent_errors"] == 1  # the timed-out attempt, counted as a failure by choice
     assert row["pass^k"] == pytest.approx((2 / 3 + 2 / 3) / 2)
+
+
+def test_tasks_with_fewer_trials_than_n_attempts_are_said(tmp_path: Path) -> None:
+    folder = write_job(
+        tmp_path / "job",
+        [
+            trial("a", "a__1", 1.0, "10:00"),
+            trial("a", "a__2", 1.0, "10:01"),
+            trial("b", "b__1", 0.0, "10:00"),
+        ],
+        n_attempts=2,
+    )
+    with pytest.warns(
+        UserWarning, match=r"1 of 2 tasks have fewer trials than the job's n_attempts \('b': 1 of 2\)"
+    ):
+        df = from_harbor(folder, errored="infra_error")
+    assert len(df) == 3  # nothing invented for the missing attempt
