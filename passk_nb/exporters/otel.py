@@ -25,6 +25,9 @@ EVALUATION = "state_check"
 EVENT = "gen_ai.evaluation.result"
 _INSTALL = 'pip install "passk-nb[otel]"'
 _NEEDED = ("run_id", "suite", "task", "trial", "passed", "outcome")
+#: With endpoint=, the batch processors' queue length: the SDK's default (2048) drops whatever
+#: a large run emits faster than a slow collector takes it.
+QUEUE = 2**20
 
 
 def to_otel(
@@ -162,9 +165,9 @@ def _otlp_providers(endpoint: str, failures: list[str]) -> tuple[Any, Any]:
 
     resource = Resource.create({"service.name": "passk-nb"})
     tracer_provider = TracerProvider(resource=resource)
-    tracer_provider.add_span_processor(BatchSpanProcessor(CheckedSpans()))
+    tracer_provider.add_span_processor(BatchSpanProcessor(CheckedSpans(), max_queue_size=QUEUE))
     logger_provider = LoggerProvider(resource=resource)
-    logger_provider.add_log_record_processor(BatchLogRecordProcessor(CheckedLogs()))
+    logger_provider.add_log_record_processor(BatchLogRecordProcessor(CheckedLogs(), max_queue_size=QUEUE))
     return tracer_provider, logger_provider
 
 

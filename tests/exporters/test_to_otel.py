@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -93,6 +94,7 @@ class _Collector(BaseHTTPRequestHandler):
     """A collector stub: decodes each OTLP/HTTP protobuf request it is sent."""
 
     received: dict[str, list] = {}
+    delay = 0.0  # seconds before answering: a slow collector
 
     def do_POST(self) -> None:  # noqa: N802 (http.server's name)
         from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
@@ -103,6 +105,7 @@ class _Collector(BaseHTTPRequestHandler):
         message = kind()
         message.ParseFromString(body)
         self.received.setdefault(self.path, []).append((self.headers["Content-Type"], message))
+        time.sleep(self.delay)
         self.send_response(200)
         self.send_header("Content-Type", "application/x-protobuf")
         self.end_headers()
@@ -145,6 +148,32 @@ def test_otlp_http_reaches_a_collector_on_localhost() -> None:
     assert scores == [0.0, 1.0, 1.0]
     resource = got["/v1/logs"][0][1].resource_logs[0].resource
     assert any(a.key == "service.name" and a.value.string_value == "passk-nb" for a in resource.attributes)
+
+
+@pytest.mark.network_local
+def test_more_trials_than_the_sdks_batch_queue_all_arrive_at_a_slow_collector(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from passk_nb import to_otel
+
+    _Collector.received = {}
+    monkeypatch.setattr(_Collector, "delay", 0.2)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        records = records_from_marks({("m", "p", f"t{i}"): "10" for i in range(3000)})  # 6,000 trials
+        assert to_otel(records, endpoint=f"http://127.0.0.1:{server.server_port}") == 6000
+    finally:
+        server.shutdown()
+        server.server_close()
+    got = _Collector.received
+    n_spans = sum(
+        len(ss.spans) for _, m in got["/v1/traces"] for rs in m.resource_spans for ss in rs.scope_spans
+    )
+    n_logs = sum(
+        len(sl.log_records) for _, m in got["/v1/logs"] for rl in m.resource_logs for sl in rl.scope_logs
+    )
+    assert n_spans == n_logs == 6000  # the SDK's default queue (2048) would have dropped some
 
 
 def test_bad_input_is_named() -> None:
