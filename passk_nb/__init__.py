@@ -34,6 +34,11 @@ _LAZY = {
     "from_tau_bench": "passk_nb.importers.tau_bench",
     "from_frame": "passk_nb.importers.frame",
     "from_inspect": "passk_nb.importers.inspect_ai",
+    "from_harbor": "passk_nb.importers.harbor",
+    # exporters: records in other tools' formats
+    "to_inspect": "passk_nb.exporters.inspect_ai",
+    "to_otel": "passk_nb.exporters.otel",
+    "log_mlflow": "passk_nb.exporters.mlflow_runs",
     # harness: running trials
     "Answer": "passk_nb.harness.protocol",
     "FormatError": "passk_nb.harness.protocol",

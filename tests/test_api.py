@@ -38,6 +38,9 @@ def test_accessor_on_an_unsuitable_frame_is_an_attribute_error_naming_the_column
         ("passk_nb.stats.summary", ("passk_nb.harness", "tqdm")),
         ("passk_nb.importers.tau_bench", ("passk_nb.harness", "tqdm")),
         ("passk_nb.view.plots", ("passk_nb.harness",)),
+        ("passk_nb.exporters.inspect_ai", ("passk_nb.harness", "passk_nb.importers", "inspect_ai")),
+        ("passk_nb.exporters.otel", ("passk_nb.harness", "opentelemetry")),
+        ("passk_nb.exporters.mlflow_runs", ("passk_nb.harness", "mlflow", "matplotlib")),
         ("passk_nb.harness.runner", ("passk_nb.stats.summary", "passk_nb.view", "scipy")),
     ],
 )

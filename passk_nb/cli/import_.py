@@ -1,7 +1,8 @@
-"""``passk import``: other harnesses' results (τ-bench, τ²-bench, inspect_ai, a CSV) as stored runs.
+"""``passk import``: other harnesses' results (τ-bench, τ²-bench, inspect_ai, Harbor, a CSV) as stored runs.
 
 passk import tau-bench-gpt-4o-airline.json --out runs
 passk import logs/ --from inspect --out runs
+passk import jobs/2026-01-01__10-00-00 --errored infra_error --out runs
 passk import results.csv --from csv --task case --passed ok --out runs
 
 The records are written through the store like our own runs' (one run per source file and
@@ -33,9 +34,15 @@ from passk_nb.data.store import existing_trials, write_part
 from passk_nb.importers.checks import MAX_BYTES, read_capped
 
 #: What ``--from`` accepts; ``auto`` tells them apart by the files (:func:`detect_format`).
-FORMATS: tuple[str, ...] = ("auto", "tau-bench", "tau2", "inspect", "csv")
+FORMATS: tuple[str, ...] = ("auto", "tau-bench", "tau2", "inspect", "harbor", "csv")
 #: The ``provider`` each format's records carry (how a wrong ``--from`` is caught).
-_PROVIDERS = {"tau-bench": "tau-bench", "tau2": "tau2-bench", "inspect": "inspect_ai", "csv": "imported"}
+_PROVIDERS = {
+    "tau-bench": "tau-bench",
+    "tau2": "tau2-bench",
+    "inspect": "inspect_ai",
+    "harbor": "harbor",
+    "csv": "imported",
+}
 #: Library argument names in messages -> this command's flags.
 _FLAGS = (
     (r"strict=False", "--skip-bad-records"),
@@ -43,6 +50,8 @@ _FLAGS = (
     (r"scorer=", "--scorer"),
     (r"missing='fail'", "--missing fail"),
     (r"threshold=", "--threshold "),
+    (r"errored='(\w+)'", r"--errored \1"),
+    (r"reward_key=", "--reward-key"),
     (r"from_tau_bench\(\[file_a, file_b\]\)", "passk import FILE_A FILE_B"),
 )
 
@@ -50,19 +59,22 @@ _EPILOG = """examples:
   passk import tau-bench-gpt-4o-airline.json --out runs       (a τ-bench result file)
   passk import tau2-results/ --out runs                       (τ²-bench: results.json or its folder)
   passk import logs/ --from inspect --scorer match --out runs (inspect_ai .eval / .json logs)
+  passk import jobs/my-job --errored infra_error --out runs    (a Harbor / Terminal-Bench job folder)
   passk import mine.csv --task case --passed ok --trial attempt --model llm --out runs
   then: passk runs runs; passk report runs
 --from auto (the default) reads the format from the files: .eval logs and JSON objects with an
-inspect 'eval' header are inspect_ai, a JSON list is τ-bench, a JSON object τ²-bench (a folder
-holding results.json too), .csv a table. Imported trials have no claim check: reports show
-"n/a" in "claimed not done"."""
+inspect 'eval' header are inspect_ai, a folder of trial folders holding result.json with a
+task_name is a Harbor job (or a folder of jobs), a JSON list is τ-bench, a JSON object τ²-bench (a
+folder holding results.json too), .csv a table. Harbor needs --errored: trials without a reward
+are infra_error (left out of n) or failure (counted, as Harbor's mean reward does). Imported
+trials have no claim check: reports show "n/a" in "claimed not done"."""
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``import`` subcommand to ``subparsers`` and return its parser."""
     p = subparsers.add_parser(
         "import",
-        help="store another harness's results (τ-bench, τ²-bench, inspect_ai, CSV) as runs to report",
+        help="store another harness's results (τ-bench, τ²-bench, inspect_ai, Harbor, CSV) as runs to report",
         description="Read the results of another harness and store them as trial records under --out, "
         "one run per source file and model, for passk runs / report / gate.",
         epilog=_EPILOG,
@@ -80,7 +92,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="τ-bench: trials missing from the file are left out (skip) or failures, as τ-bench counts them",
     )
     p.add_argument("--scorer", help="inspect: the scorer whose values decide success (needed with several)")
-    p.add_argument("--threshold", type=float, help="inspect: numeric scores ≥ this pass")
+    p.add_argument("--threshold", type=float, help="inspect, harbor: scores (rewards) ≥ this pass")
+    p.add_argument(
+        "--errored",
+        choices=("infra_error", "failure"),
+        help="harbor (required): trials without a reward are infra errors (left out of n) or failures",
+    )
+    p.add_argument("--reward-key", help="harbor: the reward that decides when the verifier wrote several")
     csv = p.add_argument_group("csv columns")
     csv.add_argument("--task", help="the task column")
     csv.add_argument("--passed", help="the success column (booleans, 0/1, pass/fail, C/I)")
@@ -132,16 +150,18 @@ def refuse_foreign(path: str | os.PathLike[str]) -> None:
         return
     raise CliError(
         f"{p} holds no passk records (parquet) but looks like another harness's results; import them "
-        f"first: passk import {p} --out runs (τ-bench, τ²-bench, inspect_ai or CSV), then use runs"
+        f"first: passk import {p} --out runs (τ-bench, τ²-bench, inspect_ai, Harbor or CSV), then use runs"
     )
 
 
 def detect_format(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> str:
-    """The format of ``path`` for ``--from auto``: ``tau-bench``, ``tau2``, ``inspect`` or ``csv``.
+    """The format of ``path`` for ``--from auto``: ``tau-bench``, ``tau2``, ``inspect``, ``harbor`` or
+    ``csv``.
 
     Decided by the name (``.eval``, ``.csv``), a folder's contents (``results.json``: τ²-bench;
-    inspect logs), or the JSON value (a list: τ-bench; an object with an inspect ``eval`` header:
-    inspect; another object: τ²-bench). Anything else is an error asking for ``--from``.
+    trial folders with a Harbor ``result.json``: harbor; inspect logs), or the JSON value (a list:
+    τ-bench; an object with an inspect ``eval`` header: inspect; another object: τ²-bench).
+    Anything else is an error asking for ``--from``.
 
     >>> import json, tempfile
     >>> file = Path(tempfile.mkdtemp()) / "results.json"
@@ -153,6 +173,10 @@ def detect_format(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -
     if p.is_dir():
         if (p / "results.json").exists():
             return "tau2"
+        from passk_nb.importers.harbor import looks_like_harbor
+
+        if looks_like_harbor(p, max_bytes=max_bytes):
+            return "harbor"
         if any(p.rglob("*.eval")) or any(_json_kind(f, max_bytes) == "inspect" for f in p.rglob("*.json")):
             return "inspect"
         found = sorted(p.glob("*.json"))
@@ -209,6 +233,24 @@ def read_source(args: argparse.Namespace, source: str, fmt: str) -> pd.DataFrame
             source,
             scorer=args.scorer,
             threshold=args.threshold,
+            model=args.model,
+            strict=strict,
+            max_bytes=args.max_bytes,
+        )
+    elif fmt == "harbor":
+        from passk_nb.importers.harbor import from_harbor
+
+        if args.errored is None:
+            raise CliError(
+                f"{source} is a Harbor job: say how trials without a reward count, --errored infra_error "
+                "(left out of n) or --errored failure (counted as failures, as Harbor's mean reward does)"
+            )
+        df = from_harbor(
+            source,
+            errored=args.errored,
+            threshold=1.0 if args.threshold is None else args.threshold,
+            reward_key=args.reward_key,
+            suite=args.suite,
             model=args.model,
             strict=strict,
             max_bytes=args.max_bytes,

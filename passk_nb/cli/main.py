@@ -17,12 +17,25 @@ import sys
 from collections.abc import Sequence
 
 from passk_nb._version import __version__
-from passk_nb.cli import cases, check_suite, common, gate, import_, probe, regrade, report, run, runs, tasks
+from passk_nb.cli import (
+    cases,
+    check_suite,
+    common,
+    export,
+    gate,
+    import_,
+    probe,
+    regrade,
+    report,
+    run,
+    runs,
+    tasks,
+)
 from passk_nb.cli.common import PROG, ArgumentParser, CliError, cli_output, error_message
 from passk_nb.cli.terminal import escaped_streams
 
 #: The subcommands, in the order ``--help`` lists them; each module registers its own parser.
-COMMANDS = (run, runs, report, import_, tasks, cases, check_suite, gate, regrade, probe)
+COMMANDS = (run, runs, report, import_, export, tasks, cases, check_suite, gate, regrade, probe)
 #: Exceptions that mean the input was wrong (a bad flag value, a missing file, a missing extra).
 USER_ERRORS = (CliError, ValueError, TypeError, OSError, ImportError)
 

@@ -29,7 +29,7 @@ from typing import Any
 import pandas as pd
 
 from passk_nb.data.ids import content_id
-from passk_nb.data.records import frame_from_records
+from passk_nb.data.records import OUTCOMES, frame_from_records
 from passk_nb.data.transcript import cap_text
 from passk_nb.importers.checks import (
     MALFORMED,
@@ -74,7 +74,9 @@ def from_inspect(
       (inspect's CORRECT/INCORRECT), booleans and 1/0 are understood; for anything
       else give ``value_map`` (``{"P": False}``: partial credit fails) or ``threshold``
       (numeric scores ≥ ``threshold`` pass, as inspect's ``pass_at(k, value=...)``
-      counts them). ``value_map`` is looked up first.
+      counts them). ``value_map`` is looked up first. A log written by
+      :func:`passk_nb.to_inspect` keeps passk-nb's own outcome (``wrong_state``, ``max_turns``…)
+      in the score's metadata, and it is read back.
     - A sample that errored without a score is an ``infra_error`` row (left out of n
       by default); ``input_tokens`` / ``output_tokens`` are the evaluated model's usage;
       ``latency_s`` the sample's total time; prompt fields stay empty.
@@ -285,7 +287,7 @@ def _log_records(
             if verdict is None:
                 unknown.append(value)
                 continue
-            passed, outcome = verdict, "pass" if verdict else "wrong_output"
+            passed, outcome = verdict, _outcome(score, verdict, f"{where}, sample {key[0]!r} epoch {key[1]}")
         record = reader.read(
             f"sample {key[0]!r} epoch {key[1]}",
             build,
@@ -317,6 +319,21 @@ def _log_records(
             "threshold= (e.g. threshold=1.0: scores >= 1.0 pass)"
         )
     return records
+
+
+def _outcome(score: Any, passed: bool, where: str) -> str:
+    """``pass`` or ``wrong_output``; a log written by :func:`passk_nb.to_inspect` keeps our own
+    outcome in the score's metadata (``passk_outcome``), checked against the score's verdict."""
+    kept = (getattr(score, "metadata", None) or {}).get("passk_outcome")
+    if kept is None:
+        return "pass" if passed else "wrong_output"
+    if kept not in OUTCOMES or kept == "infra_error" or (kept == "pass") != passed:
+        raise ImportFormatError(
+            f"{where}: the score's metadata says passk_outcome {kept!r}, which does not fit a score "
+            f"that {'passed' if passed else 'failed'}: was the log edited? Remove passk_outcome to "
+            "import the score alone"
+        )
+    return str(kept)
 
 
 def _bad_epoch(epoch: Any) -> dict[str, Any]:

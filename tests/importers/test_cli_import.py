@@ -141,5 +141,7 @@ def test_undetectable_files_ask_for_from(tmp_path: Path, capsys: pytest.CaptureF
     odd.write_text("not json", encoding="utf-8")
     code, _, err = passk(capsys, "import", odd, "--out", tmp_path / "runs")
     assert (
-        code == 2 and "cannot tell which harness wrote" in err and "--from tau-bench|tau2|inspect|csv" in err
+        code == 2
+        and "cannot tell which harness wrote" in err
+        and "--from tau-bench|tau2|inspect|harbor|csv" in err
     )
