@@ -24,15 +24,15 @@ import threading
 from collections.abc import Callable
 from email import message_from_bytes
 from email.policy import HTTP
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.helpers.fake_servers import FakeServer
+from tests.helpers.fake_servers import FakeServer, Served
 
 __all__ = ["BatchServer"]
 
 
-class BatchServer:
+class BatchServer(Served):
     """A fake batch API of one wire (``"anthropic"`` or ``"openai"``); use as a context manager."""
 
     def __init__(
@@ -55,26 +55,11 @@ class BatchServer:
         self.polls = 0
         self.chat_requests = 0
         self.lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-
-    @property
-    def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def __enter__(self) -> BatchServer:
-        self._thread.start()
-        return self
+        self._serve(self._handler())
 
     def __exit__(self, *exc: object) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        super().__exit__(*exc)
         self.replies._httpd.server_close()
-        self._thread.join(timeout=5)
 
     # -- answers --------------------------------------------------------------------------------
     def answer(self, body: dict[str, Any]) -> dict[str, Any]:

@@ -39,7 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import pytest
 
@@ -114,7 +114,37 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 1024  # hundreds of clients connect at once in the runner benchmark
 
 
-class FakeServer:
+class Served:
+    """A threaded HTTP server on 127.0.0.1 in a daemon thread, for a context manager: subclasses
+    call :meth:`_serve` with their handler class and may extend :meth:`_stopping`."""
+
+    def _serve(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self._httpd = _Server(("127.0.0.1", 0), handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def _stopping(self) -> None:
+        """Called first on exit (e.g. to release handlers that wait)."""
+
+    def __exit__(self, *exc: object) -> None:
+        self._stopping()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+
+class FakeServer(Served):
     """A fake backend of one wire format; use as a context manager.
 
     >>> with FakeServer("ollama") as server:
@@ -158,26 +188,10 @@ class FakeServer:
         self.issued_ids: list[str] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._httpd = _Server(("127.0.0.1", 0), self._handler())
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
+        self._serve(self._handler())
 
-    @property
-    def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def __enter__(self) -> FakeServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
+    def _stopping(self) -> None:
         self._stop.set()
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(timeout=5)
 
     # -- what the tests look at ------------------------------------------------------------------
     def chat_requests(self) -> list[Seen]:
