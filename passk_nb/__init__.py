@@ -84,6 +84,7 @@ _LAZY = {
     "Question": "passk_nb.stats.sequential",
     "decide": "passk_nb.stats.sequential",
     "decide_by_round": "passk_nb.stats.sequential",
+    "consistency": "passk_nb.stats.consistency",
     "trials_by_round": "passk_nb.stats.sequential",
     "allocate": "passk_nb.stats.sequential",
     "Until": "passk_nb.stats.sequential",

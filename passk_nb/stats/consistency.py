@@ -1,0 +1,91 @@
+"""Consistency when it succeeds: do the passing trials of a task do the same thing each time?
+
+pass^k says how often an agent succeeds every time; it does not say whether its successes look
+alike. Two agents at pass^4 = 1 may differ in that one takes the same three calls every time and
+the other finds a new path each trial (a sign that it passes by luck that may not hold). From the
+stored transcripts (the ``reply`` entries, read as in :func:`~passk_nb.stats.divergence.action_sequence`),
+per configuration and task, among the *passing* trials:
+
+- ``same_tools``: the share that called the same tools in the same order as the most common
+  such sequence;
+- ``same_arguments``: the share that made the same calls with the same arguments, in order;
+- ``same_turns``: the share that took the most common number of model turns;
+- ``n_sequences``: how many distinct call sequences (with arguments) they took.
+
+A share is 1 when every passing trial did the same; with one passing trial it is 1 trivially
+(``n_pass`` says how many there were); NaN when none passed. Free-text answers are not compared
+(two answers worded differently are the same ``answer`` step).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from passk_nb.stats.checks import require_columns
+from passk_nb.stats.divergence import action_sequence
+from passk_nb.stats.params import default_by
+
+__all__ = ["consistency"]
+
+
+def _modal_share(values: list[object]) -> float:
+    """The share of ``values`` equal to the most common one (NaN for none)."""
+    if not values:
+        return float("nan")
+    return Counter(values).most_common(1)[0][1] / len(values)
+
+
+def consistency(df: pd.DataFrame, *, by: str | Sequence[str] | None = None) -> pd.DataFrame:
+    """Consistency when it succeeds, per configuration and task (see the module).
+
+    df: trial records with ``task``, ``passed`` and ``transcript`` (``n_turns`` for ``same_turns``).
+    by: the configuration's columns (default: every identity column the frame has).
+
+    Returns the ``by`` columns, ``task``, ``n_trials``, ``n_pass``, ``same_tools``,
+    ``same_arguments``, ``same_turns`` and ``n_sequences``.
+
+    >>> import json
+    >>> def t(*calls):
+    ...     return json.dumps([{"kind": "reply", "action": {"tool": c, "args": {"id": a}}} for c, a in calls]
+    ...                       + [{"kind": "reply", "action": {"answer": "done"}}])
+    >>> df = pd.DataFrame({"task": "refund", "passed": [True, True, True, False],
+    ...     "n_turns": [3, 3, 3, 2],
+    ...     "transcript": [t(("get", "O1"), ("refund", "O1")), t(("get", "O1"), ("refund", "O1")),
+    ...                    t(("get", "O2"), ("refund", "O1")), t(("refund", "O1"))]})
+    >>> row = consistency(df, by=()).iloc[0]
+    >>> columns = ("n_pass", "same_tools", "same_arguments", "same_turns", "n_sequences")
+    >>> [round(float(row[c]), 2) for c in columns]
+    [3.0, 1.0, 0.67, 1.0, 2.0]
+    """
+    require_columns(df, ["task", "passed", "transcript"])
+    keys = list(default_by(df, by))
+    rows = []
+    for key, part in df.groupby([*keys, "task"], sort=True, dropna=False):
+        values = key if isinstance(key, tuple) else (key,)
+        passing = part[part["passed"].astype(bool)]
+        calls = [
+            tuple(step for step in action_sequence(text) if step != "answer")
+            for text in passing["transcript"]
+        ]
+        tools = [tuple(step.split("(", 1)[0] for step in seq) for seq in calls]
+        turns = (
+            pd.to_numeric(passing["n_turns"], errors="coerce").dropna().astype(int).tolist()
+            if "n_turns" in passing.columns
+            else []
+        )
+        rows.append(
+            {
+                **dict(zip([*keys, "task"], values, strict=True)),
+                "n_trials": len(part),
+                "n_pass": len(passing),
+                "same_tools": _modal_share(list(tools)),
+                "same_arguments": _modal_share(list(calls)),
+                "same_turns": _modal_share(list(turns)) if len(turns) == len(passing) else np.nan,
+                "n_sequences": len(set(calls)),
+            }
+        )
+    return pd.DataFrame(rows)
