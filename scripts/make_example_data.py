@@ -147,6 +147,13 @@ with ``scripts/rescore_example_data.py`` when the refusal check changed.
   Benjamini-Hochberg over the tasks that can flip, alpha 0.05) with every q-value; a flip is a
   task with q < 0.05, and "no flip" is reported as such. Nothing is tuned after the run.
 
+  The run, 2026-12-03 16:53-17:37 UTC (2,626 s; default T=0.7 358 s, act-first T=0.7 681 s,
+  default T=0 1,104 s, act-first T=0 481 s, on 2 cores shared with other work), whole, 800
+  trials: default T=0.7 63/200, act-first T=0.7 69/200, default T=0 60/200, act-first T=0
+  100/200. No flip at T=0.7 (smallest p 0.20); two at T=0 (cancel-named, cancel-other-order,
+  0 -> 20, q < 0.0001), where every task gave one outcome in all 20 trials (one greedy decode
+  repeated, not 20 independent samples). ``data/smollm2-starter2/README.md`` has the rest.
+
 What the model did in every configuration is the table in the README's
 "Example data" section, which ``python scripts/make_example_data.py --table``
 prints from the records (a test checks that the README's copy matches).
