@@ -229,3 +229,12 @@ def test_a_refusal_cannot_end_on_an_action():
 def test_the_ending_rule_is_part_of_the_fingerprint():
     without = replace(STARTER2, tasks=tuple(replace(t, ends_after=None) for t in STARTER2.tasks))
     assert suite_fingerprint(without) != suite_fingerprint(STARTER2)
+
+
+def test_the_transcript_view_shows_the_ending_as_the_harness_speaking(tmp_path):
+    from passk_nb.view.transcript_html import transcript_html
+
+    df = passk_nb.run("scripted", suite="starter2", trials=1, out=tmp_path, progress=False)
+    html = transcript_html(df[df["task"] == "cancel-named"].iloc[0])
+    assert "cancel_order succeeded: this task ends after its one action" in html
+    assert "task_done" not in html  # labelled, not shown by its raw kind
