@@ -108,6 +108,52 @@ with ``scripts/rescore_example_data.py`` when the refusal check changed.
   either prompt, ``flips()`` has no task it can test. The two runs at T=0 were still going when
   these two were committed (14:45 UTC).
 
+- ``data/smollm2-starter2/`` (issue 31, second design): the ``starter2`` suite
+  (``passk_nb/harness/suites/starter2.py``): ``starter``'s ten tasks, its tools, seeded shop,
+  requests and checks, with one new rule, ``Task.ends_after``: each of the eight action tasks
+  ends as soon as a call of its one action's tool succeeds (no answer asked for; the check judges
+  the state, so a successful call with the wrong id or amount ends the trial and fails it; a call
+  the shop refuses does not end it). The two refusals still end only with an answer. The prompt
+  experiment's variant, ``act-first`` (the default plus "4. Your first reply is always a tool
+  call, never an answer."), was chosen before the first pilot of this design, against the other
+  failure seen in ``starter``: answering without acting. The records of ``starter`` stay as they
+  ran; this is a new suite with its own fingerprint, not a re-scoring.
+
+  Pilots (``--only smollm2-starter2-pilot --out /work/wt-h31b-pilot/pN --port 18433``; never
+  written to ``data/``, not committed): temperature 0.7, seeds 0-4, max_turns 3.
+
+  * Pilot 1, 2026-12-03 16:42-16:46 UTC (207 s), 10 tasks x 5 trials, default prompt: 17/50
+    passed (pass 17, wrong_state 17, max_turns 11, no_lookup 3, format_error 2). Passes per task
+    (of 5): cancel-named 5; cancel-other-order 4 (wrong_state 1); cancel-if-pending-lookup 3
+    (format_error 1, wrong_state 1); refund-named 2 (wrong_state 3); refund-other-order 2
+    (wrong_state 2, max_turns 1); refund-partial 1 (wrong_state 3, format_error 1);
+    refund-full-lookup 0 (wrong_state 5); refund-if-delivered-lookup 0 (max_turns 3, wrong_state 2);
+    cancel-shipped-refusal 0 (max_turns 4, no_lookup 1); refund-over-total-refusal 0 (max_turns 3,
+    no_lookup 2). What the transcripts show: the wrong states are answers without a call or a
+    refund of an invented amount (1.2, 10, 20 on refund-full-lookup, with no lookup first); on the
+    refusals the model calls the refused action itself (cancel_order on O1009) until its turns
+    run out. Five tasks lie between 10 % and 90 % (refund-named, refund-other-order,
+    refund-partial, cancel-other-order, cancel-if-pending-lookup), so the design is kept as it is
+    and no other pilot was run (the ``act-first`` prompt was not piloted).
+
+  Pre-registered confirmatory grid (written and committed before it ran, after pilot 1 only):
+  prompts ``default`` and ``act-first``, temperature 0.7 then 0 (settings outermost), 20 trials per
+  task, new seeds (backend_seed 2000: trial i sends seed 2000 + i; the pilots used 0-4, the
+  ``starter`` grid 1000-1019), max_turns 3, the other settings as for every folder: 4 runs x 10
+  tasks x 20 trials = 800 trials, about an hour here at the pilot's 4 s a trial. The analysis,
+  fixed in advance, is ``--report data/smollm2-starter2``: pass@k and pass^k against k (k = 1, 2,
+  3, 5, 10, 20) per prompt and temperature, successes per task, and ``passk_nb.flips(on=
+  "prompt_name", a="default", b="act-first", by="temperature")`` (Fisher per task,
+  Benjamini-Hochberg over the tasks that can flip, alpha 0.05) with every q-value; a flip is a
+  task with q < 0.05, and "no flip" is reported as such. Nothing is tuned after the run.
+
+  The run, 2026-12-03 16:53-17:37 UTC (2,626 s; default T=0.7 358 s, act-first T=0.7 681 s,
+  default T=0 1,104 s, act-first T=0 481 s, on 2 cores shared with other work), whole, 800
+  trials: default T=0.7 63/200, act-first T=0.7 69/200, default T=0 60/200, act-first T=0
+  100/200. No flip at T=0.7 (smallest p 0.20); two at T=0 (cancel-named, cancel-other-order,
+  0 -> 20, q < 0.0001), where every task gave one outcome in all 20 trials (one greedy decode
+  repeated, not 20 independent samples). ``data/smollm2-starter2/README.md`` has the rest.
+
 What the model did in every configuration is the table in the README's
 "Example data" section, which ``python scripts/make_example_data.py --table``
 prints from the records (a test checks that the README's copy matches).
@@ -142,6 +188,9 @@ STARTER = {"suite": "starter", "json_mode": "schema", "max_turns": 4}
 #: 2026-11-30 generation (any JSON object, or the generic action schema); ``smollm2-suite`` is
 #: the issue-19 grid: every prompt variant x the suite's own action schema on/off x two
 #: temperatures (greedy and 0.7), 12 trials per task.
+#: The starter2 suite (issue 31's second design): the same route, at most 3 replies (a lookup, the
+#: action that ends the trial, one spare; a refusal is a lookup and an answer).
+STARTER2 = {"suite": "starter2", "json_mode": "schema", "max_turns": 3}
 RUNS = [
     *(
         ("smollm2-schema", prompt, {"temperature": 0.7, "json_mode": True, "json_schema": True}, 12)
@@ -181,9 +230,25 @@ RUNS = [
         for temperature in (0.7, 0.0)
         for prompt in ("default", "contract")
     ),
+    # issue 31, second design: the starter2 suite (a single action ends the trial)
+    *(
+        ("smollm2-starter2-pilot", prompt, {**STARTER2, "temperature": 0.7, "backend_seed": 0}, 5)
+        for prompt in ("default", "act-first")
+    ),
+    *(
+        (
+            "smollm2-starter2",
+            prompt,
+            {**STARTER2, "temperature": temperature, "backend_seed": 2000},
+            20,
+        )
+        # settings outermost, so that an interrupted generation holds whole prompt comparisons
+        for temperature in (0.7, 0.0)
+        for prompt in ("default", "act-first")
+    ),
 ]
 #: Folders that are pilots: never written under data/ (``--only`` them with ``--out`` elsewhere).
-PILOTS = {"smollm2-starter-pilot"}
+PILOTS = {"smollm2-starter-pilot", "smollm2-starter2-pilot"}
 
 
 def table(root: Path) -> str:
@@ -207,9 +272,10 @@ def table(root: Path) -> str:
 
 
 def starter_report(folder: Path) -> str:
-    """The pre-registered analysis of ``smollm2-starter`` (or a pilot folder), every number computed
-    by ``passk_nb``: pass^k against k per prompt and temperature, per-task success, and the prompt
-    flips (Fisher per task, Benjamini-Hochberg within each temperature) with their q-values."""
+    """The pre-registered analysis of ``smollm2-starter`` or ``smollm2-starter2`` (or a pilot
+    folder), every number computed by ``passk_nb``: pass^k against k per prompt and temperature,
+    per-task success, and the prompt flips (Fisher per task, Benjamini-Hochberg within each
+    temperature) with their q-values."""
     import pandas as pd
 
     df = passk_nb.load(folder)
@@ -233,8 +299,10 @@ def starter_report(folder: Path) -> str:
         .sum()
         .to_string(),
     ]
-    if df["prompt_name"].nunique() == 2:
-        table = passk_nb.flips(df, on="prompt_name", a="default", b="contract", by="temperature")
+    variants = sorted(set(df["prompt_name"]) - {"default"})
+    if len(variants) == 1 and df["prompt_name"].nunique() == 2:
+        variant = variants[0]  # contract (starter) or act-first (starter2)
+        table = passk_nb.flips(df, on="prompt_name", a="default", b=variant, by="temperature")
         columns = [
             "temperature",
             "task",
@@ -246,7 +314,7 @@ def starter_report(folder: Path) -> str:
             "flip",
         ]
         parts += [
-            "prompt flips, default (a) vs contract (b):",
+            f"prompt flips, default (a) vs {variant} (b):",
             table[columns].round(4).to_string(index=False),
         ]
         flipped = table[table["flip"]]

@@ -38,6 +38,12 @@ SMOLLM2 = {
         {"max_turns": 233, "wrong_state": 119, "no_lookup": 37, "format_error": 11},
         22,
     ),
+    "smollm2-starter2": (
+        800,
+        292,
+        {"pass": 292, "wrong_state": 280, "max_turns": 178, "no_lookup": 46, "format_error": 4},
+        30,
+    ),
     "smollm2-bank": (
         1440,
         1,
@@ -429,3 +435,73 @@ def test_starter_grid_is_the_pre_registered_one_and_its_headline_numbers():
             assert row.p_value == pytest.approx(fisher_p(row.successes_a, row.successes_b, 20), rel=1e-9)
         flagged |= {(temperature, task) for task in table.loc[table["flip"], "task"]}
     assert flagged == STARTER_FLIPS
+
+
+#: data/smollm2-starter2, the pre-registered grid on the starter2 suite (a single action ends the
+#: trial): per run, (temperature, prompt) -> (trials, passes)
+STARTER2_RUNS = {
+    (0.0, "act-first"): (200, 100),
+    (0.0, "default"): (200, 60),
+    (0.7, "act-first"): (200, 69),
+    (0.7, "default"): (200, 63),
+}
+#: successes per task (of 20) at T=0.7, default and act-first
+STARTER2_TASKS_07 = {
+    "cancel-if-pending-lookup": (8, 7),
+    "cancel-named": (7, 9),
+    "cancel-other-order": (9, 14),
+    "cancel-shipped-refusal": (0, 0),
+    "refund-full-lookup": (0, 0),
+    "refund-if-delivered-lookup": (0, 0),
+    "refund-named": (15, 18),
+    "refund-other-order": (15, 15),
+    "refund-over-total-refusal": (0, 0),
+    "refund-partial": (9, 6),
+}
+#: the pre-registered test's flips (temperature, task) with q < 0.05, between default and act-first:
+#: two at T=0, none at T=0.7 (at T=0 every task gave one outcome in all 20 trials: one greedy decode)
+STARTER2_FLIPS = {(0.0, "cancel-named"), (0.0, "cancel-other-order")}
+
+
+def test_starter2_grid_is_the_pre_registered_one_and_its_headline_numbers():
+    records = read_parquet_folder(DATA / "smollm2-starter2")
+    assert set(records["suite"]) == {"starter2"} and set(records["json_mode"]) == {"schema"}
+    assert records["config"].str.contains("max_turns=3").all()
+    # new seeds: trial i sends 2000 + i (the pilots sent 0-4, the starter grid 1000-1019)
+    assert sorted(set(records["seed"] - records["trial"])) == [2000]
+    assert set(records.groupby(["temperature", "prompt_name", "task"]).size()) == {20}
+    arms = {
+        key: (len(group), int(group["passed"].sum()))
+        for key, group in records.groupby(["temperature", "prompt_name"])
+    }
+    assert arms == STARTER2_RUNS
+    warm = records[records["temperature"] == 0.7]
+    per_task = warm.groupby(["task", "prompt_name"])["passed"].sum().unstack()
+    assert {t: (int(r["default"]), int(r["act-first"])) for t, r in per_task.iterrows()} == STARTER2_TASKS_07
+    # pass^k from the counts with math.comb alone: at T=0.7 it falls with k under both prompts
+    for prompt in ("default", "act-first"):
+        counts = [STARTER2_TASKS_07[t][prompt == "act-first"] for t in sorted(STARTER2_TASKS_07)]
+        hats = [sum(math.comb(c, k) / math.comb(20, k) for c in counts) / len(counts) for k in (1, 5, 20)]
+        assert hats[0] > hats[1] > hats[2]
+        summary = passk_nb.summarize(
+            passk_nb.load(DATA / "smollm2-starter2").query("temperature == 0.7 and prompt_name == @prompt"),
+            k=5,
+            n_boot=0,
+        )
+        assert summary["pass^k"].iloc[0] == pytest.approx(hats[1], rel=1e-9)
+    # the pre-registered analysis: Fisher per task, Benjamini-Hochberg within each temperature
+    flagged = set()
+    for temperature in sorted(set(records["temperature"])):
+        table = passk_nb.flips(
+            passk_nb.load(DATA / "smollm2-starter2").query("temperature == @temperature"),
+            on="prompt_name",
+            a="default",
+            b="act-first",
+        )
+        for row in table.itertuples():
+            assert row.p_value == pytest.approx(fisher_p(row.successes_a, row.successes_b, 20), rel=1e-9)
+        flagged |= {(temperature, task) for task in table.loc[table["flip"], "task"]}
+    assert flagged == STARTER2_FLIPS
+    # at T=0 the 20 trials of a task are one decode repeated: a single outcome in every cell
+    greedy = records[records["temperature"] == 0.0]
+    assert set(greedy.groupby(["prompt_name", "task"])["outcome"].nunique()) == {1}

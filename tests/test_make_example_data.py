@@ -47,3 +47,19 @@ def test_the_confirmatory_grid_is_the_pre_registered_one(script):
     ]
     pilots = {o["backend_seed"] for f, p, o, n in script.RUNS if f in script.PILOTS}
     assert pilots == {0}  # the confirmatory seeds 1000-1019 are new
+
+
+def test_the_starter2_grid_is_the_pre_registered_one_on_its_own_suite_and_seeds(script):
+    grid = [
+        (p, o["suite"], o["json_mode"], o["temperature"], o["backend_seed"], o["max_turns"], n)
+        for f, p, o, n in script.RUNS
+        if f == "smollm2-starter2"
+    ]
+    assert grid == [
+        ("default", "starter2", "schema", 0.7, 2000, 3, 20),
+        ("act-first", "starter2", "schema", 0.7, 2000, 3, 20),
+        ("default", "starter2", "schema", 0.0, 2000, 3, 20),
+        ("act-first", "starter2", "schema", 0.0, 2000, 3, 20),
+    ]
+    seeds = {o["backend_seed"] for f, p, o, n in script.RUNS if f.startswith("smollm2-starter")}
+    assert seeds == {0, 1000, 2000}  # pilots, the starter grid, the starter2 grid: all apart

@@ -1,8 +1,9 @@
 """One trial, end to end, as a pure function: no files, no threads.
 
 system prompt + task prompt -> model reply -> parse -> tool -> result back as
-a user message -> ... until an answer, ``max_turns`` replies, too many format
-errors, or a provider failure. The task's check then judges the final state.
+a user message -> ... until an answer, the task's ending action (``Task.ends_after``),
+``max_turns`` replies, too many format errors, or a provider failure. The task's
+check then judges the final state.
 
 >>> from passk_nb.harness.suites import get_suite
 >>> from passk_nb.harness.providers.scripted import ScriptedProvider
@@ -276,7 +277,17 @@ def episode_steps(
         counts["n_tool_errors"] += is_error
         return _json(result), is_error, ({"faults": kinds} if kinds else {}), delay
 
-    while outcome is None:
+    def ends_trial(tool: str, is_error: bool) -> bool:
+        """True when this call is the task's ending action (``task.ends_after``) and it succeeded:
+        the trial ends without an answer, noted in the transcript, and the check judges the state."""
+        if is_error or task.ends_after is None or tool != task.ends_after:
+            return False
+        note = f"{tool} succeeded: this task ends after its one action (ends_after); no answer is asked for"
+        transcript.append(transcript_entry("task_done", "system", note))
+        return True
+
+    done = False  # the task's ending action succeeded
+    while outcome is None and not done:
         if counts["n_turns"] >= max_turns:
             outcome, error = "max_turns", f"no answer after {max_turns} turns"
             break
@@ -354,6 +365,9 @@ def episode_steps(
                         **noted,
                     )
                 )
+                if not isinstance(parsed, FormatError) and ends_trial(parsed.tool, is_error):
+                    done = True  # the reply's later calls, if any, are not run
+                    break
             continue
 
         if native:
@@ -391,6 +405,7 @@ def episode_steps(
                 "tool_result", "user", tool_message, tool=action.tool[:80], error=is_error, **noted
             )
         )
+        done = ends_trial(action.tool, is_error)
 
     after = env.final_state()
     verdict = judge(suite, task, before, after, final_answer=final_answer, seen=seen)

@@ -82,8 +82,8 @@ def blind_spots(obj: Any) -> list[str]:
 
 def suite_fingerprint(suite: Suite) -> str:
     """12 hex characters that change when anything deciding a suite's outcomes changes: each task's
-    prompt, check (``expect`` values, ``check=`` code), refusal rule and script, the initial state,
-    the tools' code and signatures, the system prompts and the claim vocabulary.
+    prompt, check (``expect`` values, ``check=`` code), refusal rule, script and ``ends_after``, the
+    initial state, the tools' code and signatures, the system prompts and the claim vocabulary.
 
     >>> from passk_nb.harness.suites import get_suite
     >>> suite_fingerprint(get_suite("orders")) == suite_fingerprint(get_suite("orders"))
@@ -92,7 +92,10 @@ def suite_fingerprint(suite: Suite) -> str:
     True
     """
     tasks = [
-        ("task", t.id, t.prompt, t.check, t.script, repr(t.refusal), t.do_nothing_passes) for t in suite.tasks
+        # ends_after only when set: the fingerprints of suites without it stay what their records hold
+        ("task", t.id, t.prompt, t.check, t.script, repr(t.refusal), t.do_nothing_passes)
+        + ((("ends_after", t.ends_after),) if t.ends_after is not None else ())
+        for t in suite.tasks
     ]
     tools = [
         ("tool", name, t.description, t.signature(), repr(dict(t.params)), inspect.unwrap(t.fn))

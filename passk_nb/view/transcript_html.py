@@ -218,6 +218,7 @@ _ROLE_STYLE = {
     "message": ("agent says", "#009E73"),
     "tool_result": ("tool", "#777777"),
     "format_feedback": ("harness", "#CC79A7"),
+    "task_done": ("harness", "#CC79A7"),
     "infra_error": ("infra", "#BBBBBB"),
     "agent_error": ("agent error", "#000000"),
 }

@@ -19,7 +19,7 @@ from passk_nb.harness.suites.checks import check_suite
 BANK = get_suite("bank")
 
 
-@pytest.mark.parametrize("name", ["orders", "bank", "starter"])
+@pytest.mark.parametrize("name", ["orders", "bank", "starter", "starter2"])
 def test_the_built_in_suites_pass_every_check(name):
     assert check_suite(get_suite(name)) == []
 

@@ -1,7 +1,8 @@
 """Task suites: every name you need to write one, and :func:`get_suite`, the one suite loader.
 
 Built in: ``orders`` (an order-support desk, five tasks), ``bank`` (a payments desk, ten
-tasks) and ``starter`` (ten single-decision order-desk tasks, at a small local model's level).
+tasks), ``starter`` (ten single-decision order-desk tasks, at a small local model's level) and
+``starter2`` (the same ten tasks, each action task ending when its one action succeeds).
 Your own: ``get_suite("my_module:SUITE")`` imports ``my_module`` as ``python -m`` would (the
 working directory first), ``get_suite("path/to/suite.py:SUITE")`` loads a file,
 installed packages can register suites under the entry-point group ``passk_nb.suites``, and
@@ -14,8 +15,8 @@ Writing a suite takes one import::
         ClaimVocabulary, Refusal, Verdict, answer, call, check_suite, make_suite, task, tool,
     )
 
->>> get_suite("orders").name, get_suite("bank").name, get_suite("starter").name
-('orders', 'bank', 'starter')
+>>> [get_suite(name).name for name in ("orders", "bank", "starter", "starter2")]
+['orders', 'bank', 'starter', 'starter2']
 >>> get_suite("passk_nb.harness.suites.bank:SUITE").name
 'bank'
 """

@@ -249,6 +249,11 @@ class Task:
     refusal: Refusal | None = None
     #: Why an agent that does nothing may pass this task; None: doing nothing must fail it.
     do_nothing_passes: str | None = None
+    #: The tool whose first successful call ends the trial (None: the trial ends with an answer).
+    #: The episode asks for no answer after it; the check judges the state as always. For
+    #: single-action tasks only: a refusal's proof is its answer, so a refusal cannot set it, and
+    #: the known-good script ends with that call (a step after it would never be sent).
+    ends_after: str | None = None
 
 
 @dataclass(frozen=True)
@@ -276,6 +281,8 @@ class Suite:
         for task in self.tasks:
             for number, step in enumerate(task.script, 1):
                 _check_step(self, task.id, number, step)
+            if task.ends_after is not None:
+                _check_ends_after(self, task)
 
     @property
     def task_ids(self) -> list[str]:
@@ -358,6 +365,22 @@ def _check_step(suite: Suite, task_id: str, number: int, step: Mapping[str, Any]
     if missing or extra:
         wrong = ", ".join([*(f"missing {p!r}" for p in missing), *(f"unexpected {a!r}" for a in extra)])
         raise SuiteError(f"{where} calls {tool.signature()} with {wrong}")
+
+
+def _check_ends_after(suite: Suite, task: Task) -> None:
+    """A task that ends on an action names a tool of the suite, is no refusal, and its known-good
+    script calls that tool once, as its last step."""
+    where = f"suite {suite.name!r}, task {task.id!r}: ends_after={task.ends_after!r}"
+    if task.ends_after not in suite.tools:
+        raise SuiteError(f"{where} is not one of the suite's tools ({', '.join(suite.tools)})")
+    if task.refusal is not None:
+        raise SuiteError(f"{where} on a refusal: a refusal is judged on its answer; drop ends_after")
+    calls = [step.get("tool") for step in task.script]
+    if not calls or calls[-1] != task.ends_after or calls.count(task.ends_after) != 1:
+        raise SuiteError(
+            f"{where}: the known-good script must call {task.ends_after!r} once, as its last step "
+            "(the trial ends there, so nothing after it is sent)"
+        )
 
 
 def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> None:

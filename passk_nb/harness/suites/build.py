@@ -134,12 +134,16 @@ def task(
     refusal: Refusal | None = None,
     tests: str = "",
     do_nothing_passes: str | None = None,
+    ends_after: str | None = None,
 ) -> Task:
     """One task. Exactly one of ``expect`` (the fields that must change, and their final values
     or predicates; nothing else may change), ``check`` (your own judge of the two states) or
     ``refusal`` (nothing may change, the agent must look at ``refusal.record``, and must not claim
     the refused action). ``do_nothing_passes``: why an agent that does nothing may pass this task
     (checked by ``passk check-suite``; leave it None for every task where doing nothing must fail).
+    ``ends_after``: a tool whose first successful call ends the trial, no answer asked for (a
+    single-action task; the script then ends with that call; see
+    :attr:`~passk_nb.harness.suites.base.Task.ends_after`).
     """
     given = [name for name, value in (("expect", expect), ("check", check), ("refusal", refusal)) if value]
     if len(given) != 1:
@@ -160,6 +164,7 @@ def task(
         tests=tests,
         refusal=refusal,
         do_nothing_passes=do_nothing_passes,
+        ends_after=ends_after,
     )
 
 

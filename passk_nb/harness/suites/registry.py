@@ -18,8 +18,9 @@ from passk_nb.harness.suites.bank import SUITE as BANK
 from passk_nb.harness.suites.base import Suite
 from passk_nb.harness.suites.orders import SUITE as ORDERS
 from passk_nb.harness.suites.starter import SUITE as STARTER
+from passk_nb.harness.suites.starter2 import SUITE as STARTER2
 
-SUITES: dict[str, Suite] = {ORDERS.name: ORDERS, BANK.name: BANK, STARTER.name: STARTER}
+SUITES: dict[str, Suite] = {s.name: s for s in (ORDERS, BANK, STARTER, STARTER2)}
 #: Entry-point group under which installed packages register suites (``name = "module:SUITE"``).
 ENTRY_POINT_GROUP = "passk_nb.suites"
 
