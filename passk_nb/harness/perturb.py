@@ -241,8 +241,13 @@ class PerturbPlan:
         return text, name
 
 
-def parse_perturb(spec: str | Mapping[str, Any] | PerturbPlan | None) -> PerturbPlan:
+def parse_perturb(
+    spec: str | Mapping[str, Any] | PerturbPlan | None, suite_rules: Mapping[str, Rule] | None = None
+) -> PerturbPlan:
     """A :class:`PerturbPlan` from a spec (see the module), custom rules or variant lists.
+    ``suite_rules``: the suite's own rules (:attr:`~passk_nb.harness.suites.base.Suite.perturbations`),
+    named in a spec like the built-in ones; one named like a built-in rule replaces it (its label
+    then carries its code's fingerprint, so it is never pooled with the built-in rule's runs).
 
     >>> parse_perturb("typo,reorder").label, parse_perturb(None).label
     ('typo,reorder', 'none')
@@ -258,15 +263,16 @@ distractor, or all
         text = spec.strip()
         if text in ("", NO_PERTURBATION):
             return PerturbPlan()
-        names = list(RULES) if text == "all" else [name.strip() for name in text.split(",")]
+        available = {**RULES, **(suite_rules or {})}
+        names = list(available) if text == "all" else [name.strip() for name in text.split(",")]
         for name in names:
-            if name not in RULES:
+            if name not in available:
                 raise ValueError(
-                    f"unknown perturbation rule {name!r}; choose from {', '.join(RULES)}, or all"
+                    f"unknown perturbation rule {name!r}; choose from {', '.join(available)}, or all"
                 )
         if len(set(names)) != len(names):
             raise ValueError(f"perturb={spec!r} names a rule twice")
-        return PerturbPlan(rules={name: RULES[name] for name in names})
+        return PerturbPlan(rules={name: available[name] for name in names})
     if isinstance(spec, Mapping) and spec:
         if all(callable(v) for v in spec.values()):
             return PerturbPlan(rules={str(k): v for k, v in spec.items()})

@@ -332,7 +332,7 @@ def run(
     limiter = None if rate_limit is None else RateLimiter(rate_limit)
     plan = parse_faults(faults)
     plan.check_tools(the_suite)
-    rewording = parse_perturb(perturb)
+    rewording = parse_perturb(perturb, the_suite.perturbations)
     rewording.check(the_suite.tasks)
     if shard is not None:
         task_ids = select_shard(task_ids, shard)

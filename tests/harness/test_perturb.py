@@ -155,3 +155,26 @@ def test_passk_run_perturb(tmp_path):
     assert main([*argv, "--perturb", "formal"]) == 0
     df = passk_nb.load(tmp_path)
     assert set(df["perturbation"]) == {"formal"} and set(df["perturbation_applied"]) == {"formal"}
+
+
+def test_a_suites_own_rule_is_named_like_a_built_in_and_replaces_it(tmp_path):
+    import dataclasses
+
+    def shop_words(text, rng):
+        return text.replace("order", "parcel")
+
+    orders = passk_nb.get_suite("orders")
+    own = dataclasses.replace(
+        orders, name="orders-own", perturbations={"synonyms": shop_words, "shop": shop_words}
+    )
+    df = passk_nb.run("scripted", suite=own, trials=1, out=tmp_path, progress=False, perturb="synonyms")
+    sent = [json.loads(t)[0]["content"] for t in df["transcript"]]
+    prompts = {t.id: t.prompt for t in orders.tasks}
+    assert all(
+        s == prompts[task].replace("order", "parcel") for s, task in zip(sent, df["task"], strict=True)
+    )
+    label = df["perturbation"].iloc[0]
+    assert label.startswith("synonyms@") and label != "synonyms"  # never pooled with the built-in rule
+    assert (df["perturbation_applied"] == "synonyms").all()
+    with pytest.raises(ValueError, match="choose from .*shop"):
+        passk_nb.run("scripted", suite=own, trials=1, out=tmp_path, progress=False, perturb="shpo")

@@ -271,6 +271,9 @@ class Suite:
     prompts: Mapping[str, str] = field(default_factory=dict)
     #: How answers claim actions and how the state shows them (None: no claim checks).
     claims: ClaimVocabulary | None = None
+    #: The suite's own request perturbations for ``run(perturb=...)``: ``name -> rule(text, rng)``
+    #: (e.g. synonyms of its own domain); a name like a built-in rule's replaces that rule here.
+    perturbations: Mapping[str, Callable[[str, Any], str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         ids = [t.id for t in self.tasks]
