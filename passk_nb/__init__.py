@@ -85,6 +85,7 @@ _LAZY = {
     "decide": "passk_nb.stats.sequential",
     "decide_by_round": "passk_nb.stats.sequential",
     "consistency": "passk_nb.stats.consistency",
+    "consistency_summary": "passk_nb.stats.consistency",
     "trials_by_round": "passk_nb.stats.sequential",
     "allocate": "passk_nb.stats.sequential",
     "Until": "passk_nb.stats.sequential",

@@ -29,7 +29,7 @@ from passk_nb.stats.checks import require_columns
 from passk_nb.stats.divergence import action_sequence
 from passk_nb.stats.params import default_by
 
-__all__ = ["consistency"]
+__all__ = ["consistency", "consistency_summary"]
 
 
 def _modal_share(values: list[object]) -> float:
@@ -89,3 +89,40 @@ def consistency(df: pd.DataFrame, *, by: str | Sequence[str] | None = None) -> p
             }
         )
     return pd.DataFrame(rows)
+
+
+def consistency_summary(table: pd.DataFrame, *, by: str | Sequence[str] | None = None) -> pd.DataFrame:
+    """:func:`consistency`'s per-task table summed up per configuration: the shares over every
+    passing trial of the tasks (each task's share weighted by its passing trials), the tasks with a
+    pass, and the passing trials.
+
+    >>> table = pd.DataFrame({"model": "m", "task": ["a", "b", "c"], "n_trials": 4, "n_pass": [4, 2, 0],
+    ...     "same_tools": [1.0, 0.5, float("nan")], "same_arguments": [0.75, 0.5, float("nan")],
+    ...     "same_turns": [1.0, 1.0, float("nan")], "n_sequences": [2, 2, 0]})
+    >>> consistency_summary(table).round(3).values.tolist()
+    [['m', 2, 6, 0.833, 0.667, 1.0]]
+    """
+    keys = list(default_by(table, by)) if by is not None else _keys_of(table)
+    rows = []
+    for key, part in table.groupby(keys, sort=True, dropna=False) if keys else [((), table)]:
+        values = key if isinstance(key, tuple) else (key,)
+        passed = part[part["n_pass"] > 0]
+        weights = passed["n_pass"].to_numpy(dtype=float)
+        row: dict[str, object] = dict(zip(keys, values, strict=True))
+        row.update({"tasks_passed": len(passed), "n_pass": int(weights.sum())})
+        for col in ("same_tools", "same_arguments", "same_turns"):
+            shares = passed[col].to_numpy(dtype=float)
+            ok = ~np.isnan(shares)
+            row[col] = float(np.average(shares[ok], weights=weights[ok])) if ok.any() else np.nan
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+#: consistency()'s own columns (the rest of its table are the configuration's keys).
+_COLUMNS = frozenset(
+    {"task", "n_trials", "n_pass", "same_tools", "same_arguments", "same_turns", "n_sequences"}
+)
+
+
+def _keys_of(table: pd.DataFrame) -> list[str]:
+    return [c for c in table.columns if c not in _COLUMNS]

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import HTML
 
+from passk_nb.stats.consistency import consistency, consistency_summary
 from passk_nb.stats.counts import counts
 from passk_nb.stats.divergence import KeyArgs, action_sequence, common_prefix
 from passk_nb.stats.flags import claimed_unperformed_action
@@ -128,6 +129,12 @@ class Explorer(_Rendered):
             )
         #: Trial counts per (``by`` columns, filter columns, task): the only pass over the trials.
         self.counts = counts(df, by=tuple(dict.fromkeys([*by, *self.filters])), infra=INFRA)
+        #: Consistency when it succeeds per (``by``, filter columns, task), from the transcripts once.
+        self.consistency = (
+            consistency(df, by=[c for c in dict.fromkeys([*by, *self.filters]) if c != "task"])
+            if {"transcript", "passed"} <= set(df.columns)
+            else None
+        )
         per_task = counts(self.counts, by=by, infra=INFRA)
         n_max = int((per_task["n"] + per_task["n_infra"]).max())
         self.k = widgets.IntSlider(
@@ -220,9 +227,24 @@ class Explorer(_Rendered):
                 table, png = f"<p><b>{html.escape(str(err))}</b></p>", None
         notes = list(dict.fromkeys(str(w.message) for w in caught))
         self.note.value = "".join(f"<p style='color:#8a5a00'>⚠ {html.escape(n)}</p>" for n in notes)
-        self.table.value = table + _INTERVAL_NOTE
+        self.table.value = table + _INTERVAL_NOTE + self._consistency_html()
         if png is not None:
             self.image.value = png
+
+    def consistency_summary(self) -> pd.DataFrame | None:
+        """:func:`passk_nb.consistency_summary` of the selection (None without transcripts)."""
+        if self.consistency is None:
+            return None
+        return consistency_summary(self.consistency[self._mask(self.consistency)], by=self.by)
+
+    def _consistency_html(self) -> str:
+        table = self.consistency_summary()
+        if table is None or table.empty:
+            return ""
+        shown = table.rename(columns={"tasks_passed": "tasks with a pass", "n_pass": "passing trials"})
+        return "<p><b>Consistency when it succeeds</b> (share of passing trials doing the same):</p>" + (
+            _table_html(shown.round(3), self.by, self.names)
+        )
 
     def static_html(self) -> str:
         return self.note.value + self.table.value + _img(self.static_png())

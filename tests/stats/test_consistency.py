@@ -68,3 +68,21 @@ def test_a_task_that_never_passed_has_no_consistency():
     out = passk_nb.consistency(df, by=()).set_index("task")
     assert np.isnan(out.loc["a", "same_tools"]) and out.loc["a", "n_pass"] == 0
     assert out.loc["b", "same_tools"] == 1.0
+
+
+def test_consistency_summary_weights_tasks_by_their_passing_trials_and_the_explorer_shows_it(tmp_path):
+    df = passk_nb.run("scripted", trials=2, out=tmp_path, progress=False)
+    table = passk_nb.consistency(df)
+    total = passk_nb.consistency_summary(table)
+    assert len(total) == 1 and total["n_pass"].iloc[0] == 10 and total["tasks_passed"].iloc[0] == 5
+    assert total["same_arguments"].iloc[0] == 1.0
+    explorer = passk_nb.explore(df, k=2, n_boot=0, static=True)
+    shown = explorer.consistency_summary()
+    assert shown is not None and shown["n_pass"].iloc[0] == 10
+    assert "Consistency when it succeeds" in explorer.static_html()
+    explorer.filters["task"].value = ("refund-delivered",)
+    assert explorer.consistency_summary()["n_pass"].iloc[0] == 2  # follows the filters
+    assert (
+        passk_nb.explore(df.drop(columns="transcript"), k=2, n_boot=0, static=True).consistency_summary()
+        is None
+    )
