@@ -208,13 +208,13 @@ class _Attributes(dict[str, Any]):
         return self.get(name)
 
 
-def _attributes(value: Any) -> Any:
+def as_attributes(value: Any) -> Any:
     """JSON as :meth:`AnthropicProvider.read_reply` reads the SDK's models: objects by attribute
     (a tool call's ``input`` stays the JSON it was)."""
     if isinstance(value, dict):
-        return _Attributes({k: v if k == "input" else _attributes(v) for k, v in value.items()})
+        return _Attributes({k: v if k == "input" else as_attributes(v) for k, v in value.items()})
     if isinstance(value, list):
-        return [_attributes(v) for v in value]
+        return [as_attributes(v) for v in value]
     return value
 
 
@@ -265,14 +265,17 @@ class AnthropicProvider(RemoteProvider):
         self._session = self._make_session(DEFAULT_POOL_SIZE)
 
     def _make_session(self, size: int) -> Session:
-        """The asyncio runner's connections (the transport of the HTTP backends), sending the
-        headers the SDK sends: its API version, key and client identification."""
-        headers = {
+        """The asyncio runner's connections (the transport of the HTTP backends)."""
+        return Session(size, timeout=self.timeout, headers=self.sdk_headers(), base_url=self.base_url)
+
+    def sdk_headers(self) -> dict[str, str]:
+        """The headers the SDK sends (API version, key, client identification), for requests that
+        go around its client: the asyncio path and the batch API."""
+        return {
             str(k): v
             for k, v in self._client.default_headers.items()
             if isinstance(v, str) and k.lower() != "content-type"
         }
-        return Session(size, timeout=self.timeout, headers=headers, base_url=self.base_url)
 
     #: Trials run as asyncio tasks: each request is awaited on the transport loop (:meth:`achat`).
     speaks_asyncio = True
@@ -377,7 +380,7 @@ class AnthropicProvider(RemoteProvider):
 
         async def attempt() -> Reply:
             data = await self._apost_once(session, "/v1/messages", body)
-            return self.read_reply(_attributes(data), native=native)
+            return self.read_reply(as_attributes(data), native=native)
 
         return await self.asend(attempt)
 

@@ -59,7 +59,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from passk_nb.harness.providers.base import Message, ProviderError, Reply
-from passk_nb.harness.providers.retry import Transient, provider_error
+from passk_nb.harness.providers.retry import provider_error
 
 __all__ = [
     "TRIAL",
@@ -126,23 +126,18 @@ class _Wire:
 
     def __init__(self, provider: Any):
         self.provider = provider
-        self._client = httpx.Client(
-            base_url=provider.base_url or "",
-            headers=self.headers(),
-            auth=httpx.BasicAuth(*provider._credentials) if provider._credentials else None,
-            timeout=httpx.Timeout(provider.timeout, connect=min(provider.timeout, 10.0)),
-            follow_redirects=False,
-        )
+        self._client = self.make_client()
 
-    def headers(self) -> dict[str, str]:
+    def make_client(self) -> httpx.Client:
+        """The one httpx client of the batch calls (they are few: one connection is enough)."""
         raise NotImplementedError
 
     def close(self) -> None:
         self._client.close()
 
     def call(self, method: str, path: str, *, cap: int | None = None, **send: Any) -> bytes:
-        """One API call with retries; the reply's body (at most ``cap`` bytes, default the
-        backend's ``max_body_bytes``)."""
+        """One API call with the backend's retries and checks; the reply's body (at most ``cap``
+        bytes, default the backend's ``max_body_bytes``)."""
         reader = self.provider
         if cap is not None and cap > reader.max_body_bytes:
             reader = copy.copy(reader)
@@ -151,14 +146,7 @@ class _Wire:
         where = f"{method} {path}"
 
         def once() -> bytes:
-            deadline = time.monotonic() + reader.timeout
-            try:
-                with self._client.stream(method, path, **send) as response:
-                    raw = reader.read_body(response, where, deadline)
-            except httpx.TimeoutException:
-                raise Transient("timeout", f"{where}: no reply within {reader.timeout:g} s") from None
-            except (httpx.TransportError, httpx.DecodingError) as exc:
-                raise Transient("connection error", f"{where}: {type(exc).__name__}: {exc}") from None
+            response, raw = reader.read_httpx(self._client, method, path, where, **send)
             reader.check_reply(response, raw, where)
             return raw
 
@@ -166,14 +154,15 @@ class _Wire:
         return raw
 
     def json(self, method: str, path: str, **send: Any) -> dict[str, Any]:
-        raw = self.call(method, path, **send)
-        try:
-            data = json.loads(raw)
-        except ValueError:
-            data = None
-        if not isinstance(data, dict):
-            excerpt = self.provider.excerpt(raw.decode("utf-8", "replace"), 120)
-            raise ProviderError(f"reply to {method} {path} is not a JSON object: {excerpt!r}")
+        """One API call's JSON object, decoded as the backend decodes its chat replies."""
+        where = f"{method} {path}"
+
+        def once() -> dict[str, Any]:
+            return self.provider._decode(
+                *self.provider.read_httpx(self._client, method, path, where, **send), where
+            )
+
+        data, _ = self.provider.retrier.call(once)
         return data
 
     def lines(self, method: str, path: str, cap: int) -> list[dict[str, Any]]:
@@ -223,9 +212,14 @@ class _Wire:
 class AnthropicBatches(_Wire):
     """Anthropic's Message Batches API (``/v1/messages/batches``)."""
 
-    def headers(self) -> dict[str, str]:
-        version = self.provider._client.default_headers.get("anthropic-version") or "2023-06-01"
-        return {"x-api-key": self.provider._api_key or "", "anthropic-version": str(version)}
+    def make_client(self) -> httpx.Client:
+        p = self.provider
+        return httpx.Client(
+            base_url=p.base_url or "",
+            headers=p.sdk_headers(),  # what the SDK and the asyncio path send: version, key, client
+            timeout=httpx.Timeout(p.timeout, connect=min(p.timeout, 10.0)),
+            follow_redirects=False,
+        )
 
     def body(self, messages: list[Message], tools: list[dict[str, Any]] | None) -> dict[str, Any]:
         return (
@@ -235,15 +229,11 @@ class AnthropicBatches(_Wire):
         )
 
     def read(self, data: Any, native: bool) -> Reply:
-        from passk_nb.harness.providers.anthropic import _sdk
+        from passk_nb.harness.providers.anthropic import as_attributes
 
-        try:
-            message = _sdk().types.Message.model_validate(data)
-        except Exception as exc:  # the SDK's validation error: a result that is not a Message
-            raise ProviderError(
-                f"a batch result is not a Messages API reply: {self.provider.excerpt(str(exc), 200)}"
-            ) from None
-        return self.provider.read_reply(message, native=native)
+        if not isinstance(data, dict):
+            raise ProviderError("a batch result's message is not a JSON object")
+        return self.provider.read_reply(as_attributes(data), native=native)  # as the asyncio path reads
 
     def submit(self, requests: list[tuple[str, dict[str, Any]]], round_no: int) -> str:
         body = {"requests": [{"custom_id": cid, "params": params} for cid, params in requests]}
@@ -292,8 +282,8 @@ class OpenAIBatches(_Wire):
         has_v1 = urlsplit(provider.base_url or "").path.rstrip("/").endswith("/v1")
         self.prefix = "" if has_v1 else "/v1"
 
-    def headers(self) -> dict[str, str]:
-        return self.provider._bearer()
+    def make_client(self) -> httpx.Client:
+        return self.provider._make_client(1)  # the chat path's httpx client: base URL, auth, key
 
     def body(self, messages: list[Message], tools: list[dict[str, Any]] | None) -> dict[str, Any]:
         return (

@@ -459,6 +459,23 @@ class RemoteProvider(BaseProvider):
         except (aiohttp.ClientError, OSError, zlib.error) as exc:
             raise Transient("connection error", f"{where}: {type(exc).__name__}: {exc}") from None
 
+    def read_httpx(
+        self, client: httpx.Client, method: str, path: str, where: str, **send: Any
+    ) -> tuple[Any, bytes]:
+        """``method path`` through an httpx ``client``, its reply read whole within the deadline and
+        caps (:meth:`read_body`); httpx's failures as the retrier's (a bad base URL is not retried)."""
+        deadline = time.monotonic() + self.timeout
+        try:
+            with client.stream(method, path, **send) as response:
+                raw = self.read_body(response, where, deadline)
+        except httpx.TimeoutException:
+            raise Transient("timeout", f"{where}: no reply within {self.timeout:g} s") from None
+        except httpx.UnsupportedProtocol as exc:  # a bad base URL: retrying cannot help
+            raise ProviderError(f"{where}: {exc}") from None
+        except (httpx.TransportError, httpx.DecodingError) as exc:
+            raise Transient("connection error", f"{where}: {type(exc).__name__}: {exc}") from None
+        return response, raw
+
     def _decode(self, response: Any, raw: bytes, where: str) -> dict[str, Any]:
         """The reply's JSON object, once its status and size are checked."""
         text = self.check_reply(response, raw, where)
@@ -614,23 +631,9 @@ class HTTPProvider(RemoteProvider):
             with self._transport_errors(where):
                 response, raw = on_loop(self._read(session, path, body, where), where=where)
         else:
-            response, raw = self._post_httpx(self._pool, path, body, where)
+            with self._pool.client() as client:
+                response, raw = self.read_httpx(client, "POST", path, where, json=body)
         return self._decode(response, raw, where)
-
-    def _post_httpx(
-        self, pool: ConnectionPool, path: str, body: dict[str, Any], where: str
-    ) -> tuple[Any, bytes]:
-        deadline = time.monotonic() + self.timeout
-        try:
-            with pool.client() as client, client.stream("POST", path, json=body) as response:
-                raw = self.read_body(response, where, deadline)
-        except httpx.TimeoutException:
-            raise Transient("timeout", f"{where}: no reply within {self.timeout:g} s") from None
-        except httpx.UnsupportedProtocol as exc:  # a bad base URL: retrying cannot help
-            raise ProviderError(f"{where}: {exc}") from None
-        except (httpx.TransportError, httpx.DecodingError) as exc:
-            raise Transient("connection error", f"{where}: {type(exc).__name__}: {exc}") from None
-        return response, raw
 
     def post_reply(self, path: str, body: dict[str, Any], read: Callable[[dict[str, Any]], Reply]) -> Reply:
         """POST ``body`` to ``base_url + path`` with retries: ``read(reply as a dict)``, with the
