@@ -54,6 +54,10 @@ from passk_nb.view.transcript_html import (
     trial_label,
 )
 
+#: Trials up to which the explorer shows consistency when it succeeds at once (a pass over every
+#: transcript, ~40 µs a trial); above, it waits for its checkbox.
+CONSISTENCY_ROWS = 20_000
+
 #: Columns :func:`explore` offers as filters, when present with more than one value.
 FILTER_COLUMNS: tuple[str, ...] = ("provider", "model", "prompt_hash", "json_mode", "task")
 
@@ -129,11 +133,14 @@ class Explorer(_Rendered):
             )
         #: Trial counts per (``by`` columns, filter columns, task): the only pass over the trials.
         self.counts = counts(df, by=tuple(dict.fromkeys([*by, *self.filters])), infra=INFRA)
-        #: Consistency when it succeeds per (``by``, filter columns, task), from the transcripts once.
-        self.consistency = (
-            consistency(df, by=[c for c in dict.fromkeys([*by, *self.filters]) if c != "task"])
-            if {"transcript", "passed"} <= set(df.columns)
-            else None
+        #: Consistency when it succeeds per (``by``, filter columns, task): read from every transcript
+        #: once, when first shown (at once up to CONSISTENCY_ROWS trials, else when ticked).
+        self._consistency: pd.DataFrame | None = None
+        readable = {"transcript", "passed"} <= set(df.columns)
+        self.show_consistency = widgets.Checkbox(
+            value=readable and len(df) <= CONSISTENCY_ROWS,
+            disabled=not readable,
+            description="consistency when it succeeds",
         )
         per_task = counts(self.counts, by=by, infra=INFRA)
         n_max = int((per_task["n"] + per_task["n_infra"]).max())
@@ -147,10 +154,11 @@ class Explorer(_Rendered):
         self._curves: dict[tuple[Any, ...], pd.DataFrame] = {}
         self._images: dict[tuple[Any, ...], CurveImage] = {}
         self._pngs: dict[tuple[Any, ...], bytes] = {}
-        for control in (*self.filters.values(), self.k):
+        for control in (*self.filters.values(), self.k, self.show_consistency):
             control.observe(self._update, names="value")
         controls = widgets.HBox(list(self.filters.values()), layout=widgets.Layout(flex_flow="row wrap"))
-        super().__init__(widgets.VBox([controls, self.k, self.note, self.table, self.image]), static)
+        parts = [controls, self.k, self.show_consistency, self.note, self.table, self.image]
+        super().__init__(widgets.VBox(parts), static)
         self._update()
 
     def selection(self) -> pd.DataFrame:
@@ -233,12 +241,15 @@ class Explorer(_Rendered):
 
     def consistency_summary(self) -> pd.DataFrame | None:
         """:func:`passk_nb.consistency_summary` of the selection (None without transcripts)."""
-        if self.consistency is None:
+        if self.show_consistency.disabled:
             return None
-        return consistency_summary(self.consistency[self._mask(self.consistency)], by=self.by)
+        if self._consistency is None:
+            keys = [c for c in dict.fromkeys([*self.by, *self.filters]) if c != "task"]
+            self._consistency = consistency(self.df, by=keys)
+        return consistency_summary(self._consistency[self._mask(self._consistency)], by=self.by)
 
     def _consistency_html(self) -> str:
-        table = self.consistency_summary()
+        table = self.consistency_summary() if self.show_consistency.value else None
         if table is None or table.empty:
             return ""
         shown = table.rename(columns={"tasks_passed": "tasks with a pass", "n_pass": "passing trials"})

@@ -86,3 +86,20 @@ def test_consistency_summary_weights_tasks_by_their_passing_trials_and_the_explo
         passk_nb.explore(df.drop(columns="transcript"), k=2, n_boot=0, static=True).consistency_summary()
         is None
     )
+
+
+def test_a_large_explorer_reads_no_transcript_until_its_checkbox_is_ticked(tmp_path, monkeypatch):
+    from passk_nb.view import widgets
+
+    df = passk_nb.run("scripted", trials=2, out=tmp_path, progress=False)
+    monkeypatch.setattr(widgets, "CONSISTENCY_ROWS", len(df) - 1)  # this frame counts as large
+    read = []
+    monkeypatch.setattr(
+        widgets, "consistency", lambda *a, **k: read.append(1) or passk_nb.consistency(*a, **k)
+    )
+    explorer = passk_nb.explore(df, k=2, n_boot=0, static=True)
+    assert not read and "Consistency when it succeeds" not in explorer.static_html()
+    explorer.show_consistency.value = True
+    assert len(read) == 1 and "Consistency when it succeeds" in explorer.static_html()
+    explorer.filters["task"].value = ("refund-delivered",)
+    assert len(read) == 1  # read once, every selection after that from the same table
