@@ -87,19 +87,13 @@ def test_until_needs_next_round_and_max_trials_needs_until(tmp_path):
         passk_nb.run("scripted", trials=1, out=tmp_path, progress=False, max_trials=10)
 
 
+def scripted_run(out) -> list[str]:
+    """``passk run`` of the scripted agent, one trial per task, into ``out``."""
+    return ["run", "--provider", "scripted", "--trials", "1", "--k", "1", "--out", str(out), "--no-progress"]
+
+
 def test_passk_run_until_prints_the_answer(tmp_path, capsys):
-    argv = [
-        "run",
-        "--provider",
-        "scripted",
-        "--trials",
-        "1",
-        "--k",
-        "1",
-        "--out",
-        str(tmp_path),
-        "--no-progress",
-    ]
+    argv = scripted_run(tmp_path)
     assert main([*argv, "--until", "gate=0.6 ci=0.9", "--max-trials", "100"]) == 0
     assert "pass^1 ≥ 0.6, 90% at every look: passes: pass^1 ≥" in capsys.readouterr().out
 
@@ -114,18 +108,7 @@ def test_passk_run_until_prints_the_answer(tmp_path, capsys):
     ],
 )
 def test_passk_run_until_refuses_what_it_cannot_do(tmp_path, capsys, flags, message):
-    argv = [
-        "run",
-        "--provider",
-        "scripted",
-        "--trials",
-        "1",
-        "--k",
-        "1",
-        "--out",
-        str(tmp_path),
-        "--no-progress",
-    ]
+    argv = scripted_run(tmp_path)
     assert main([*argv, *flags]) == 2
     assert re.search(message, capsys.readouterr().err)
 
