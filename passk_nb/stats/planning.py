@@ -12,7 +12,8 @@ pilot cannot identify it, the pilot's own tasks at the shrunk p̃ = (c + ½) / (
 half-widths are not formulas: they are the mean half-widths of the intervals :func:`summarize`
 ships, run on suites simulated from that population, so they follow whatever interval it gives.
 The predicted power for new tasks is likewise the rejection rate of :func:`compare`'s decision on
-two-arm suites simulated from the arms' populations joined by a Gaussian copula (:class:`TwoArms`).
+two-arm suites simulated from the arms' populations joined by a Gaussian copula (:class:`TwoArms`),
+and the new-task detectable difference is where that rate reaches the power asked for.
 """
 
 from __future__ import annotations
@@ -309,10 +310,10 @@ class TwoArms:
     r: float
     shift: float
 
-    def sample(self, size: tuple[int, ...], rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        """(p_a, p_b) of ``size`` tasks, arm b *not yet shifted* (the caller shifts it)."""
-        z_a = rng.standard_normal(size)
-        z_b = self.r * z_a + np.sqrt(1 - self.r**2) * rng.standard_normal(size)
+    def sample(self, z_a: np.ndarray, noise: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(p_a, p_b) of tasks from their standard normals (z_a and the independent part of z_b),
+        arm b *not yet shifted* (the caller shifts it)."""
+        z_b = self.r * z_a + np.sqrt(1 - self.r**2) * noise
         return self.a.quantile(sps.norm.cdf(z_a)), self.b.quantile(sps.norm.cdf(z_b))
 
 
@@ -347,23 +348,37 @@ def two_arms(pop_a: Population, pop_b: Population, k: int, diff: float, rho: flo
 
 def _copula_r(pop_a: Population, pop_b: Population, k: int, shift: float, rho: float) -> float:
     """The latent correlation whose p^k correlate by ``rho`` (computed on stratified normal nodes;
-    the correlation rises with r, so it is read off a grid of r; clipped to what r in [−1, 1] gives)."""
-    grid = np.linspace(-1.0, 1.0, 41)
+    the correlation rises with r, so it is read off a grid of r, coarse then fine within the
+    bracket; clipped to what r in [−1, 1] gives)."""
     z_a, w = _NODES[:, None], _NODES[None, :]
-    q_a = np.broadcast_to(pop_a.quantile(sps.norm.cdf(z_a)) ** k, (z_a.size, w.size))
-    corr = np.empty(grid.size)
-    for i, r in enumerate(grid):
-        q_b = shifted(pop_b.quantile(sps.norm.cdf(r * z_a + np.sqrt(max(1 - r**2, 0.0)) * w)), shift) ** k
-        with np.errstate(invalid="ignore", divide="ignore"):
-            corr[i] = np.corrcoef(q_a.ravel(), q_b.ravel())[0, 1]
-    if not np.isfinite(corr).all():  # an arm without spread: any r gives the same suites
+    q_a = np.broadcast_to(pop_a.quantile(special.ndtr(z_a)) ** k, (z_a.size, w.size)).ravel()
+
+    def corr(grid: np.ndarray) -> np.ndarray:
+        out = np.empty(grid.size)
+        for i, r in enumerate(grid):
+            q_b = shifted(pop_b.quantile(special.ndtr(r * z_a + np.sqrt(max(1 - r**2, 0.0)) * w)), shift) ** k
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out[i] = np.corrcoef(q_a, q_b.ravel())[0, 1]
+        return out
+
+    coarse = np.linspace(-1.0, 1.0, 11)
+    values = corr(coarse)
+    if not np.isfinite(values).all():  # an arm without spread: any r gives the same suites
         return 0.0
-    corr = np.maximum.accumulate(corr)  # monotone in r; remove the nodes' jitter
-    return float(np.interp(rho, corr, grid)) if corr[-1] > corr[0] else 0.0
+    values = np.maximum.accumulate(values)  # monotone in r; remove the nodes' jitter
+    if values[-1] <= values[0]:
+        return 0.0
+    if rho <= values[0] or rho >= values[-1]:
+        return float(coarse[0] if rho <= values[0] else coarse[-1])
+    i = int(np.searchsorted(values, rho, side="right")) - 1
+    fine = np.linspace(coarse[i], coarse[i + 1], 9)
+    inner = np.maximum.accumulate(np.r_[values[i], corr(fine[1:-1]), values[i + 1]])
+    inner = np.clip(inner, values[i], values[i + 1])
+    return float(np.interp(rho, inner, fine)) if inner[-1] > inner[0] else float(fine[0])
 
 
 def simulated_power(
-    joint: TwoArms,
+    joint: TwoArms | Sequence[TwoArms],
     k: int,
     designs: Sequence[tuple[int, int]],
     *,
@@ -378,26 +393,31 @@ def simulated_power(
     (:meth:`PairedTasks.from_counts`, :func:`paired_frame`, :func:`differs`), so the prediction is
     the test users get. NaN below :data:`MIN_TASKS` tasks, where compare declines.
 
-    ``suites`` per design, fewer where T·suites would pass ``tasks_cap`` (never fewer than 200).
-    The tasks' p are drawn once per T (from ``seed`` and T), their trials once per design.
+    ``joint``: one joint population for every design, or one per design (:func:`detectable_new`
+    asks each design at its own difference). ``suites`` per design, fewer where T·suites would pass
+    ``tasks_cap`` (never fewer than 200). The tasks' latent normals are drawn once per T (from
+    ``seed`` and T), their trials once per design, whatever the joint: common random numbers, so
+    the power at two differences differs by the difference, not by the draw.
 
     >>> pop = Population(mixture=Mixture(0.2, 0.1, 2.0, 1.0))
     >>> level = simulated_power(two_arms(pop, pop, 2, 0.0, 0.8), 2, [(40, 8)])
     >>> bool(level[0] < 0.1)  # no difference: about the test's level
     True
     """
+    joints = [joint] * len(designs) if isinstance(joint, TwoArms) else list(joint)
+    if len(joints) != len(designs):
+        raise ValueError(f"one joint population per design: {len(joints)} for {len(designs)} designs")
+    normals: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     parts: list[tuple[np.ndarray, ...]] = []
-    draws: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    for tasks, _ in designs:
-        if tasks not in draws:
-            rng = np.random.default_rng([seed, 2, tasks])
-            p_a, p_b = joint.sample((min(suites, max(200, tasks_cap // tasks)), tasks), rng)
-            draws[tasks] = (p_a, shifted(p_b, joint.shift))
     sizes = []  # suites of each design
-    for tasks, trials in designs:
-        p_a, p_b = draws[tasks]
+    for (tasks, trials), arms in zip(designs, joints, strict=True):
+        if tasks not in normals:
+            rng = np.random.default_rng([seed, 2, tasks])
+            size = (min(suites, max(200, tasks_cap // tasks)), tasks)
+            normals[tasks] = (rng.standard_normal(size), rng.standard_normal(size))
+        p_a, p_b = arms.sample(*normals[tasks])
         rng = np.random.default_rng([seed, 2, tasks, trials])
-        c_a, c_b = rng.binomial(trials, p_a), rng.binomial(trials, p_b)
+        c_a, c_b = rng.binomial(trials, p_a), rng.binomial(trials, shifted(p_b, arms.shift))
         parts.append((np.full(c_a.size, trials), c_a.ravel(), c_b.ravel()))
         sizes.append(len(p_a))
     n, c_a, c_b = (np.concatenate(column) for column in zip(*parts, strict=True))
@@ -415,6 +435,85 @@ def simulated_power(
     power_new = np.bincount(design, new, len(designs)) / np.asarray(sizes)
     small = np.array([tasks < MIN_TASKS for tasks, _ in designs])
     return np.where(small, np.nan, power_new)
+
+
+def detectable_new(
+    pop_a: Population,
+    pop_b: Population,
+    k: int,
+    designs: Sequence[tuple[int, int]],
+    rho: float,
+    start: np.ndarray,
+    *,
+    power: float = POWER,
+    alpha: float = ALPHA,
+    known: tuple[float, np.ndarray] | None = None,
+    suites: int = POWER_SUITES,
+    seed: int = SEED,
+    steps: int = 1,
+) -> np.ndarray:
+    """The difference (arm b better) at which :func:`simulated_power` reaches ``power``, per design:
+    the new-task mdd that, fed back as ``diff``, gives that power (up to its Monte-Carlo error).
+
+    Secant steps on the probit of the simulated power, from ``start`` (the paired-t formula,
+    :func:`detectable`) and ``known`` (a difference and the powers already simulated at it), each
+    step one :func:`simulated_power` of every design at its own difference; the last step's
+    estimate is returned (the power curve under a log-odds shift is steeper than the normal curve
+    the formula assumes, so the formula alone misses the power). NaN where T <
+    :data:`MIN_TASKS` or no shift of arm b reaches the power.
+
+    >>> pop = Population(mixture=Mixture(0.2, 0.1, 2.0, 1.0))
+    >>> d = detectable_new(pop, pop, 2, [(40, 8)], 0.8, np.array([0.1]))
+    >>> bool(0.02 < d[0] < 0.2)
+    True
+    """
+    target = sps.norm.ppf(power)
+    top = pop_b.shifted_moment(k, 30.0) - pop_a.moment(k)  # the largest difference any shift gives
+    out = np.full(len(designs), np.nan)
+    asked = [i for i, (tasks, _) in enumerate(designs) if tasks >= MIN_TASKS]
+    if not asked or top <= 0:
+        return out
+    # points (d, probit of power) per design; d = 0 gives one side of the level
+    points: list[list[tuple[float, float]]] = [[(0.0, float(sps.norm.ppf(alpha / 2)))] for _ in asked]
+    if known is not None and 0 < known[0] < top:
+        for row, value in zip(points, known[1][asked], strict=True):
+            if np.isfinite(value) and 0.01 < value < 0.995:
+                row.append((known[0], float(sps.norm.ppf(value))))
+    d = np.where(np.isfinite(start[asked]) & (start[asked] > 0), start[asked], top / 2)
+    below_top = np.full(len(asked), True)  # False: even the largest difference misses the power
+    for step in range(steps + 1):
+        d = np.clip(d, 1e-4, 0.999 * top)
+        joints = [_joint_at(pop_a, pop_b, k, float(x), rho) for x in d]
+        chosen = [designs[i] for i in asked]
+        values = simulated_power(joints, k, chosen, alpha=alpha, suites=suites, seed=seed)
+        for row, x, value in zip(points, d, values, strict=True):
+            row.append((float(x), float(sps.norm.ppf(np.clip(value, 1e-3, 1 - 1e-3)))))
+        below_top &= ~((d >= 0.99 * top) & (values < power))
+        if step < steps:
+            d = np.array([_secant(row, target) for row in points])
+    d = np.array([_secant(row, target) for row in points])
+    out[asked] = np.where(below_top & (d > 0) & (d < top), d, np.nan)
+    return out
+
+
+def _joint_at(pop_a: Population, pop_b: Population, k: int, diff: float, rho: float) -> TwoArms:
+    joint = two_arms(pop_a, pop_b, k, diff, rho)
+    assert joint is not None  # diff is kept inside the reach of a shift
+    return joint
+
+
+def _secant(points: list[tuple[float, float]], target: float) -> float:
+    """Where the probit-linear curve through the two points nearest ``target`` (in probit) meets
+    it; the points are (difference, probit of power)."""
+    near = sorted(points, key=lambda point: abs(point[1] - target))[:2]
+    (d1, y1), (d2, y2) = near
+    if d1 == d2 or y1 == y2:
+        return d1 * (target + 1.96) / max(y1 + 1.96, 1e-3) if d1 > 0 else d2
+    slope = (y2 - y1) / (d2 - d1)
+    if slope <= 0:  # noise beyond the curve's shape: scale the nearest point instead
+        zero = points[0][1]
+        return d1 * (target - zero) / max(y1 - zero, 1e-3)
+    return d1 + (target - y1) / slope
 
 
 @share_docs
@@ -453,8 +552,11 @@ def plan(
       re-rolled" (NaN for new tasks where it declines: fewer than 5 tasks); each the mean over
       suites simulated from the pilot's population (:func:`halfwidths`), so never 0;
     - ``mdd_new`` / ``mdd_these``: the smallest paired difference in pass^k between two arms
-      (prompts, models) the plan detects with ``power`` at two-sided level ``alpha`` (from the
-      paired t and z formulas, :func:`detectable`), and ``power_new`` / ``power_these`` to detect
+      (prompts, models; arm b better) the plan detects with ``power`` at two-sided level
+      ``alpha``, each the difference at which the matching power below reaches ``power``:
+      ``mdd_new`` by secant steps on ``power_new``'s simulation (:func:`detectable_new`; NaN where
+      no arm b like the pilot's reaches that power), ``mdd_these`` from the z formula
+      (:func:`detectable`); and ``power_new`` / ``power_these`` to detect
       ``diff``. ``power_new`` is the share of simulated two-arm suites in which :func:`compare`'s
       own new-task decision at level ``alpha`` finds it (:func:`simulated_power`; NaN below 5
       tasks where compare declines; the suites come from the pilot's population for each arm,
@@ -564,11 +666,39 @@ def plan(
         within_ = sum(components(pop, k, m)[2] for pop in (pop_a, pop_b))
         return within_, sum(fixed_floor(pop, k, m) for pop in (pop_a, pop_b))
 
+    formula = np.array(
+        [
+            detectable(spread + noise(m)[0], t, alpha, power, True, noise(m)[1]) if t >= MIN_TASKS else np.nan
+            for t, m in grid
+        ]
+    )
+    mdd_new = detectable_new(
+        pop_a,
+        pop_b,
+        k,
+        grid,
+        rho_used,
+        formula,
+        power=power,
+        alpha=alpha,
+        known=None if joint is None else (diff, power_new),
+        suites=power_suites,
+        seed=seed,
+    )
+    declined = [f"{t}×{m}" for (t, m), x in zip(grid, mdd_new, strict=True) if t >= MIN_TASKS and np.isnan(x)]
+    if declined:
+        top = pop_b.shifted_moment(k, 30.0) - pop_a.moment(k)
+        warnings.warn(
+            f"mdd_new is NaN for {', '.join(declined)} (tasks×trials): no arm b like the pilot's reaches "
+            f"power {power} there (the largest difference in pass^{k} it can have is {top:+.3f}); "
+            "plan more tasks, or ask for less power",
+            UserWarning,
+            stacklevel=2,
+        )
     rows = []
     for i, (t, m) in enumerate(grid):
         _, between, within = components(pop_a, k, m)
         var_these, floor = noise(m)
-        var_new = spread + var_these
         rows.append(
             {
                 "tasks": t,
@@ -578,7 +708,7 @@ def plan(
                 "within": within,
                 "halfwidth_new": half_new[i],
                 "halfwidth_these": half_these[i],
-                "mdd_new": detectable(var_new, t, alpha, power, True, floor) if t >= MIN_TASKS else np.nan,
+                "mdd_new": mdd_new[i],
                 "mdd_these": detectable(var_these, t, alpha, power, False, floor),
                 "power_new": power_new[i],
                 "power_these": paired_power(diff, var_these, t, alpha, False, floor),
