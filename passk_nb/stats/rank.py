@@ -22,7 +22,7 @@ import pandas as pd
 from passk_nb.stats._grouping import group_ids, shared_columns
 from passk_nb.stats.checks import check_k, check_options
 from passk_nb.stats.counts import counted_folder, counts
-from passk_nb.stats.paired import PairedTasks, paired_frame, paired_tasks
+from passk_nb.stats.paired import PairedTasks, differs, paired_frame, paired_tasks
 from passk_nb.stats.params import CI, INFRA, MIN_TASKS, N_BOOT, PAIRED_METHOD, SEED, default_by, share_docs
 from passk_nb.stats.summary import summarize
 
@@ -173,7 +173,7 @@ def _pairs(
         out = {}
         for i in chosen:
             row = _compare_row(prepared[i], {**options, "ci": 1 - level})
-            out[i] = bool(row["lo"] > 0 or row["hi"] < 0)  # NaN (declined): never differs
+            out[i] = bool(differs(row.to_frame().T)[0][0])  # compare's own decision; declined: never
         return out
 
     significant, level_used = np.zeros(m, dtype=bool), np.full(m, alpha / m)
