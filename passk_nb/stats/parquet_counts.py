@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from passk_nb.data.records import COLUMNS, DEFAULTS, DTYPES, KEY, OUTCOMES
-from passk_nb.data.store import load, part_files
+from passk_nb.data.store import load, part_files, read_consistent
 from passk_nb.stats._grouping import count_trials, group_codes
 from passk_nb.stats.checks import COUNTED_OUTCOMES, INFRA_OUTCOME, check_infra, records_by
 from passk_nb.stats.params import INFRA, share_docs
@@ -73,14 +73,16 @@ def count_folder(
         raise FileNotFoundError(
             f"no records at {str(path)!r}: run `passk run --out {path}` first, or check the path"
         )
-    files = [root] if root.is_file() else part_files(root)
-    if not files:
+    if not root.is_file() and not part_files(root):
         raise ValueError(f"no trial records under {str(path)!r} (no parquet files)")
     if engine == "auto":
         engine = "duckdb" if importlib.util.find_spec("duckdb") else "pandas"
     if engine == "pandas":
         return count_trials(load(path, columns=[*keys, "passed", "outcome"]), by, infra)
-    return _duckdb_counts(files, keys, infra)
+    if root.is_file():
+        return _duckdb_counts([root], keys, infra)
+    # one consistent set of parts, as load() reads them: listed again when a merge ran meanwhile
+    return read_consistent(root, lambda files: _duckdb_counts(files, keys, infra))
 
 
 def _duckdb_counts(files: list[Path], keys: list[str], infra: str) -> pd.DataFrame:
@@ -90,6 +92,16 @@ def _duckdb_counts(files: list[Path], keys: list[str], infra: str) -> pd.DataFra
         raise ImportError(
             'engine="duckdb" needs DuckDB: pip install "passk-nb[duckdb]" (or use engine="pandas")'
         ) from exc
+    try:
+        return _duckdb_query(duckdb, files, keys, infra)
+    except duckdb.IOException as exc:
+        gone = [f for f in files if not f.exists()]
+        if gone:  # merged away since the listing: read_consistent lists again
+            raise FileNotFoundError(f"{gone[0]} vanished while being counted") from exc
+        raise
+
+
+def _duckdb_query(duckdb: Any, files: list[Path], keys: list[str], infra: str) -> pd.DataFrame:
     with duckdb.connect() as con:
         con.register(
             "files", pd.DataFrame({"file": [str(f) for f in files], "file_order": range(len(files))})

@@ -12,6 +12,7 @@ import pytest
 import passk_nb
 from passk_nb.data import store
 from passk_nb.data.store import load, merge, write_part
+from passk_nb.stats.parquet_counts import count_folder
 from tests.helpers.records import minimal_rows as rows
 
 
@@ -279,3 +280,30 @@ def test_records_whose_outcome_and_passed_disagree_are_refused_on_reading(tmp_pa
     from passk_nb.cli.main import main
 
     assert main(["gate", str(tmp_path), "--k", "1", "--min", "0.1"]) == 2
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "pandas"])
+def test_counting_a_folder_during_merges_never_fails_nor_loses_trials(tmp_path, engine):
+    # count_folder's DuckDB path listed the parts once: a merge between its listing and its read
+    # made the read fail (a part gone) or miss the merged part's rows
+    write_part(rows("r", range(2)), tmp_path, "r")
+    done = threading.Event()
+
+    def writer_and_merger():
+        try:
+            for start in range(2, 100, 2):
+                write_part(rows("r", range(start, start + 2)), tmp_path, "r")
+                if start % 6 == 0:
+                    merge(tmp_path, "r")
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=writer_and_merger)
+    thread.start()
+    seen, counted = 0, 0
+    while not done.is_set() or counted < 5:
+        n = int(count_folder(tmp_path, by=(), engine=engine)["n"].sum())
+        assert n >= seen, "a count lost trials another one had seen"
+        seen, counted = n, counted + 1
+    thread.join()
+    assert int(count_folder(tmp_path, by=(), engine=engine)["n"].sum()) == 100
