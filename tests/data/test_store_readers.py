@@ -140,17 +140,20 @@ def test_parts_written_during_a_load_do_not_make_it_retry(tmp_path, monkeypatch)
     assert len(load(tmp_path)) >= 3
 
 
-def test_load_during_merges_never_fails_nor_loses_rows(tmp_path):
-    write_part(rows("r", range(2)), tmp_path, "r")
+def read_during_merges(folder, read):
+    """``read()`` (a row count) again and again while another thread writes 98 more rows of run r
+    in parts of 2 and merges them every third part; asserts no read saw fewer rows than the one
+    before, and returns the number of reads."""
+    write_part(rows("r", range(2)), folder, "r")
     done = threading.Event()
     errors = []
 
     def writer_and_merger():
         try:
             for start in range(2, 100, 2):
-                write_part(rows("r", range(start, start + 2)), tmp_path, "r")
+                write_part(rows("r", range(start, start + 2)), folder, "r")
                 if start % 6 == 0:
-                    merge(tmp_path, "r")
+                    merge(folder, "r")
         except Exception as exc:  # pragma: no cover - reported below
             errors.append(exc)
         finally:
@@ -158,16 +161,24 @@ def test_load_during_merges_never_fails_nor_loses_rows(tmp_path):
 
     thread = threading.Thread(target=writer_and_merger)
     thread.start()
-    seen, loads = 0, 0
-    while not done.is_set() or loads < 5:
-        df = load(tmp_path)
-        assert not df.duplicated(["run_id", "task", "trial"]).any()
-        assert len(df) >= seen, "a load lost rows another one had seen"
-        seen, loads = len(df), loads + 1
+    seen, reads = 0, 0
+    while not done.is_set() or reads < 5:
+        n = read()
+        assert n >= seen, "a read lost rows another one had seen"
+        seen, reads = n, reads + 1
     thread.join()
     assert not errors, errors
+    return reads
+
+
+def test_load_during_merges_never_fails_nor_loses_rows(tmp_path):
+    def read():
+        df = load(tmp_path)
+        assert not df.duplicated(["run_id", "task", "trial"]).any()
+        return len(df)
+
+    assert read_during_merges(tmp_path, read) > 5
     assert len(load(tmp_path)) == 100
-    assert loads > 5
 
 
 def test_merge_leaves_one_row_per_trial_for_every_reader(tmp_path):
@@ -286,24 +297,8 @@ def test_records_whose_outcome_and_passed_disagree_are_refused_on_reading(tmp_pa
 def test_counting_a_folder_during_merges_never_fails_nor_loses_trials(tmp_path, engine):
     # count_folder's DuckDB path listed the parts once: a merge between its listing and its read
     # made the read fail (a part gone) or miss the merged part's rows
-    write_part(rows("r", range(2)), tmp_path, "r")
-    done = threading.Event()
+    def read():
+        return int(count_folder(tmp_path, by=(), engine=engine)["n"].sum())
 
-    def writer_and_merger():
-        try:
-            for start in range(2, 100, 2):
-                write_part(rows("r", range(start, start + 2)), tmp_path, "r")
-                if start % 6 == 0:
-                    merge(tmp_path, "r")
-        finally:
-            done.set()
-
-    thread = threading.Thread(target=writer_and_merger)
-    thread.start()
-    seen, counted = 0, 0
-    while not done.is_set() or counted < 5:
-        n = int(count_folder(tmp_path, by=(), engine=engine)["n"].sum())
-        assert n >= seen, "a count lost trials another one had seen"
-        seen, counted = n, counted + 1
-    thread.join()
-    assert int(count_folder(tmp_path, by=(), engine=engine)["n"].sum()) == 100
+    read_during_merges(tmp_path, read)
+    assert read() == 100
