@@ -91,6 +91,9 @@ class BackendHung(TimeoutError):
 #: :class:`BackendHung` (HTTP backends end such requests at their ``timeout``).
 STALL_GRACE_S = 60.0
 
+#: How many trials on the transport loop start before it next polls its sockets (:func:`_run_on_loop`).
+RAMP_STEP = 8
+
 #: Returned in place of a record for a trial another process stored meanwhile.
 _SKIPPED: dict[str, Any] = {}
 
@@ -353,7 +356,18 @@ def _run_on_loop(
                 return
 
     async def main() -> None:
-        await asyncio.gather(*(worker() for _ in range(min(concurrency, len(jobs)))))
+        # The trials start RAMP_STEP at a time, the loop polling its sockets in between: started all
+        # in one step, 1,024 trials sent nothing until the last had run its first step (~1 s).
+        workers: list[asyncio.Task[None]] = []
+        try:
+            for n in range(min(concurrency, len(jobs))):
+                workers.append(loop.create_task(worker()))
+                if n % RAMP_STEP == RAMP_STEP - 1:
+                    await asyncio.sleep(0)
+            await asyncio.gather(*workers)
+        finally:
+            for task in workers:
+                task.cancel()
 
     running = asyncio.run_coroutine_threadsafe(main(), loop)
     delivered = 0
