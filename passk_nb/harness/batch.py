@@ -28,26 +28,40 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 from tqdm.auto import tqdm
 
-from passk_nb.data.records import frame_from_records, storable_record
-from passk_nb.data.store import StoredTrials, TrialClaims, load, merge, write_part
+from passk_nb.data.records import frame_from_records, storable_record, table_from_records
+from passk_nb.data.store import StoredTrials, TrialClaims, load, load_merged, merge_known, write_part
 from passk_nb.harness.providers.base import STOPS_RUN, cancel_scope
 from passk_nb.harness.providers.transport import shared_loop
 
 log = logging.getLogger("passk_nb")
 
 
-def load_trials(out: Path, run_id: str, tasks: Sequence[str], trials: int) -> pd.DataFrame:
-    """The stored records of ``run_id`` for ``tasks`` and trials ``0..trials-1``."""
-    frame = load(out / run_id) if (out / run_id).is_dir() else frame_from_records([])
+def load_trials(
+    out: Path, run_id: str, tasks: Sequence[str], trials: int, merged: tuple[Path, pa.Table] | None = None
+) -> pd.DataFrame:
+    """The stored records of ``run_id`` for ``tasks`` and trials ``0..trials-1``; ``merged``: the part
+    the run's merge left and what it holds (:func:`execute_trials`' ``on_merge``), taken from memory
+    when it is still the run folder's only record file."""
+    run_dir = out / run_id
+    frame = None if merged is None else load_merged(run_dir, *merged)
+    if frame is None:
+        frame = load(run_dir) if run_dir.is_dir() else frame_from_records([])
     return frame[frame["task"].isin(list(tasks)) & (frame["trial"] < trials)].reset_index(drop=True)
+
+
+#: The most bytes of Arrow tables a writer keeps of the parts it wrote, for the merge at the end
+#: (which then need not read them back); past it, it keeps none.
+KEEP_WRITTEN_BYTES = 256 * 2**20
 
 
 class _Writer:
     """Buffers records and writes a part file every ``every_s`` seconds or ``every_n`` records.
 
-    After each write it releases the claims of the trials written (``claims``).
+    After each write it releases the claims of the trials written (``claims``). It keeps the table
+    of each part it wrote (``written_tables``) while they fit in :data:`KEEP_WRITTEN_BYTES`.
     """
 
     def __init__(self, out: Path, run_id: str, every_s: float = 1.0, every_n: int = 200):
@@ -58,6 +72,8 @@ class _Writer:
         self.written = 0
         self.claims: TrialClaims | None = None
         self.stored: StoredTrials | None = None  # told of each part written, so it never reads them
+        self.written_tables: dict[Path, pa.Table] | None = {}
+        self.kept_bytes = 0
 
     def add(self, record: dict[str, Any]) -> None:
         self.pending.append(record)
@@ -74,13 +90,24 @@ class _Writer:
         if self.pending:
             records, self.pending = self.pending, []
             if self.stored is not None:
-                self.parts.append(self.stored.write_part(records))
+                table = table_from_records(records)
+                self.parts.append(self.stored.write_part(records, table))
+                self.keep(self.parts[-1], table)
             else:
                 self.parts.append(write_part(records, self.out, self.run_id))
             self.written += len(records)
             if self.claims is not None:
                 self.claims.release((r["task"], r["trial"]) for r in records)
         self.last = time.monotonic()
+
+    def keep(self, part: Path, table: pa.Table) -> None:
+        if self.written_tables is None:
+            return
+        self.kept_bytes += table.nbytes
+        if self.kept_bytes > KEEP_WRITTEN_BYTES:
+            self.written_tables = None  # the merge reads them back instead
+        else:
+            self.written_tables[part] = table
 
 
 class BackendHung(TimeoutError):
@@ -428,10 +455,11 @@ def _sigterm_flushes() -> Iterator[None]:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def _merge_at_end(writer: _Writer) -> None:
-    """Merge the run's parts; a failure leaves every trial safe in its parts, and says so."""
+def _merge_at_end(writer: _Writer) -> tuple[Path, pa.Table] | None:
+    """Merge the run's parts: the part left and what it holds (None when there is none); a failure
+    leaves every trial safe in its parts, and says so."""
     try:
-        merge(writer.out, writer.run_id)
+        part, table = merge_known(writer.out, writer.run_id, writer.written_tables)
     except (OSError, ValueError) as exc:
         message = (
             f"merging the parts of run {writer.run_id} in {writer.out} failed ({exc}); every trial is "
@@ -440,6 +468,8 @@ def _merge_at_end(writer: _Writer) -> None:
         )
         log.warning(message)
         warnings.warn(message, RuntimeWarning, stacklevel=3)
+        return None
+    return None if part is None or table is None else (part, table)
 
 
 def execute_trials(
@@ -457,6 +487,7 @@ def execute_trials(
     trial_key: Callable[[Any, int], tuple[str, int]] | None = None,
     keep_records: bool = True,
     status: Callable[[], str] | None = None,
+    on_merge: Callable[[tuple[Path, pa.Table]], None] | None = None,
 ) -> list[dict[str, Any]]:
     """The batch layer: run ``one_trial(*job)`` for every job and keep the records.
 
@@ -476,7 +507,11 @@ def execute_trials(
 
     With ``keep_records=False`` (and an ``out`` folder) the records are not kept
     in memory once on disk and the list returned is empty: memory then holds only
-    the trials in flight and the records not yet written (at most ``every_n``).
+    the trials in flight, the records not yet written (at most ``every_n``) and, up to
+    :data:`KEEP_WRITTEN_BYTES`, the Arrow tables of the parts written, for the merge.
+
+    ``on_merge((part, table))`` is told of the part the merge at the end left and what it holds
+    (for :func:`load_trials`).
     """
     if not keep_records and out is None:
         raise ValueError("keep_records=False needs an out folder: the records would be lost")
@@ -542,5 +577,7 @@ def execute_trials(
         if claims is not None:
             claims.close()
     if writer is not None and (writer.out / run_id).is_dir():
-        _merge_at_end(writer)  # also when nothing ran: a killed merge left trials twice
+        merged = _merge_at_end(writer)  # also when nothing ran: a killed merge left trials twice
+        if merged is not None and on_merge is not None:
+            on_merge(merged)
     return records
