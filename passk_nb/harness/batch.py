@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import inspect
 import logging
 import os
@@ -455,6 +456,39 @@ def _sigterm_flushes() -> Iterator[None]:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
+#: The collector's first threshold while trials run (:func:`_collect_less`; Python's default is 700).
+GC_THRESHOLD = 20_000
+
+_gc_lock = threading.Lock()
+_gc_state: dict[str, Any] = {"runs": 0, "restore": None}  # runs collecting less now; what to restore
+
+
+@contextlib.contextmanager
+def _collect_less() -> Iterator[None]:
+    """While trials run, the garbage collector runs less often and skips the objects that existed
+    before (``gc.freeze``): with a thousand trials in flight it took ~0.15 ms of CPU per one-turn
+    trial (a fifth), half of it in full collections of every module's objects. Left alone when
+    the program disabled the collector or froze objects itself; restored once the last run ends.
+    """
+    with _gc_lock:
+        if _gc_state["runs"] == 0 and gc.isenabled() and gc.get_freeze_count() == 0:
+            first, *older = gc.get_threshold()
+            _gc_state["restore"] = (first, *older)
+            gc.freeze()
+            gc.set_threshold(max(GC_THRESHOLD, first), *older)
+        _gc_state["runs"] += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_state["runs"] -= 1
+            restore = _gc_state["restore"]
+            if _gc_state["runs"] == 0 and restore is not None:
+                gc.set_threshold(*restore)
+                gc.unfreeze()
+                _gc_state["restore"] = None
+
+
 def _merge_at_end(writer: _Writer) -> tuple[Path, pa.Table] | None:
     """Merge the run's parts: the part left and what it holds (None when there is none); a failure
     leaves every trial safe in its parts, and says so."""
@@ -537,7 +571,7 @@ def execute_trials(
     records: list[dict[str, Any]] = []
     bar = tqdm(total=len(jobs), desc=desc, unit="trial", disable=not progress, file=progress_file())
     try:
-        with _sigterm_flushes():
+        with _sigterm_flushes(), _collect_less():
             try:
                 ticks = None if writer is None else writer.every_s
                 schedule = _run_on_loop if inspect.iscoroutinefunction(one_trial) else _run_concurrently
