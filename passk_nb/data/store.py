@@ -199,6 +199,12 @@ def _read(path: Path, columns: list[str] | None = None) -> pa.Table:
         table = pq.read_table(path, columns=None if columns is None else _present(path, columns))
     except FileNotFoundError:
         raise _Vanished(path) from None
+    return _checked(table, columns)
+
+
+def _checked(table: pa.Table, columns: list[str] | None = None) -> pa.Table:
+    """A table of records as :func:`_read` returns it: the standard schema (``columns`` only), or an
+    error saying what makes it no trial record file."""
     names = columns or list(SCHEMA.names)
     absent_required = [n for n in REQUIRED if n in names and n not in table.column_names]
     if absent_required:
@@ -353,11 +359,9 @@ def load(
         return empty_frame()[wanted]
     table = _one_row_per_trial(pa.concat_tables(tables))
     if read is None:
-        frame = frame_from_table(table)
-    else:
-        frame = table.to_pandas().astype({c: DTYPES[c] for c in read})
-    frame = frame.sort_values(list(KEY), kind="stable").reset_index(drop=True)
-    return frame if columns is None else frame[wanted]
+        return _frame(table)
+    frame = table.to_pandas().astype({c: DTYPES[c] for c in read})
+    return frame.sort_values(list(KEY), kind="stable").reset_index(drop=True)[wanted]
 
 
 def existing_trials(folder: str | os.PathLike[str], run_id: str) -> set[tuple[str, int]]:
@@ -403,15 +407,18 @@ class StoredTrials:
                 self._refresh()
         return key in self._keys
 
-    def write_part(self, records: Sequence[Mapping[str, Any]]) -> Path:
-        """Write a part of this run (:func:`write_part`) and take its keys from ``records``, so it is
-        never read back; :meth:`has` answers meanwhile from what it knew."""
+    def write_part(self, records: Sequence[Mapping[str, Any]], table: pa.Table | None = None) -> Path:
+        """Write a part of this run (:func:`write_part`; ``table``: the records already as one, by
+        :func:`~passk_nb.data.records.table_from_records`) and take its keys from ``records``, so it
+        is never read back; :meth:`has` answers meanwhile from what it knew."""
         keys = frozenset((r["task"], int(r["trial"])) for r in records if r.get("outcome") != "infra_error")
         path = self.run_dir / part_name()
         with self._lock:
             self._writing.add(path)
         try:
-            write_part(records, self.run_dir.parent, self.run_dir.name, name=path.name)
+            write_part(
+                records if table is None else table, self.run_dir.parent, self.run_dir.name, name=path.name
+            )
             with self._lock:
                 self._files[path] = keys
                 self._keys |= keys
@@ -487,25 +494,37 @@ def merge(folder: str | os.PathLike[str], run_id: str) -> Path | None:
     After a merge, and until another process adds parts, every parquet reader
     sees exactly one row per trial. Returns None when nothing needed merging.
     """
+    return merge_known(folder, run_id)[0]
+
+
+def merge_known(
+    folder: str | os.PathLike[str], run_id: str, known: Mapping[Path, pa.Table] | None = None
+) -> tuple[Path | None, pa.Table | None]:
+    """:func:`merge`, taking the parts in ``known`` (path -> the table written there) from memory
+    instead of reading them back; also returns what the part it returns holds, as :func:`load`
+    reads it (None when it returns no part)."""
     run_dir = Path(folder) / run_id
     if not run_dir.is_dir():
-        return None
+        return None, None
     with _merge_lock(run_dir):
         for _ in range(RELIST_ATTEMPTS):
             try:
-                return _merge_locked(folder, run_id, run_dir)
+                return _merge_locked(folder, run_id, run_dir, known or {})
             except _Vanished:
                 time.sleep(0.01)
     raise StoreError(f"parts of {run_dir} kept vanishing while being merged; is an older passk merging them?")
 
 
-def _merge_locked(folder: str | os.PathLike[str], run_id: str, run_dir: Path) -> Path | None:
+def _merge_locked(
+    folder: str | os.PathLike[str], run_id: str, run_dir: Path, known: Mapping[Path, pa.Table]
+) -> tuple[Path | None, pa.Table | None]:
     files = part_files(run_dir)
     try:
         small = [f for f in files if f.stat().st_size < MERGE_BELOW_BYTES]
     except FileNotFoundError as exc:
         raise _Vanished(exc.filename) from None
-    read = {f: _read(f) for f in small}  # merged whatever they hold: read once, whole
+    # merged whatever they hold: read once, whole (or taken as written, when this process wrote them)
+    read = {f: _checked(known[f]) if f in known else _read(f) for f in small}
     big = {f: _read(f, ["task", "trial"]) for f in files if f not in read}  # merged only if they must be
     seen: dict[tuple[str, int], int] = {}
     for table in [*read.values(), *big.values()]:
@@ -518,11 +537,24 @@ def _merge_locked(folder: str | os.PathLike[str], run_id: str, run_dir: Path) ->
             read[f] = _read(f)
     inputs = [f for f in files if f in read]
     if len(inputs) < 2 and not doubled:
-        return inputs[0] if inputs else None
+        return (inputs[0], read[inputs[0]]) if inputs else (None, None)
     table = _one_row_per_trial(pa.concat_tables([read[f] for f in inputs]))
     merged = write_part(table, folder, run_id, merged=True)
     _delete_parts(inputs)
-    return merged
+    return merged, table
+
+
+def load_merged(run_dir: str | os.PathLike[str], part: Path, table: pa.Table) -> pd.DataFrame | None:
+    """What :func:`load` of ``run_dir`` returns, from ``table`` (what its part ``part`` holds, as
+    :func:`merge_known` returned it) when ``part`` is the folder's only record file; else None."""
+    if part_files(run_dir) != [part]:
+        return None
+    return _frame(table)
+
+
+def _frame(table: pa.Table) -> pd.DataFrame:
+    """Records with one row per trial as :func:`load` returns them: standard dtypes, sorted by key."""
+    return frame_from_table(table).sort_values(list(KEY), kind="stable").reset_index(drop=True)
 
 
 @contextlib.contextmanager

@@ -561,6 +561,8 @@ def _run_trials(
     def bar_status() -> str:
         return "; ".join(part for part in (standing[0], status() if status else "") if part)
 
+    merged: dict[str, Any] = {}  # the part the last merge left and what it holds: not read back
+
     def execute(jobs: list[tuple[str, int]]) -> None:
         execute_trials(
             one_async_trial if backend.speaks_asyncio else one_trial,
@@ -573,8 +575,9 @@ def _run_trials(
             on_record=on_record,
             timeout=trial_timeout,
             on_timeout=timed_out,
-            keep_records=False,  # read back from disk below: memory stays bounded however long the run
+            keep_records=False,  # memory stays bounded however long the run (the frame comes from the merge)
             status=bar_status if status is not None or until is not None else None,
+            on_merge=lambda part: merged.update(last=part),
         )
 
     name, workers, address = executor
@@ -585,17 +588,21 @@ def _run_trials(
     try:
         execute(todo)
         if until is None:
-            return load_trials(out_dir, run_id, task_ids, trials)
+            return load_trials(out_dir, run_id, task_ids, trials, merged.pop("last", None))
         checked = bool(todo)
         while jobs := _next_round(
-            until, load_trials(out_dir, run_id, task_ids, _ALL), max_trials, why, standing
+            until,
+            load_trials(out_dir, run_id, task_ids, _ALL, merged.pop("last", None)),
+            max_trials,
+            why,
+            standing,
         ):
             if not checked:  # a resumed run: the backend is checked once, before its first new trial
                 check_backend(unwrapped)
                 write_spec(out_dir, run_id, spec.identity())
                 checked = True
             execute(jobs)
-        return load_trials(out_dir, run_id, task_ids, _ALL)
+        return load_trials(out_dir, run_id, task_ids, _ALL, merged.pop("last", None))
     finally:
         if elsewhere is not None:
             elsewhere.close()

@@ -146,3 +146,41 @@ def test_the_schedule_tells_the_trials_timeout_from_a_timeout_its_code_raises():
     assert time.monotonic() - started < 15  # cancelled at the timeout, not awaited for 30 s
     with pytest.raises(TimeoutError, match="the trial's own"):
         list(batch._run_on_loop(raises, jobs, 3, timeout=5.0, on_timeout=timed_out))
+
+
+def test_the_trials_start_a_few_at_a_time_and_the_loop_polls_in_between():
+    # Started all in one step of the loop, 1,024 trials sent nothing until the last had run its
+    # first step: here a callback the first trial schedules runs before most trials have started.
+    started: list[int] = []
+    when_first_callback_ran: list[int] = []
+
+    async def trial(task, i):
+        started.append(i)
+        if i == 0:
+            asyncio.get_running_loop().call_soon(lambda: when_first_callback_ran.append(len(started)))
+        await asyncio.sleep(0)
+        return {"task": task, "trial": i}
+
+    jobs = [("t", i) for i in range(16 * batch.RAMP_STEP)]
+    records = list(batch._run_on_loop(trial, jobs, len(jobs)))
+    assert sorted(r["trial"] for r in records) == list(range(len(jobs)))
+    assert when_first_callback_ran[0] <= 2 * batch.RAMP_STEP < len(jobs)
+
+
+def test_a_run_stopped_while_its_trials_start_cancels_every_one_started(monkeypatch):
+    monkeypatch.setattr(batch, "RAMP_STEP", 1)
+    loop = shared_loop()
+    before = len(asyncio.run_coroutine_threadsafe(_tasks(), loop).result())
+
+    async def trial(task, i):
+        time.sleep(0.002)  # each start takes a moment: the run is stopped while they start
+        await asyncio.sleep(30)
+        return {"task": task, "trial": i}
+
+    results = batch._run_on_loop(trial, [("t", i) for i in range(500)], 500, tick=0.01)
+    assert next(results) is None  # a tick: trials are starting, none has ended
+    results.close()
+    deadline = time.monotonic() + 10
+    while len(asyncio.run_coroutine_threadsafe(_tasks(), loop).result()) > before:
+        assert time.monotonic() < deadline, "trials started before the stop are still running"
+        time.sleep(0.02)

@@ -118,7 +118,7 @@ class Tool:
         }
 
 
-_ATOMS = (str, int, float, bool, type(None))
+_ATOMS = frozenset((str, int, float, bool, type(None)))
 
 
 def copy_state(value: Any) -> Any:
@@ -130,10 +130,10 @@ def copy_state(value: Any) -> Any:
     ['x']
     """
     kind = type(value)
-    if kind is dict:
-        return {key: copy_state(sub) for key, sub in value.items()}
+    if kind is dict:  # an atom is kept without a call: most of a state's values are atoms
+        return {key: sub if type(sub) in _ATOMS else copy_state(sub) for key, sub in value.items()}
     if kind is list:
-        return [copy_state(sub) for sub in value]
+        return [sub if type(sub) in _ATOMS else copy_state(sub) for sub in value]
     if kind in _ATOMS:
         return value
     return copy.deepcopy(value)
