@@ -1,8 +1,9 @@
 """Many trials: concurrency, resume, progress, and records on disk.
 
-:func:`run` composes the pure episode with the store. It uses threads (no
-asyncio), so it works the same in a terminal and inside a running Jupyter
-kernel.
+:func:`run` composes the pure episode with the store. Network backends' trials run as
+asyncio tasks on one transport loop in a background thread, Python agents and the CLI backends
+in a bounded thread pool (or processes, or Ray tasks: ``executor=``), so it works the same in a
+terminal and inside a running Jupyter kernel, whose own loop it never touches.
 
 >>> import tempfile
 >>> df = run("scripted", trials=2, out=tempfile.mkdtemp(), progress=False)
