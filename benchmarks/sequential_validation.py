@@ -27,6 +27,7 @@ add in quadrature), × 2 arms. Its cost is T × n (× 2).
 
     python benchmarks/sequential_validation.py            # 200 replications per cell, k = 2
     python benchmarks/sequential_validation.py --reps 50 --ks 1
+    python benchmarks/sequential_validation.py --stop fixed   # the same allocator, fixed-n stopping
 """
 
 from __future__ import annotations
@@ -37,13 +38,17 @@ import sys
 import time
 import warnings
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 from coverage import PRIORS, Prior  # benchmarks/coverage.py (benchmarks/ is on sys.path)
+from scipy import stats as sps
 
+from passk_nb.stats.estimators import pass_hat_k
+from passk_nb.stats.intervals import fixed_task_variance
 from passk_nb.stats.planning import plan
-from passk_nb.stats.sequential import Question, gains, spread, status
+from passk_nb.stats.sequential import Question, _verdict, gains, spread, status
 
 TRUTHS = ("one flaky (½) among certain", "U-shaped Beta(0.3,0.3)", "three-point", "all p = 0.9")
 PILOT_TRIALS = 8
@@ -62,25 +67,34 @@ def simulate(
     rng: np.random.Generator,
     truth: float,
     rounds_of: int = 2,
+    stop: str = "anytime",
 ) -> dict[str, float]:
-    """One sequential run over cells of success probability ``p`` and weights ``w``."""
-    n = np.full(p.size, q.k, dtype=float)
-    c = rng.binomial(q.k, p).astype(float)
+    """One sequential run over cells of success probability ``p`` and weights ``w``; with
+    ``stop="fixed"`` the same allocation stops on the fixed-n these-tasks interval instead (not
+    valid for stopping: measured only, to split the cost into allocation and anytime validity)."""
+    n = np.full((p.size, 1), q.k, dtype=float)  # counts per cell and round (columns: rounds)
+    c = rng.binomial(q.k, p).astype(float)[:, None]
     rounds, missed = 1, False
     round_steps = rounds_of * p.size  # a round: rounds_of × k trials per cell, concentrated
     while True:
         state = status(n, c, w, q)
+        if stop == "fixed":
+            lo, hi = fixed_these(n.sum(axis=1), c.sum(axis=1), w, q)
+            state = replace(state, lo=lo, hi=hi, decided=_verdict(q, state.estimate, lo, hi)[0])
+            state = replace(state, verdict=_verdict(q, state.estimate, lo, hi)[1])
         missed |= not state.lo <= truth <= state.hi
         spent = int(n.sum())
         if state.decided or spent >= cap:
             break
-        steps = spread(gains(n, c, w, q, state, q.k), n, min(round_steps, (cap - spent) // q.k or 1), q.k)
+        total = n.sum(axis=1)
+        steps = spread(gains(n, c, w, q, state, q.k), total, min(round_steps, (cap - spent) // q.k or 1), q.k)
         if steps.sum() == 0:
             break
         extra = steps * q.k
-        c += rng.binomial(extra.astype(int), p)
-        n += extra
+        c = np.hstack([c, rng.binomial(extra.astype(int), p)[:, None].astype(float)])
+        n = np.hstack([n, extra[:, None].astype(float)])
         rounds += 1
+    n = n.sum(axis=1)
     return {
         "trials": float(n.sum()),
         "rounds": rounds,
@@ -92,6 +106,15 @@ def simulate(
         "halfwidth": (state.hi - state.lo) / 2,
         "max_task_trials": float(n.max()),
     }
+
+
+def fixed_these(n: np.ndarray, c: np.ndarray, w: np.ndarray, q: Question) -> tuple[float, float]:
+    """The ordinary fixed-n these-tasks interval of Σ w·pass^k (as :func:`passk_nb.summarize`'s
+    fixed-task interval: estimate ± z·se from each task's fixed-task variance)."""
+    est = float(np.sum(w * pass_hat_k(n, c, q.k)))
+    se = math.sqrt(float(np.sum(w**2 * fixed_task_variance(n, c, q.k))))
+    z = float(sps.norm.ppf(0.5 + q.ci / 2))
+    return est - z * se, est + z * se
 
 
 def fixed_trials(name: str, tasks: int, k: int, target: float, seed: int) -> int:
@@ -110,8 +133,8 @@ def fixed_trials(name: str, tasks: int, k: int, target: float, seed: int) -> int
     return int(ok["trials_per_task"].iloc[0]) if len(ok) else grid[-1]
 
 
-def cell(args: tuple[str, str, int, int, float, int, int, int]) -> dict[str, object]:
-    name, kind, tasks, k, h, reps, seed, size = args
+def cell(args: tuple[str, str, int, int, float, int, int, int, str]) -> dict[str, object]:
+    name, kind, tasks, k, h, reps, seed, size, stop = args
     pri = prior(name)
     rng = np.random.default_rng(
         [seed, TRUTHS.index(name), ("precision", "gate-below", "gate-above", "compare").index(kind), k]
@@ -134,17 +157,17 @@ def cell(args: tuple[str, str, int, int, float, int, int, int]) -> dict[str, obj
         theta = float(np.mean(p**k))
         if kind == "precision":
             q = Question(kind="precision", k=k, precision=h)
-            out = simulate(p, np.full(tasks, 1 / tasks), q, CAP * fixed, rng, theta, size)
+            out = simulate(p, np.full(tasks, 1 / tasks), q, CAP * fixed, rng, theta, size, stop)
         elif kind.startswith("gate"):
             m = theta + min(0.05, (1 - theta) / 2) if kind == "gate-below" else theta - 0.10
             if not 0 < m < 1:
                 continue
             q = Question(kind="gate", k=k, gate=round(m, 6))
-            out = simulate(p, np.full(tasks, 1 / tasks), q, CAP * fixed, rng, theta, size)
+            out = simulate(p, np.full(tasks, 1 / tasks), q, CAP * fixed, rng, theta, size, stop)
         else:
             q = Question(kind="compare", k=k, on="arm", a="a", b="b", precision=h)
             w = np.r_[np.full(tasks, -1 / tasks), np.full(tasks, 1 / tasks)]
-            out = simulate(np.r_[p, p], w, q, CAP * fixed, rng, 0.0, size)
+            out = simulate(np.r_[p, p], w, q, CAP * fixed, rng, 0.0, size, stop)
         rows.append(out)
     df = pd.DataFrame(rows)
     return {
@@ -183,11 +206,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--round", type=int, default=2, help="a round's trials: this × k per cell")
     parser.add_argument("--skip", nargs="*", default=[], help="cells to leave out, as TRUTH_INDEX:QUESTION")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--stop",
+        choices=["anytime", "fixed"],
+        default="anytime",
+        help="fixed: stop on the fixed-n interval (invalid for stopping; to measure the allocation alone)",
+    )
     parser.add_argument("--seed", type=int, default=2026)
     args = parser.parse_args(argv)
     start = time.perf_counter()
     jobs = [
-        (TRUTHS[i], kind, args.tasks, k, args.precision, args.reps, args.seed, args.round)
+        (TRUTHS[i], kind, args.tasks, k, args.precision, args.reps, args.seed, args.round, args.stop)
         for i in args.truths
         for kind in args.questions
         for k in args.ks
@@ -210,7 +239,8 @@ def main(argv: list[str] | None = None) -> int:
         f"T = {args.tasks} tasks, H = {args.precision}, {args.reps} replications per cell, "
         f"rounds of {args.round} × k trials per cell, "
         "95 % at every look, "
-        f"seed {args.seed}\n"
+        if args.stop == "anytime"
+        else f"stopping on the fixed-n interval (invalid), seed {args.seed}\n"
     )
     print(table.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     print(f"\n{time.perf_counter() - start:.0f} s")

@@ -18,7 +18,8 @@ from scipy import stats as sps
 from scipy.special import betaln
 
 import passk_nb
-from passk_nb.stats.sequential import Question, allocate, bound, decide, interval, status
+from passk_nb.stats import sequential
+from passk_nb.stats.sequential import Question, allocate, bound, budgets, decide, interval, status, tilts
 
 CI = 0.8
 ALPHA = 1 - CI
@@ -42,23 +43,31 @@ def _run(
     k: int,
     truth: float,
     rng: np.random.Generator,
-    bounds=lambda n, c, w, k: interval(n, c, w, k, CI),
+    bounds=None,
 ) -> bool:
     """One run: a first round of k trials per cell, then LOOKS rounds that give all of a round's
     trials to the cells whose estimate of p is nearest ½ (an adaptive, outcome-driven rule; any
-    rule that looks only at completed rounds must keep coverage). True if the interval missed the
-    truth at any look: the error of a user who stops at the first look that suits them."""
-    n = np.full(p.size, k, dtype=float)
-    c = rng.binomial(k, p).astype(float)
+    rule that looks only at completed rounds must keep coverage), the counts kept per round so
+    that each round gets its predictable tilts. True if the interval missed the truth at any look:
+    the error of a user who stops at the first look that suits them."""
+    if bounds is None:
+        question = Question(kind="precision", k=k, ci=CI, precision=0.01)
+
+        def bounds(n, c, w, k):
+            state = status(n, c, w, question)
+            return state.lo, state.hi
+
+    n = np.full((p.size, 1), k, dtype=float)
+    c = rng.binomial(k, p).astype(float)[:, None]
     for _ in range(LOOKS):
         lo, hi = bounds(n, c, w, k)
         if not lo <= truth <= hi:
             return True
-        near = np.argsort(np.abs(c / n - 0.5), kind="stable")[: max(1, p.size // 3)]
+        near = np.argsort(np.abs(c.sum(axis=1) / n.sum(axis=1) - 0.5), kind="stable")[: max(1, p.size // 3)]
         extra = np.zeros(p.size)
         extra[near] = 2 * k
-        c += rng.binomial(extra.astype(int), p)
-        n += extra
+        c = np.hstack([c, rng.binomial(extra.astype(int), p)[:, None].astype(float)])
+        n = np.hstack([n, extra[:, None]])
     lo, hi = bounds(n, c, w, k)
     return not lo <= truth <= hi
 
@@ -85,6 +94,7 @@ def test_the_check_catches_an_interval_that_is_not_anytime_valid():
     misses far more often than α on a suite of flaky tasks."""
 
     def wald(n, c, w, k):
+        n, c = n.sum(axis=1), c.sum(axis=1)
         p = c / n
         se = math.sqrt(float(np.sum(w**2 * p * (1 - p) / n)))
         z = sps.norm.ppf(1 - ALPHA / 2)
@@ -134,13 +144,98 @@ def test_a_gate_above_the_truth_rarely_passes_however_long_it_runs():
 
 
 def test_the_product_constraint_is_at_least_as_tight_as_its_closed_form():
-    """One task at n of n: the product constraint alone gives p^n > (α/2)·(¼ + ½·B(n+½, ½)/B(½, ½));
+    """One task at n of n: the product constraint alone gives p^n > α_M·(¼ + ½·B(n+½, ½)/B(½, ½));
     the bound (which also uses the tilts) is never looser."""
+    alpha_m = math.exp(-budgets(0.95)[0])
+    assert alpha_m == pytest.approx(0.05 / 4)  # the module's split: α/4 to the product
     for n in (1, 5, 20, 80):
         lo, _ = bound(np.array([n]), np.array([n]), np.array([1.0]), 1, 0.95)
         mixture = 0.25 + 0.5 * math.exp(betaln(n + 0.5, 0.5) - betaln(0.5, 0.5))
-        closed = (0.025 * mixture) ** (1 / n)
+        closed = (alpha_m * mixture) ** (1 / n)
         assert closed - 1e-4 <= lo < 1
+
+
+def _crossings(ci, reps, looks, budget, rng):
+    """How often each of the region's three e-processes (the product, the lower and the upper
+    tilt), evaluated at the truth, reaches its budget at some look: every task at p = 0.6, k = 1,
+    rounds given to the two tasks whose estimate is nearest ½ (an outcome-driven rule)."""
+    p, w = np.full(4, 0.6), np.full(4, 0.25)
+    question = Question(kind="precision", k=1, ci=ci, precision=0.1)
+    crossed = np.zeros(3)
+    for _ in range(reps):
+        n, c = np.ones((4, 1)), rng.binomial(1, p).astype(float)[:, None]
+        for _ in range(looks - 1):
+            near = np.argsort(np.abs(c.sum(axis=1) / n.sum(axis=1) - 0.5), kind="stable")[:2]
+            extra = np.zeros(4)
+            extra[near] = 3
+            c = np.hstack([c, rng.binomial(extra.astype(int), p)[:, None].astype(float)])
+            n = np.hstack([n, extra[:, None]])
+        # a round's tilts depend only on the rounds before it: the full run's tilts are each look's
+        (lo, hi), _ = tilts(n, c, w, question)
+        cum_n, cum_c = np.cumsum(n, axis=1), np.cumsum(c, axis=1)
+        prod = [
+            np.sum(
+                sequential._log_m(
+                    p, cum_n[:, r], cum_c[:, r], sequential.log_mixture(cum_n[:, r], cum_c[:, r])
+                )
+            )
+            for r in range(looks)
+        ]
+        tilt_lo = np.cumsum(lo * c - n * np.log1p(p[:, None] * np.expm1(lo)), axis=1).sum(axis=0)
+        tilt_hi = np.cumsum(-hi * c - n * np.log1p(p[:, None] * np.expm1(-hi)), axis=1).sum(axis=0)
+        crossed += [max(prod) >= budget[0], tilt_lo.max() >= budget[1], tilt_hi.max() >= budget[1]]
+    return crossed / reps
+
+
+def test_each_e_process_at_the_truth_crosses_its_budget_at_most_its_share_of_alpha():
+    """The proof's claim, process by process, at a point-mass truth and a loose level (α = 0.5,
+    so that the rates are large enough to measure): the product reaches log(1/α_M) at some look
+    with probability at most α_M = α/4, each side's tilt log(1/α_E) at most α_E = 3α/8. Monte-Carlo
+    tolerance: 3 binomial standard errors. The same check with every budget at log(1/α) (no union
+    bound) fails, so a budget computed wrongly would be caught."""
+    ci, reps, looks = 0.5, 150, 12
+    alpha = 1 - ci
+    shares = np.array([alpha / 4, 3 * alpha / 8, 3 * alpha / 8])
+    assert budgets(ci) == pytest.approx((math.log(4 / alpha), math.log(8 / (3 * alpha))))
+    rates = _crossings(ci, reps, looks, budgets(ci), np.random.default_rng(32))
+    assert np.all(rates <= shares + 3 * np.sqrt(shares * (1 - shares) / reps)), rates
+    assert rates.sum() > 0.1  # the processes do cross: the check is not vacuous
+    naive = _crossings(ci, reps, looks, (math.log(1 / alpha),) * 2, np.random.default_rng(32))
+    assert np.any(naive > shares + 3 * np.sqrt(shares * (1 - shares) / reps)), naive
+
+
+def test_a_rounds_tilts_do_not_depend_on_its_own_outcomes_or_later_ones():
+    """Predictability, which the proof needs: the tilts of rounds 0..r are the same whatever
+    rounds r, r + 1, … turned out to be (and whatever was allocated after r)."""
+    rng = np.random.default_rng(4)
+    n = rng.integers(1, 6, size=(5, 6)).astype(float)
+    w = np.r_[np.full(2, -0.5), np.full(3, 1 / 3)]
+    for question in ("precision=0.1 k=2", "gate=0.7", "compare=arm:a,b"):
+        c = rng.binomial(n.astype(int), 0.6).astype(float)
+        (lo, hi), _ = tilts(n, c, w, question)
+        for r in range(n.shape[1]):
+            other_c = np.hstack([c[:, :r], rng.binomial(n[:, r:].astype(int), 0.3)])
+            other_n = np.hstack([n[:, :r], n[:, r:] + 1])
+            (lo_, hi_), _ = tilts(other_n, other_c, w, question)
+            assert np.array_equal(lo_[:, : r + 1], lo[:, : r + 1]) and np.array_equal(
+                hi_[:, : r + 1], hi[:, : r + 1]
+            )
+
+
+def test_decide_on_records_tilts_each_round_apart():
+    """Records with rounds are decided round by round (each round its own tilts); their counts
+    table alone is one round, so the two intervals differ, and both are valid."""
+    rows = [
+        {"task": t, "round": r, "passed": bool(x), "outcome": "pass" if x else "wrong_state"}
+        for t, p in (("a", 1.0), ("b", 0.5), ("c", 0.9))
+        for r in range(3)
+        for x in np.random.default_rng([r, ord(t)]).random(4 * (r + 1)) < p
+    ]
+    records = pd.DataFrame(rows)
+    by_round = decide(records, "precision=0.1").iloc[0]
+    pooled = decide(passk_nb.counts(records), "precision=0.1").iloc[0]
+    assert by_round["trials"] == pooled["trials"] == len(records)
+    assert by_round["estimate"] == pooled["estimate"] and by_round["lo"] != pooled["lo"]
 
 
 @pytest.mark.parametrize("c_of", [lambda n: n, lambda n: 0, lambda n: n // 2])
@@ -209,36 +304,50 @@ def test_a_bad_question_is_refused_with_what_to_write(text, message):
         Question.parse(text)
 
 
-def _loop(p: dict[str, float], question: str, rounds: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The loop a runner runs: allocate, run the allocation, until the allocation is empty."""
+def _loop(
+    p: dict[str, float], question: str, rounds: int, seed: int
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The loop a runner runs: allocate on the records so far (each trial with its round),
+    run the allocation as the next round, until the allocation is empty. Returns the records,
+    their counts per task and the last allocation."""
     rng = np.random.default_rng(seed)
-    table = pd.DataFrame({"task": list(p), "n": 0, "c": 0})
-    for _ in range(rounds):
-        plan = allocate(table, question)
+    records = pd.DataFrame({"task": list(p), "n": 0, "c": 0})  # before any trial: a counts table
+    rows: list[dict[str, object]] = []
+    for r in range(rounds):
+        plan = allocate(records, question)
         if plan.empty:
             break
         for task, trials in zip(plan["task"], plan["trials"], strict=True):
-            row = table["task"] == task
-            table.loc[row, "c"] += rng.binomial(trials, p[task])
-            table.loc[row, "n"] += trials
-    return table, plan
+            for passed in rng.random(int(trials)) < p[task]:
+                rows.append(
+                    {
+                        "task": task,
+                        "round": r,
+                        "passed": bool(passed),
+                        "outcome": "pass" if passed else "wrong_state",
+                    }
+                )
+        records = pd.DataFrame(rows)
+    table = passk_nb.counts(records) if "passed" in records else records
+    return records, table.set_index("task").reindex(list(p)).fillna(0).reset_index(), plan
 
 
 def test_a_precision_run_spends_on_the_flaky_task_and_stops_when_decided():
     truth = {f"sure{i}": 1.0 for i in range(3)} | {"flaky": 0.5}
-    table, last = _loop(truth, "precision=0.08 ci=0.8", 60, seed=7)
-    verdict = decide(table, "precision=0.08 ci=0.8").iloc[0]
+    records, table, last = _loop(truth, "precision=0.08 ci=0.8", 60, seed=7)
+    verdict = decide(records, "precision=0.08 ci=0.8").iloc[0]
     assert last.empty and verdict["decided"] and verdict["lo"] <= 0.875 <= verdict["hi"]
     n = table.set_index("task")["n"]
-    assert n["flaky"] > 2 * n.drop("flaky").max()
+    # the flaky task gets the most; the certain ones enough that their p^k is pinned near 1
+    assert n["flaky"] > n.drop("flaky").max() and n.sum() <= 120
 
 
 def test_a_gate_run_spends_on_the_tasks_that_lift_its_lower_bound():
     """pass^1 ≥ 0.6 with five certain tasks and one flaky: the flaky task's share of the lower
     bound cannot rise much, the certain ones' can, and the gate passes without many flaky trials."""
     truth = {f"sure{i}": 1.0 for i in range(5)} | {"flaky": 0.5}
-    table, last = _loop(truth, "gate=0.6 ci=0.9", 40, seed=7)
-    verdict = decide(table, "gate=0.6 ci=0.9").iloc[0]
+    records, table, last = _loop(truth, "gate=0.6 ci=0.9", 40, seed=7)
+    verdict = decide(records, "gate=0.6 ci=0.9").iloc[0]
     assert last.empty and verdict["verdict"].startswith("passes")
     n = table.set_index("task")["n"]
     assert n["flaky"] < n.drop("flaky").min()
