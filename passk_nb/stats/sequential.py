@@ -95,6 +95,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -535,19 +536,25 @@ def interval(
     """
     n2, c2, w_ = _per_round(n), _per_round(c), np.asarray(w, dtype=float)
     pair = (_first_tilts(n2, w_, k), _first_tilts(n2, -w_, k)) if lams is None else lams
-    lo, hi, _, _ = _interval(n2, c2, w_, k, ci, pair)
+    lo, hi, *_ = _interval(n2, c2, w_, k, ci, pair)
     return lo, hi
 
 
 def _interval(
     n: np.ndarray, c: np.ndarray, w: np.ndarray, k: int, ci: float, lams: Tilts
-) -> tuple[float, float, Dual, Dual]:
-    """(lo, hi, the lower bound's certificate, the upper bound's)."""
+) -> tuple[float, float, Dual, Dual, bool]:
+    """(lo, hi, the lower bound's certificate, the upper bound's, whether the bounds crossed). Where
+    the two bounds cross (the
+    region is empty: no fixed p fits every round's trials), both ends in order: the ends cross only
+    outside the event of probability 1 − α that the proof needs, so coverage is unchanged
+    (:func:`status` says so and decides nothing)."""
     lo, dual_lo = bound(n, c, w, k, ci, lams[0])
     neg, dual_hi = bound(n, c, -w, k, ci, lams[1])
     total = float(np.sum(np.maximum(w, 0)))
     floor = -float(np.sum(np.maximum(-w, 0)))
-    return max(lo, floor), min(-neg, total), dual_lo, dual_hi
+    crossed = bool(lo > -neg)
+    lo, hi = float(np.clip(lo, floor, total)), float(np.clip(-neg, floor, total))
+    return min(lo, hi), max(lo, hi), dual_lo, dual_hi, crossed
 
 
 @dataclass(frozen=True)
@@ -577,7 +584,7 @@ def status(n: np.ndarray, c: np.ndarray, w: np.ndarray, question: Question | str
     q = as_question(question)
     n2, c2, w = _per_round(n), _per_round(c), np.asarray(w, dtype=float)
     lams, after = tilts(n, c, w, q)
-    lo, hi, dual_lo, dual_hi = _interval(n2, c2, w, q.k, q.ci, lams)
+    lo, hi, dual_lo, dual_hi, crossed = _interval(n2, c2, w, q.k, q.ci, lams)
     total_n, total_c = n2.sum(axis=1), c2.sum(axis=1)
     estimate = (
         math.nan
@@ -585,6 +592,15 @@ def status(n: np.ndarray, c: np.ndarray, w: np.ndarray, question: Question | str
         else float(np.sum(w * np.asarray(pass_hat_k(total_n, total_c, q.k), dtype=float)))
     )
     decided, verdict = _verdict(q, estimate, lo, hi)
+    if crossed:  # only outside the 1 − α event; but a changed agent makes it likely: say so
+        decided, verdict = False, f"inconsistent: no success rate per task fits every round at {q.ci:.0%}"
+        warnings.warn(
+            f"{verdict}: the trials of some task changed between rounds more than chance allows "
+            "(did the agent, its prompt or the backend change during the run?); nothing is decided, "
+            f"and the interval shown, {lo:.3f} – {hi:.3f}, spans both bounds",
+            UserWarning,
+            stacklevel=2,
+        )
     return Status(estimate, lo, hi, decided, verdict, dual_lo, dual_hi, after)
 
 

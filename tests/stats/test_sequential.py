@@ -375,3 +375,20 @@ def test_until_stops_a_run_on_its_budget_and_cuts_the_last_round():
     assert "open" in until.progress(table) and "after 50 trials" in until.progress(table)
     with pytest.raises(ValueError, match="max_trials must be a whole number ≥ 1"):
         passk_nb.Until("gate=0.8", max_trials=0)
+
+
+@pytest.mark.parametrize("question", ["precision=0.1", "precision=0.05 k=2"])
+def test_trials_no_fixed_rate_fits_are_said_and_decide_nothing(question: str) -> None:
+    """Two tasks that failed 20 of 20 in round 0 and passed 40 of 40 in round 1 (an agent that
+    changed mid-run): the rounds' own tilts put the region R out of reach of any p, and the dual
+    bounds crossed (lo was 43,358 and hi 0.837 before). Both ends are shown in order, inside
+    [0, 1], with a warning, and nothing is decided."""
+    n, c = np.array([[20, 40], [20, 40]]), np.array([[0, 40], [0, 40]])
+    w = np.full(2, 0.5)
+    with pytest.warns(UserWarning, match="did the agent, its prompt or the backend change"):
+        state = status(n, c, w, question)
+    assert 0 <= state.lo < state.hi <= 1
+    assert not state.decided and state.verdict.startswith("inconsistent")
+    # the same trials had they run in one round: a fixed p fits, no warning
+    plain = status(n.sum(axis=1), c.sum(axis=1), w, question)
+    assert not plain.verdict.startswith("inconsistent")
