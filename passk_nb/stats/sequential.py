@@ -105,7 +105,7 @@ from scipy import stats as sps
 from scipy.special import betaln, expit
 
 from passk_nb.stats._grouping import shared_columns
-from passk_nb.stats.checks import COUNTED_OUTCOMES, check_k
+from passk_nb.stats.checks import COUNTED_OUTCOMES, check_k, records_by
 from passk_nb.stats.counts import counts, is_counts_table
 from passk_nb.stats.estimators import pass_hat_k
 from passk_nb.stats.params import CI, INFRA
@@ -665,9 +665,7 @@ def _table(df: pd.DataFrame | str | os.PathLike[str], infra: str) -> pd.DataFram
     records without a round count as one round before the others), so that each round's trials
     get their own predictable tilt (:func:`tilts`)."""
     if isinstance(df, str | os.PathLike):
-        from passk_nb.data.store import load
-
-        df = load(df)
+        df = _load_rounds(df)
     if is_counts_table(df):
         return df
     table = counts(df, infra=infra)
@@ -683,6 +681,14 @@ def _table(df: pd.DataFrame | str | os.PathLike[str], infra: str) -> pd.DataFram
         columns[f"n{_ROUND}{i}"] = merged["n"].fillna(0).to_numpy()
         columns[f"c{_ROUND}{i}"] = merged["c"].fillna(0).to_numpy()
     return table.assign(**columns)
+
+
+def _load_rounds(folder: str | os.PathLike[str]) -> pd.DataFrame:
+    """The records of a folder with what the counts and the rounds need (never the transcripts: a
+    folder may be large)."""
+    from passk_nb.data.store import load
+
+    return load(folder, columns=[*records_by(None), "task", "trial", "passed", "outcome", "round"])
 
 
 def _round_counts(part: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -845,9 +851,7 @@ def decide(
 def _rounds(records: pd.DataFrame | str | os.PathLike[str]) -> tuple[pd.DataFrame, pd.Series]:
     """Trial records (a folder is loaded) and their ``round`` as numbers; a clear error without it."""
     if isinstance(records, str | os.PathLike):
-        from passk_nb.data.store import load
-
-        records = load(records)
+        records = _load_rounds(records)
     if not isinstance(records, pd.DataFrame) or "round" not in records.columns or is_counts_table(records):
         raise ValueError(
             "these are not trial records of a run with until=: a by-round view needs the records' "

@@ -136,6 +136,10 @@ def test_decide_by_round_and_trials_by_round_follow_the_run(tmp_path):
     assert spent.groupby("round")["trials"].sum().cumsum().tolist() == path["trials"].tolist()
     final = passk_nb.decide(df, until.question).iloc[0]
     assert path.iloc[-1][["lo", "hi"]].tolist() == final[["lo", "hi"]].tolist()
+    # the folder (read for its counts and rounds only) decides as the frame does
+    assert passk_nb.decide(tmp_path, until.question).equals(passk_nb.decide(df, until.question))
+    assert passk_nb.decide_by_round(tmp_path, until.question).equals(path)
+    assert passk_nb.trials_by_round(tmp_path).equals(spent)
 
 
 def test_a_by_round_view_needs_records_of_an_until_run(tmp_path):
