@@ -61,6 +61,8 @@ POWER_TASKS = 64_000
 #: Points of a population's Beta quantile function tabulated for :meth:`Population.quantile`.
 _V = np.linspace(0.0, 1.0, 4097)
 _MIDPOINTS = (_V[:-1] + _V[1:]) / 2
+#: The largest log-odds shift of arm b tried (either way): p moves to within e^-30 of 0 or 1.
+SHIFT = 30.0
 #: Stratified standard-normal nodes on which the copula's correlation is computed.
 _NODES = sps.norm.ppf((np.arange(160) + 0.5) / 160)
 
@@ -335,15 +337,26 @@ def two_arms(pop_a: Population, pop_b: Population, k: int, diff: float, rho: flo
     def gap(shift: float) -> float:
         return pop_b.shifted_moment(k, shift) - target
 
-    low, high = gap(-30.0), gap(30.0)
+    low, high = gap(-SHIFT), gap(SHIFT)
     if low > 1e-9 or high < -1e-9:
         return None
     if min(abs(low), abs(high), abs(gap(0.0))) < 1e-9:  # at the edge of reach, or no shift needed
-        shift = float(np.array([-30.0, 30.0, 0.0])[np.argmin(np.abs([low, high, gap(0.0)]))])
+        shift = float(np.array([-SHIFT, SHIFT, 0.0])[np.argmin(np.abs([low, high, gap(0.0)]))])
     else:
-        shift = float(optimize.brentq(gap, -30.0, 30.0, xtol=1e-10))
+        shift = float(optimize.brentq(gap, -SHIFT, SHIFT, xtol=1e-10))
     r = _copula_r(pop_a, pop_b, k, shift, rho)
     return TwoArms(pop_a, pop_b, r, shift)
+
+
+def reach(pop_a: Population, pop_b: Population, k: int) -> tuple[float, float]:
+    """The smallest and largest difference in pass^k (b − a) a log-odds shift of arm b can give.
+
+    >>> pop = Population(atoms=np.array([0.0, 0.5, 1.0]))
+    >>> [round(x, 3) for x in reach(pop, pop, 1)]  # the flaky third can go to 0 or to 1
+    [-0.167, 0.167]
+    """
+    base = pop_a.moment(k)
+    return pop_b.shifted_moment(k, -SHIFT) - base, pop_b.shifted_moment(k, SHIFT) - base
 
 
 def _copula_r(pop_a: Population, pop_b: Population, k: int, shift: float, rho: float) -> float:
@@ -468,7 +481,7 @@ def detectable_new(
     True
     """
     target = sps.norm.ppf(power)
-    top = pop_b.shifted_moment(k, 30.0) - pop_a.moment(k)  # the largest difference any shift gives
+    top = reach(pop_a, pop_b, k)[1]
     out = np.full(len(designs), np.nan)
     asked = [i for i, (tasks, _) in enumerate(designs) if tasks >= MIN_TASKS]
     if not asked or top <= 0:
@@ -481,10 +494,10 @@ def detectable_new(
                 row.append((known[0], float(sps.norm.ppf(value))))
     d = np.where(np.isfinite(start[asked]) & (start[asked] > 0), start[asked], top / 2)
     below_top = np.full(len(asked), True)  # False: even the largest difference misses the power
+    chosen = [designs[i] for i in asked]
     for step in range(steps + 1):
         d = np.clip(d, 1e-4, 0.999 * top)
         joints = [_joint_at(pop_a, pop_b, k, float(x), rho) for x in d]
-        chosen = [designs[i] for i in asked]
         values = simulated_power(joints, k, chosen, alpha=alpha, suites=suites, seed=seed)
         for row, x, value in zip(points, d, values, strict=True):
             row.append((float(x), float(sps.norm.ppf(np.clip(value, 1e-3, 1 - 1e-3)))))
@@ -504,16 +517,17 @@ def _joint_at(pop_a: Population, pop_b: Population, k: int, diff: float, rho: fl
 
 def _secant(points: list[tuple[float, float]], target: float) -> float:
     """Where the probit-linear curve through the two points nearest ``target`` (in probit) meets
-    it; the points are (difference, probit of power)."""
-    near = sorted(points, key=lambda point: abs(point[1] - target))[:2]
-    (d1, y1), (d2, y2) = near
-    if d1 == d2 or y1 == y2:
-        return d1 * (target + 1.96) / max(y1 + 1.96, 1e-3) if d1 > 0 else d2
-    slope = (y2 - y1) / (d2 - d1)
-    if slope <= 0:  # noise beyond the curve's shape: scale the nearest point instead
-        zero = points[0][1]
-        return d1 * (target - zero) / max(y1 - zero, 1e-3)
-    return d1 + (target - y1) / slope
+    it; the points are (difference, probit of power), the first at difference 0. Where those two
+    give no rising line (one difference twice, or noise beyond the curve's shape), the line
+    through the nearest point and the first."""
+    (d1, y1), (d2, y2) = sorted(points, key=lambda point: abs(point[1] - target))[:2]
+    if d1 != d2 and y1 != y2:
+        if (y2 - y1) / (d2 - d1) > 0:
+            return d1 + (target - y1) * (d2 - d1) / (y2 - y1)
+    elif d1 == 0:
+        return d2
+    zero = points[0][1]
+    return d1 * (target - zero) / max(y1 - zero, 1e-3)
 
 
 @share_docs
@@ -648,8 +662,7 @@ def plan(
     half_new, half_these = halfwidths(pop_a, k, grid, ci=ci, n_sim=n_sim, seed=seed)
     joint = two_arms(pop_a, pop_b, k, diff, rho_used)
     if joint is None:
-        top = pop_b.shifted_moment(k, 30.0) - pop_a.moment(k)
-        bottom = pop_b.shifted_moment(k, -30.0) - pop_a.moment(k)
+        bottom, top = reach(pop_a, pop_b, k)
         warnings.warn(
             f"no arm b like the pilot's differs from arm a by diff={diff} in pass^{k} (reachable: "
             f"{bottom:+.3f} to {top:+.3f}); power_new is NaN: ask for a diff in that range",
@@ -687,7 +700,7 @@ def plan(
     )
     declined = [f"{t}×{m}" for (t, m), x in zip(grid, mdd_new, strict=True) if t >= MIN_TASKS and np.isnan(x)]
     if declined:
-        top = pop_b.shifted_moment(k, 30.0) - pop_a.moment(k)
+        top = reach(pop_a, pop_b, k)[1]
         warnings.warn(
             f"mdd_new is NaN for {', '.join(declined)} (tasks×trials): no arm b like the pilot's reaches "
             f"power {power} there (the largest difference in pass^{k} it can have is {top:+.3f}); "
