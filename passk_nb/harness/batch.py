@@ -472,8 +472,7 @@ def _collect_less() -> Iterator[None]:
     """
     with _gc_lock:
         if _gc_state["runs"] == 0 and gc.isenabled() and gc.get_freeze_count() == 0:
-            first, *older = gc.get_threshold()
-            _gc_state["restore"] = (first, *older)
+            first, *older = _gc_state["restore"] = gc.get_threshold()
             gc.freeze()
             gc.set_threshold(max(GC_THRESHOLD, first), *older)
         _gc_state["runs"] += 1
