@@ -672,12 +672,14 @@ def _table(df: pd.DataFrame | str | os.PathLike[str], infra: str) -> pd.DataFram
     rounds = pd.to_numeric(df["round"], errors="coerce") if "round" in df.columns else None
     if rounds is None or rounds.isna().all() or table.empty:
         return table
-    rounds = rounds.fillna(-1.0)
     keys = [*_keys(table, exclude=("task",)), "task"]
+    # one count with the round as a key (its rank: records without a round first); each round's
+    # n and c then joined to the table's cells (a merge matches missing key values, as counts do)
+    rank = rounds.fillna(-1.0).rank(method="dense").astype(int) - 1
+    per_round = counts(df.assign(**{_ROUND: rank}), by=[*keys[:-1], _ROUND], infra=infra)
     columns = {}
-    for i, r in enumerate(sorted(rounds.unique())):
-        part = counts(df[rounds == r], by=keys[:-1], infra=infra)[[*keys, "n", "c"]]
-        merged = table[keys].merge(part, on=keys, how="left")
+    for i, part in per_round.groupby(_ROUND, sort=True):
+        merged = table[keys].merge(part[[*keys, "n", "c"]], on=keys, how="left")
         columns[f"n{_ROUND}{i}"] = merged["n"].fillna(0).to_numpy()
         columns[f"c{_ROUND}{i}"] = merged["c"].fillna(0).to_numpy()
     return table.assign(**columns)
