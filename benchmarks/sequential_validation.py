@@ -43,10 +43,9 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 from coverage import PRIORS, Prior  # benchmarks/coverage.py (benchmarks/ is on sys.path)
-from scipy import stats as sps
 
 from passk_nb.stats.estimators import pass_hat_k
-from passk_nb.stats.intervals import fixed_task_variance
+from passk_nb.stats.intervals import fixed_interval, fixed_task_variance
 from passk_nb.stats.planning import plan
 from passk_nb.stats.sequential import Question, _verdict, gains, spread, status
 
@@ -110,11 +109,12 @@ def simulate(
 
 def fixed_these(n: np.ndarray, c: np.ndarray, w: np.ndarray, q: Question) -> tuple[float, float]:
     """The ordinary fixed-n these-tasks interval of Σ w·pass^k (as :func:`passk_nb.summarize`'s
-    fixed-task interval: estimate ± z·se from each task's fixed-task variance)."""
+    and :func:`passk_nb.compare`'s: :func:`fixed_interval` of the estimate and the standard error
+    from each task's fixed-task variance)."""
     est = float(np.sum(w * pass_hat_k(n, c, q.k)))
     se = math.sqrt(float(np.sum(w**2 * fixed_task_variance(n, c, q.k))))
-    z = float(sps.norm.ppf(0.5 + q.ci / 2))
-    return est - z * se, est + z * se
+    lo, hi = fixed_interval(np.array(est), np.array(se), q.ci, lower=-1.0 if np.any(w < 0) else 0.0)
+    return float(lo), float(hi)
 
 
 def fixed_trials(name: str, tasks: int, k: int, target: float, seed: int) -> int:
