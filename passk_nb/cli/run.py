@@ -196,8 +196,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "--until",
         metavar="QUESTION",
         help="run in rounds until the question is answered, anytime-valid: 'precision=0.05' "
-        "(pass^k to ± 0.05), 'gate=0.8' (is pass^k above 0.8), with k= and ci= (e.g. 'gate=0.8 k=2'); "
-        "--trials is then the first round per task (default: none, a fixed run)",
+        "(pass^k to ± 0.05), 'gate=0.8' (is pass^k above 0.8), with k= and ci= (e.g. 'gate=0.8 k=2'), "
+        "and final=N to spend at most N trials per task (the fixed design's n) with a fixed-n last look "
+        "there; --trials is then the first round per task (default: none, a fixed run)",
     )
     p.add_argument(
         "--max-trials",
@@ -288,7 +289,12 @@ def _until(args: argparse.Namespace) -> Until | None:
         )
     if question.k > args.trials:
         raise CliError(f"--until asks pass^{question.k}: the first round needs --trials ≥ {question.k}")
-    return Until(question, max_trials=args.max_trials)
+    until = Until(question, max_trials=args.max_trials)
+    try:
+        until.check(args.trials)
+    except ValueError as exc:
+        raise CliError(f"--until: {str(exc).replace('trials ≤', '--trials ≤')}") from None
+    return until
 
 
 def _cmd_run(args: argparse.Namespace) -> int:

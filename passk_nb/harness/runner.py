@@ -312,6 +312,8 @@ def run(
         raise TypeError(
             f"until must have a next_round(records) method (e.g. passk_nb.Until('gate=0.8')); got {until!r}"
         )
+    if until is not None and callable(getattr(until, "check", None)):
+        until.check(trials)  # a first round the question cannot use (past its final=N)
     if max_trials is not None:
         if until is None:
             raise ValueError(

@@ -253,6 +253,23 @@ def paired_power(
     return float(sps.norm.sf((threshold - diff) / sd) + sps.norm.cdf((-threshold - diff) / sd))
 
 
+def gate_halfwidth(gap: float, power: float = POWER, ci: float = CI) -> float:
+    """The widest *these tasks* half-width with which a fixed design's ``ci`` interval clears a
+    gate ``gap`` away from pass^k with probability ``power``: the estimate may land z_β standard
+    errors toward the gate and its interval, z standard errors wide, still clear it, so
+    (z + z_β)·se ≤ gap and the half-width z·se ≤ gap·z/(z + z_β) (the z formula of ``mdd_these``).
+    Size a gate's fixed design (or a run's ``final=N``) by the first ``plan()`` row whose
+    ``halfwidth_these`` is at most this.
+
+    >>> round(gate_halfwidth(0.1), 4)  # a gate 0.1 from pass^k, 80 % power, 95 %
+    0.07
+    """
+    if not 0 < power < 1 or not 0 < ci < 1:
+        raise ValueError(f"power and ci are between 0 and 1; got power={power}, ci={ci}")
+    z = float(sps.norm.ppf(0.5 + ci / 2))
+    return abs(gap) * z / (z + float(sps.norm.ppf(power)))
+
+
 def detectable(
     var_diff: float,
     tasks: int,

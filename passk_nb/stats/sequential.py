@@ -79,6 +79,23 @@ which is one of the events of probability below α.
 The price of validity at every look is measured by ``benchmarks/sequential_validation.py``
 against the fixed design :func:`passk_nb.plan` recommends (mean trials spent and error rates).
 
+A last fixed-n look: ``final=N``
+--------------------------------
+Looked at after every round, the region pays log(1/α_E) where a fixed-n interval pays z²/2, so
+a question that is decided only near its threshold costs about twice the fixed design's trials.
+``final=N`` (N: the fixed design's trials per task, e.g. from :func:`passk_nb.plan`) bounds the
+cost by the fixed design's, as a group-sequential design does: no task runs past N trials, the
+looks before every task has N are the anytime-valid ones at level 1 − α(1 − s), and the look at N
+trials of every task is the fixed-n interval (:func:`fixed_look`) at 1 − α·s (s =
+:data:`_FINAL_SHARE`), intersected with the anytime-valid one. Valid by the union bound: the
+anytime-valid region misses at some look with probability at most α(1 − s), whatever the
+allocation; the fixed-n interval misses with probability α·s (to its own approximation, that of
+:func:`summarize`'s *these tasks* interval) because at the last look every task has exactly N
+trials, a number fixed in advance, and a task's trials are independent of the order in which the
+allocator ran them. (A task run past N would break this, so :func:`status` refuses it.) The run
+stops early where the answer comes sooner (gates and comparisons far from their threshold) and
+otherwise ends at the fixed design's cost, decided or not.
+
 What stays unbiased after an adaptive run
 -----------------------------------------
 The per-task estimate C(c, k)/C(n, k) is unbiased given n only when n did not depend on that
@@ -108,12 +125,16 @@ from passk_nb.stats._grouping import shared_columns
 from passk_nb.stats.checks import COUNTED_OUTCOMES, check_k, records_by
 from passk_nb.stats.counts import counts, is_counts_table
 from passk_nb.stats.estimators import pass_hat_k
+from passk_nb.stats.intervals import fixed_interval, fixed_task_variance
 from passk_nb.stats.params import CI, INFRA
 
 #: The kinds of question :class:`Question` states.
 KINDS: tuple[str, ...] = ("precision", "compare", "gate")
 #: Keys a question string may carry.
-_KEYS: tuple[str, ...] = ("precision", "compare", "gate", "k", "ci")
+_KEYS: tuple[str, ...] = ("precision", "compare", "gate", "k", "ci", "final")
+#: With ``final=N``, the share of α the final fixed-n look spends (the looks before it spend the
+#: rest, anytime-valid): most of it, so that the final look is nearly the fixed design's own.
+_FINAL_SHARE = 0.8
 #: Weights of the per-task mixture: always pass, never pass, Jeffreys Beta(½, ½).
 _W_ALWAYS, _W_NEVER, _W_BETA = 0.25, 0.25, 0.5
 #: The logit grid each cell's term is minimised on (the endpoints 0 and 1 included).
@@ -159,10 +180,13 @@ class Question:
     - ``kind="gate"``: is pass^k at least ``gate``: decided when the interval is above it (passes)
       or below it (fails).
 
-    ``k`` is k of pass^k, ``ci`` the level that holds at every look.
+    ``k`` is k of pass^k, ``ci`` the level that holds at every look. ``final=N`` caps every cell at
+    N trials, the fixed design's n: the run then never spends more than the fixed design, and
+    once every cell has N trials it takes a last look with the fixed-n interval (:func:`status`;
+    α is split, :data:`_FINAL_SHARE` to that look, the rest to the anytime-valid looks before it).
 
     >>> Question.parse("gate=0.8 k=2")
-    Question(kind='gate', k=2, ci=0.95, precision=None, gate=0.8, on=None, a=None, b=None)
+    Question(kind='gate', k=2, ci=0.95, precision=None, gate=0.8, on=None, a=None, b=None, final=None)
     >>> q = Question.parse("compare=prompt_name:default,strict; precision=0.1")
     >>> q.kind, q.on, q.a, q.b, q.precision
     ('compare', 'prompt_name', 'default', 'strict', 0.1)
@@ -176,6 +200,7 @@ class Question:
     on: str | None = None
     a: str | None = None
     b: str | None = None
+    final: int | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -196,6 +221,13 @@ class Question:
                 raise ValueError("a comparison names a column and two of its values: compare=prompt_name:a,b")
             if self.a == self.b:
                 raise ValueError(f"a comparison needs two different arms; both are {self.a!r}")
+        if self.final is not None and (
+            isinstance(self.final, bool) or not isinstance(self.final, int) or self.final < self.k
+        ):
+            raise ValueError(
+                f"final is the trials per task of the last, fixed-n look, at least k={self.k} "
+                f"(e.g. final=16, the n plan() recommends); got final={self.final!r}"
+            )
 
     @classmethod
     def parse(cls, text: str) -> Question:
@@ -203,10 +235,14 @@ class Question:
 
         Keys: ``precision=H`` (half-width), ``compare=COLUMN:A,B`` (B against A, paired by task;
         with ``precision=`` also decided when the difference is known to ± H), ``gate=M`` (is
-        pass^k above M), ``k=K`` (default 1), ``ci=LEVEL`` (default 0.95).
+        pass^k above M), ``k=K`` (default 1), ``ci=LEVEL`` (default 0.95), ``final=N`` (at most N
+        trials per task, with a last fixed-n look there).
 
-        >>> Question.parse("precision=0.05 k=4 ci=0.9")
-        Question(kind='precision', k=4, ci=0.9, precision=0.05, gate=None, on=None, a=None, b=None)
+        >>> q = Question.parse("precision=0.05 k=4 ci=0.9")
+        >>> q.kind, q.k, q.ci, q.precision, q.final
+        ('precision', 4, 0.9, 0.05, None)
+        >>> Question.parse("gate=0.8 k=2 final=16").final
+        16
         >>> Question.parse("gate=high")
         Traceback (most recent call last):
         ...
@@ -235,8 +271,9 @@ class Question:
         for key in ("precision", "gate", "ci"):
             if key in items:
                 fields[key] = _number(key, items[key], float)
-        if "k" in items:
-            fields["k"] = _number("k", items["k"], int)
+        for key in ("k", "final"):
+            if key in items:
+                fields[key] = _number(key, items[key], int)
         if "compare" in items:
             column, sep, arms = items["compare"].partition(":")
             values = arms.split(",")
@@ -257,7 +294,22 @@ class Question:
             text = f"pass^{self.k} of {self.on}={self.b} against {self.a}"
         if self.kind == "compare" and self.precision is not None:
             text += f" (or known to ± {self.precision:g})"
-        return f"{text}, {self.ci:.0%} at every look"
+        if self.final is None:
+            return f"{text}, {self.ci:.0%} at every look"
+        return f"{text}, {self.ci:.0%}: at most {self.final} trials per task, a fixed-n look there"
+
+    def levels(self) -> tuple[float, float | None]:
+        """The levels of the anytime-valid looks and of the final fixed-n look (None without
+        ``final``): α split, :data:`_FINAL_SHARE` to the final look; by the union bound both hold
+        together at ``ci``.
+
+        >>> [round(x, 3) for x in Question.parse("gate=0.8 final=8").levels()]
+        [0.99, 0.96]
+        """
+        if self.final is None:
+            return self.ci, None
+        alpha = 1 - self.ci
+        return 1 - alpha * (1 - _FINAL_SHARE), 1 - alpha * _FINAL_SHARE
 
 
 def _number(key: str, value: str, kind: type) -> float | int:
@@ -266,7 +318,7 @@ def _number(key: str, value: str, kind: type) -> float | int:
     except ValueError:
         raise ValueError(
             f"{key}={value}: {key} is {'a whole number' if kind is int else 'a number'} "
-            f"(e.g. {key}={ {'k': 2, 'ci': 0.95, 'gate': 0.8}.get(key, 0.05) })"
+            f"(e.g. {key}={ {'k': 2, 'ci': 0.95, 'gate': 0.8, 'final': 16}.get(key, 0.05) })"
         ) from None
 
 
@@ -586,6 +638,24 @@ class Status:
     dual_lo: Dual
     dual_hi: Dual
     next_tilt: Tilts | None = None
+    final: bool = False  # the last, fixed-n look of a question with final=N
+
+
+def fixed_look(n: np.ndarray, c: np.ndarray, w: np.ndarray, k: int, ci: float) -> tuple[float, float, float]:
+    """The estimate and fixed-n ``ci`` interval of Σ_t w_t pass^k from each cell's counts: the
+    mean unbiased estimate ± z·se, se² = Σ_t w_t² · :func:`~passk_nb.stats.intervals.fixed_task_variance`,
+    through :func:`~passk_nb.stats.intervals.fixed_interval` (summarize's *these tasks* interval for
+    a suite, w = 1/T; compare's fixed-task interval for a difference, w = ±1/T). Valid only for n
+    fixed in advance: the last look of a question with ``final=N``, or a fixed design.
+
+    >>> est, lo, hi = fixed_look(np.array([8, 8]), np.array([8, 4]), np.array([0.5, 0.5]), 1, 0.95)
+    >>> est, round(lo, 3), round(hi, 3)
+    (0.75, 0.537, 0.963)
+    """
+    est = float(np.sum(w * np.asarray(pass_hat_k(n, c, k), dtype=float)))
+    se = math.sqrt(float(np.sum(w**2 * fixed_task_variance(n, c, k))))
+    lo, hi = fixed_interval(np.array(est), np.array(se), ci, lower=-1.0 if np.any(w < 0) else 0.0)
+    return est, float(lo), float(hi)
 
 
 def status(n: np.ndarray, c: np.ndarray, w: np.ndarray, question: Question | str) -> Status:
@@ -593,21 +663,45 @@ def status(n: np.ndarray, c: np.ndarray, w: np.ndarray, question: Question | str
     round: columns in round order) and weights ``w`` (1/T per task of a suite; +1/T for arm b's and
     −1/T for arm a's tasks of a comparison): the numbers behind :func:`decide`, on arrays.
 
+    With ``final=N`` the looks before every cell has N trials are anytime-valid at the first of
+    :meth:`Question.levels`; once every cell has N, the last look's interval is the fixed-n one
+    (:func:`fixed_look`) at the second level, intersected with the anytime-valid one (both hold
+    together at ``ci``, by the union bound), and the run stops there, decided or not.
+
     >>> s = status(np.array([30, 30]), np.array([30, 29]), np.array([0.5, 0.5]), "gate=0.7")
     >>> s.decided, round(s.lo, 3)
     (True, 0.829)
+    >>> s = status(np.array([16, 16]), np.array([16, 8]), np.array([0.5, 0.5]), "precision=0.15 final=16")
+    >>> s.final, s.verdict
+    (True, 'known to ± 0.146: 0.604 – 0.896 (the final look, n = 16)')
     """
     q = as_question(question)
     n2, c2, w = _per_round(n), _per_round(c), np.asarray(w, dtype=float)
-    lams, after = tilts(n, c, w, q)
-    lo, hi, dual_lo, dual_hi, crossed = _interval(n2, c2, w, q.k, q.ci, lams)
     total_n, total_c = n2.sum(axis=1), c2.sum(axis=1)
+    if q.final is not None and np.any(total_n > q.final):
+        raise ValueError(
+            f"a cell has {int(total_n.max())} usable trials, more than final={q.final}: the final "
+            "look's fixed-n interval needs n fixed in advance, so no task may run past it. Ask the "
+            "question with final= from the run's start (allocate() never goes past it), or drop final="
+        )
+    ci_any, ci_final = q.levels()
+    lams, after = tilts(n, c, w, q)
+    lo, hi, dual_lo, dual_hi, crossed = _interval(n2, c2, w, q.k, ci_any, lams)
     estimate = (
         math.nan
         if np.any(total_n < q.k)
         else float(np.sum(w * np.asarray(pass_hat_k(total_n, total_c, q.k), dtype=float)))
     )
+    final = ci_final is not None and bool(np.all(total_n == q.final))
+    if final and not crossed:
+        assert ci_final is not None
+        _, fixed_lo, fixed_hi = fixed_look(total_n, total_c, w, q.k, ci_final)
+        # a miss of either is an event of its own α: where they miss each other the fixed one is shown
+        both = max(lo, fixed_lo), min(hi, fixed_hi)
+        lo, hi = both if both[0] <= both[1] else (fixed_lo, fixed_hi)
     decided, verdict = _verdict(q, estimate, lo, hi)
+    if final:
+        verdict = f"{verdict} (the final look, n = {q.final})"
     if crossed:  # only outside the 1 − α event; but a changed agent makes it likely: say so
         decided, verdict = False, f"inconsistent: no success rate per task fits every round at {q.ci:.0%}"
         warnings.warn(
@@ -617,7 +711,7 @@ def status(n: np.ndarray, c: np.ndarray, w: np.ndarray, question: Question | str
             UserWarning,
             stacklevel=2,
         )
-    return Status(estimate, lo, hi, decided, verdict, dual_lo, dual_hi, after)
+    return Status(estimate, lo, hi, decided, verdict, dual_lo, dual_hi, after, final)
 
 
 def gains(
@@ -822,7 +916,8 @@ def decide(
     Returns the key columns, ``question``, ``k``, ``n_tasks``, ``trials`` (usable), ``estimate``
     (the mean unbiased per-task pass^k; NaN while a task has fewer than k trials; see the module
     on its bias after adaptive allocation), ``lo``/``hi`` (the interval, valid at every look:
-    stopping on it keeps the level), ``decided`` and ``verdict``.
+    stopping on it keeps the level; with ``final=N``, at N trials of every task the last look's,
+    :func:`status`), ``decided`` and ``verdict``.
 
     >>> import pandas as pd
     >>> table = pd.DataFrame({"task": list("abcdefgh"), "n": 30, "c": [30] * 7 + [0]})
@@ -953,7 +1048,9 @@ def allocate(
     above the threshold and the upper otherwise, the one on the far side of 0 from the estimate
     for a comparison (both with a precision). While any cell has fewer than k trials the
     allocation only tops those up to k (a first round). A cell's j-th step is worth its first
-    step's gain discounted as its n grows (:func:`spread`). Returns
+    step's gain discounted as its n grows (:func:`spread`). With ``final=N`` in the question no pair
+    goes past N trials and every pair below N keeps a little gain, so that the run reaches its last
+    look (:func:`round_trials`). Returns
     the key columns, ``task``, ``trials``, ``gain`` (per trial) and ``reason``, best first; empty
     when every question is decided (the stopping rule: stop when it is empty, or the budget is
     spent).
@@ -985,7 +1082,7 @@ def allocate(
     for _, part in _groups(cells):
         (n, c), w = _round_counts(part), part["w"].to_numpy(dtype=float)
         state = status(n, c, w, q)
-        if state.decided:
+        if state.decided or state.final:
             continue
         open_cells += len(part)
         gain = gains(n, c, w, q, state, step_)
@@ -994,17 +1091,21 @@ def allocate(
         return pd.DataFrame(columns=columns)
     budget = open_cells * step_ if trials is None else trials
     pool = pd.concat(chosen, ignore_index=True)
-    steps = spread(pool["gain"].to_numpy(), pool["n"].to_numpy(), max(1, budget // step_), step_)
-    pool = pool.assign(trials=steps * step_)[steps > 0]
+    steps = max(1, budget // step_)
+    trials_ = round_trials(pool["gain"].to_numpy(), pool["n"].to_numpy(), steps, step_, q.final)
+    pool = pool.assign(trials=trials_)[trials_ > 0]
     pool = pool.sort_values("gain", ascending=False, kind="stable")
     return pool[columns].reset_index(drop=True)
 
 
-def spread(gain: np.ndarray, n: np.ndarray, steps: int, step: int) -> np.ndarray:
+def spread(
+    gain: np.ndarray, n: np.ndarray, steps: int, step: int, limit: np.ndarray | None = None
+) -> np.ndarray:
     """How many steps of ``step`` trials each cell gets out of ``steps``: the largest marginal
     gains, a cell's j-th step worth its first step's gain × (n / (n + (j − 1)·step))^1.5 (an
     interval's end moves like n^−½ to n^−1, so its rate of change falls like n^−1.5 to n^−2).
-    Cells with no gain get nothing; a cell short of k trials (infinite gain) gets one step, first.
+    Cells with no gain get nothing; a cell short of k trials (infinite gain) gets one step, first;
+    no cell gets more than its ``limit`` of steps (default: no limit).
 
     >>> spread(np.array([0.0, 1.0, 0.5]), np.array([10, 10, 10]), 4, 2).tolist()
     [0, 3, 1]
@@ -1018,10 +1119,34 @@ def spread(gain: np.ndarray, n: np.ndarray, steps: int, step: int) -> np.ndarray
     marginal = np.where(
         short, np.where(j == 0, np.inf, -np.inf), finite * (n[:, None] / (n[:, None] + j * step)) ** 1.5
     )
+    if limit is not None:
+        marginal = np.where(j < np.asarray(limit)[:, None], marginal, -np.inf)
     flat = np.where(np.isfinite(marginal) & (marginal <= 0), -np.inf, marginal).ravel()
     order = np.argsort(-flat, kind="stable")[:steps]
     order = order[flat[order] > -np.inf]
     return np.bincount(order // steps, minlength=gain.size)
+
+
+def round_trials(
+    gain: np.ndarray, n: np.ndarray, steps: int, step: int, final: int | None = None
+) -> np.ndarray:
+    """Trials per cell in a round of ``steps`` steps of ``step`` trials (:func:`spread` by
+    ``gain``). With ``final`` (a question's final=N) no cell goes past N trials, and every cell
+    below N keeps a little gain, so that a run whose bounds stop moving still reaches its final
+    look.
+
+    >>> round_trials(np.array([0.0, 1.0, 0.5]), np.array([10, 10, 10]), 4, 2).tolist()
+    [0, 6, 2]
+    >>> round_trials(np.array([0.0, 1.0, 0.5]), np.array([10, 10, 11]), 4, 2, final=12).tolist()
+    [2, 2, 1]
+    """
+    gain, n = np.asarray(gain, dtype=float), np.asarray(n, dtype=float)
+    if final is None:
+        return spread(gain, n, steps, step) * step
+    left = np.maximum(final - n, 0.0)
+    gain = np.where(left > 0, np.maximum(gain, _FLAT), 0.0)
+    chosen = spread(gain, n, steps, step, limit=np.ceil(left / step)) * step
+    return np.minimum(chosen, left).astype(int)
 
 
 def _sides(q: Question, state: Status) -> tuple[float, ...]:
@@ -1048,8 +1173,10 @@ class Until:
 
     The object a runner's ``until=`` takes (the harness duck-types :meth:`next_round` and never
     imports ``stats``): after every completed round it passes the records so far, runs the
-    allocation it gets back, and stops on None, when the question is decided or ``max_trials``
-    usable trials are spent (the round is cut to what is left of the budget).
+    allocation it gets back, and stops on None, when the question is decided, ``max_trials``
+    usable trials are spent (the round is cut to what is left of the budget) or, with ``final=N``,
+    every task has N trials (the last look, decided or not). Before the first round it calls
+    :meth:`check` with the first round's trials per task, when the object has it.
 
     question: a :class:`Question` or its string.
     max_trials: the budget of usable trials over every cell (None: no budget).
@@ -1076,8 +1203,26 @@ class Until:
         ):
             raise ValueError(f"max_trials must be a whole number ≥ 1 (or None); got {self.max_trials!r}")
 
+    def check(self, trials: int) -> None:
+        """Refuse a first round of ``trials`` per task past the question's ``final`` (its last look
+        needs every task at exactly N trials; a first round short of k is topped up by
+        :func:`allocate`).
+
+        >>> Until("gate=0.8 k=2 final=8").check(10)
+        Traceback (most recent call last):
+        ...
+        ValueError: a first round of 10 trials per task passes final=8: give trials ≤ 8 or a larger final=
+        """
+        q = as_question(self.question)
+        if q.final is not None and trials > q.final:
+            raise ValueError(
+                f"a first round of {trials} trials per task passes final={q.final}: give trials ≤ "
+                f"{q.final} or a larger final="
+            )
+
     def next_round(self, records: pd.DataFrame | str | os.PathLike[str]) -> pd.DataFrame | None:
-        """The next round's cells and trials (as :func:`allocate`), or None: decided or spent."""
+        """The next round's cells and trials (as :func:`allocate`), or None: decided, spent, or (with
+        ``final=N``) every task at N trials."""
         table = _table(records, INFRA)
         spent = int(table["n"].sum())
         left = None if self.max_trials is None else self.max_trials - spent

@@ -86,7 +86,8 @@ def plot_rounds(
     elif q.kind == "compare":
         ax.axhline(0.0, color="0.3", linestyle="--", linewidth=1, label="no difference")
     legend_outside(ax)
-    set_title(ax, title, f"{q}: interval valid at every look, after each round", note=described)
+    scope = "valid at every look" if q.final is None else f"anytime-valid before n = {q.final}"
+    set_title(ax, title, f"{q}: interval {scope}, after each round", note=described)
     return ax
 
 

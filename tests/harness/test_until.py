@@ -148,3 +148,27 @@ def test_a_by_round_view_needs_records_of_an_until_run(tmp_path):
         passk_nb.decide_by_round(df.drop(columns=["round"], errors="ignore"), "gate=0.6")
     with pytest.raises(ValueError, match="did not use until="):
         passk_nb.trials_by_round(df.assign(round=None))
+
+
+def test_a_run_with_final_ends_on_its_last_look_with_every_task_at_n(tmp_path):
+    """final=N: ± 0.01 is out of reach, so the run goes to N trials of every task, never past it,
+    and its last look is the fixed-n one."""
+    question = "precision=0.01 final=4"
+    df = passk_nb.run("scripted", trials=2, out=tmp_path, progress=False, until=passk_nb.Until(question))
+    assert set(df.groupby("task").size()) == {4} and df["round"].max() >= 1
+    verdict = passk_nb.decide(df, question).iloc[0]
+    assert verdict["verdict"].endswith("(the final look, n = 4)") and 0 < verdict["hi"] - verdict["lo"]
+
+
+def test_a_first_round_past_final_is_refused_before_any_trial(tmp_path, capsys):
+    until = passk_nb.Until("gate=0.8 final=2")
+    with pytest.raises(ValueError, match="first round of 3 trials per task passes final=2: give trials ≤ 2"):
+        passk_nb.run("scripted", trials=3, out=tmp_path, progress=False, until=until)
+    assert not list(tmp_path.rglob("*.parquet"))  # nothing ran
+    argv = ["run", "--provider", "scripted", "--trials", "3", "--out", str(tmp_path), "--no-progress"]
+    assert main([*argv, "--until", "gate=0.8 final=2"]) == 2
+    assert "--until: a first round of 3 trials per task passes final=2: give --trials ≤ 2" in (
+        capsys.readouterr().err
+    )
+    assert main([*argv, "--until", "gate=0.8 final=0"]) == 2
+    assert "--until: final is the trials per task of the last, fixed-n look" in capsys.readouterr().err

@@ -19,7 +19,20 @@ from scipy.special import betaln
 
 import passk_nb
 from passk_nb.stats import sequential
-from passk_nb.stats.sequential import Question, allocate, bound, budgets, decide, interval, status, tilts
+from passk_nb.stats.sequential import (
+    Question,
+    Status,
+    allocate,
+    bound,
+    budgets,
+    decide,
+    fixed_look,
+    gains,
+    interval,
+    round_trials,
+    status,
+    tilts,
+)
 
 CI = 0.8
 ALPHA = 1 - CI
@@ -297,6 +310,8 @@ def test_a_comparison_needs_its_column_and_both_arms_on_every_task():
         ("precision=0.1 ci=95", "ci must be between 0 and 1"),
         ("precision=0.7", "precision is the half-width to reach, between 0 and 0.5"),
         ("precision=0.1 precision=0.2", "gives precision= twice"),
+        ("gate=0.8 k=2 final=1", "final is the trials per task of the last, fixed-n look, at least k=2"),
+        ("gate=0.8 final=many", "final=many: final is a whole number (e.g. final=16)"),
     ],
 )
 def test_a_bad_question_is_refused_with_what_to_write(text, message):
@@ -423,3 +438,83 @@ def test_the_bound_finds_the_best_multipliers_of_its_dual():
             for b in np.exp(np.linspace(-4, 3, 22))
         )
         assert grid <= value + 1e-3, (sign, value, grid)
+
+
+def _final_run(
+    p: np.ndarray, w: np.ndarray, q: Question, rng: np.random.Generator
+) -> tuple[bool, np.ndarray, Status]:
+    """A run with final=N as the runner's allocator makes it (gains, then :func:`round_trials`):
+    whether the interval missed the truth at any look, the trials per cell, the last status."""
+    assert q.final is not None
+    truth = float(np.sum(w * p**q.k))
+    n = np.full((p.size, 1), q.k, dtype=float)
+    c = rng.binomial(q.k, p).astype(float)[:, None]
+    missed = False
+    while True:
+        state = status(n, c, w, q)
+        missed |= not state.lo <= truth <= state.hi
+        if state.decided or state.final:
+            return missed, n.sum(axis=1), state
+        extra = round_trials(gains(n, c, w, q, state, q.k), n.sum(axis=1), p.size, q.k, q.final)
+        assert extra.sum() > 0  # a run below its final look always gets trials
+        c = np.hstack([c, rng.binomial(extra.astype(int), p)[:, None].astype(float)])
+        n = np.hstack([n, extra[:, None].astype(float)])
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_a_run_with_final_never_passes_its_cap_and_covers_on_every_shape(k):
+    """final=N: no cell past N trials (so never more than the fixed design), the run ends on its
+    final look or earlier, and the whole path (anytime looks at 1 − α/5, the fixed-n last look at
+    1 − 4α/5, intersected) covers at level CI on every shape, point masses included."""
+    rng = np.random.default_rng([32, 5, k])
+    reps, misses, finals = 10, {}, 0
+    w = np.full(T, 1 / T)
+    q = Question(kind="precision", k=k, ci=CI, precision=0.02, final=6 * k)
+    for _ in range(reps):
+        for name, p in _shapes(rng).items():
+            missed, n, state = _final_run(p, w, q, rng)
+            assert n.max() <= q.final and n.sum() <= T * q.final
+            finals += state.final
+            misses[name] = misses.get(name, 0) + missed
+    assert finals == reps * len(misses)  # ± 0.02 is out of reach: every run reached its final look
+    pooled = sum(misses.values()) / (reps * len(misses))
+    assert pooled <= ALPHA + _slack(reps * len(misses)), misses
+    assert max(misses.values()) / reps <= ALPHA + _slack(reps), misses
+
+
+def test_final_looks_are_wider_before_and_narrower_at_the_last_look():
+    """The split of α: before the final look the anytime interval is at 1 − α/5 (wider than without
+    final=); at the last look it is the fixed-n interval at 1 − 4α/5 intersected with it (so never
+    zero wide, and narrower than the anytime interval at the full level)."""
+    n, c, w = np.full(8, 20), np.array([20, 20, 20, 20, 14, 10, 6, 0]), np.full(8, 1 / 8)
+    plain = status(n, c, w, "precision=0.05 k=2")
+    before = status(n, c, w, "precision=0.05 k=2 final=24")
+    last = status(n, c, w, "precision=0.05 k=2 final=20")
+    assert not before.final and before.hi - before.lo > plain.hi - plain.lo
+    _, fixed_lo, fixed_hi = fixed_look(n, c, w, 2, 0.96)
+    assert last.final and last.lo == pytest.approx(max(fixed_lo, before.lo))
+    assert last.hi == pytest.approx(min(fixed_hi, before.hi))
+    assert 0 < last.hi - last.lo < plain.hi - plain.lo
+    assert last.verdict.endswith("(the final look, n = 20)")
+
+
+def test_allocate_with_final_fills_every_task_to_it_and_stops_there():
+    """A certain task moves no bound, yet the final look needs every task at N: it gets trials up
+    to N, none past it, and once all are at N the run stops (the last look decides or says open)."""
+    table = pd.DataFrame({"task": ["sure", "flaky", "never"], "n": [4, 4, 5], "c": [4, 2, 0]})
+    question = "precision=0.01 final=6"
+    plan = allocate(table, question, step=2)
+    assert plan.set_index("task")["trials"].to_dict() == {"sure": 2, "flaky": 2, "never": 1}
+    full = table.assign(n=6, c=[6, 3, 0])
+    until = passk_nb.Until(question)
+    assert allocate(full, question).empty and until.next_round(full) is None
+    assert until.progress(full).startswith("open: ± ") and "(the final look, n = 6)" in until.progress(full)
+    with pytest.raises(ValueError, match="more than final=6: the final look's fixed-n interval needs"):
+        decide(table.assign(n=8, c=[8, 4, 0]), question)
+
+
+def test_round_trials_caps_each_cell_and_gives_the_rest_of_the_round_elsewhere():
+    gain, n = np.array([5.0, 1.0, 0.0]), np.array([10, 10, 10])
+    assert round_trials(gain, n, 6, 2).tolist() == [12, 0, 0]  # no cap: the best cell takes all
+    capped = round_trials(gain, n, 6, 2, final=13)
+    assert capped.tolist() == [3, 3, 3] and capped.max() <= 3
