@@ -22,10 +22,19 @@ Questions (k, level 95 %):
 The fixed design is what :func:`passk_nb.plan` recommends for the same question and level, from
 a pilot of the same truth (T tasks × 8 trials): the fewest trials per task (from k, 2k, 3k, …,
 64k) whose predicted half-width of the these-tasks interval ``halfwidth_these`` is at most H; for
-a gate at most |truth − m|; for a comparison at most H/√2 per arm (two independent arms' widths
-add in quadrature), × 2 arms. Its cost is T × n (× 2).
+a comparison at most H/√2 per arm (two independent arms' widths add in quadrature), × 2 arms; for
+a gate, decided with plan's power (80 %), at most :func:`~passk_nb.stats.planning.gate_halfwidth`
+of |truth − m| (the estimate may err z_β standard errors toward the gate and the interval still
+clears it; ``ratio to power ½`` is against the design whose half-width is |truth − m|, which
+decides only about half the time).
+Its cost is T × n (× 2).
+
+With ``--final`` each question is asked with ``final=N``, N the fixed design's trials per task:
+no cell runs past N, and once every cell has N the last look is the fixed-n interval (at 96 %,
+intersected with the anytime-valid one at 99 %): a run costs at most the fixed design.
 
     python benchmarks/sequential_validation.py            # 200 replications per cell, k = 2
+    python benchmarks/sequential_validation.py --final    # the same, capped at the fixed design
     python benchmarks/sequential_validation.py --reps 50 --ks 1
     python benchmarks/sequential_validation.py --stop fixed   # the same allocator, fixed-n stopping
 """
@@ -44,10 +53,8 @@ import numpy as np
 import pandas as pd
 from coverage import PRIORS, Prior  # benchmarks/coverage.py (benchmarks/ is on sys.path)
 
-from passk_nb.stats.estimators import pass_hat_k
-from passk_nb.stats.intervals import fixed_interval, fixed_task_variance
-from passk_nb.stats.planning import plan
-from passk_nb.stats.sequential import Question, _verdict, gains, spread, status
+from passk_nb.stats.planning import gate_halfwidth, plan
+from passk_nb.stats.sequential import Question, _verdict, fixed_look, gains, round_trials, status
 
 TRUTHS = ("one flaky (½) among certain", "U-shaped Beta(0.3,0.3)", "three-point", "all p = 0.9")
 PILOT_TRIALS = 8
@@ -83,13 +90,13 @@ def simulate(
             state = replace(state, verdict=_verdict(q, state.estimate, lo, hi)[1])
         missed |= not state.lo <= truth <= state.hi
         spent = int(n.sum())
-        if state.decided or spent >= cap:
+        if state.decided or state.final or spent >= cap:
             break
         total = n.sum(axis=1)
-        steps = spread(gains(n, c, w, q, state, q.k), total, min(round_steps, (cap - spent) // q.k or 1), q.k)
-        if steps.sum() == 0:
+        size = min(round_steps, (cap - spent) // q.k or 1)
+        extra = round_trials(gains(n, c, w, q, state, q.k), total, size, q.k, q.final)
+        if extra.sum() == 0:
             break
-        extra = steps * q.k
         c = np.hstack([c, rng.binomial(extra.astype(int), p)[:, None].astype(float)])
         n = np.hstack([n, extra[:, None].astype(float)])
         rounds += 1
@@ -108,13 +115,10 @@ def simulate(
 
 
 def fixed_these(n: np.ndarray, c: np.ndarray, w: np.ndarray, q: Question) -> tuple[float, float]:
-    """The ordinary fixed-n these-tasks interval of Σ w·pass^k (as :func:`passk_nb.summarize`'s
-    and :func:`passk_nb.compare`'s: :func:`fixed_interval` of the estimate and the standard error
-    from each task's fixed-task variance)."""
-    est = float(np.sum(w * pass_hat_k(n, c, q.k)))
-    se = math.sqrt(float(np.sum(w**2 * fixed_task_variance(n, c, q.k))))
-    lo, hi = fixed_interval(np.array(est), np.array(se), q.ci, lower=-1.0 if np.any(w < 0) else 0.0)
-    return float(lo), float(hi)
+    """The ordinary fixed-n these-tasks interval of Σ w·pass^k (:func:`fixed_look`: as
+    :func:`passk_nb.summarize`'s and :func:`passk_nb.compare`'s)."""
+    _, lo, hi = fixed_look(n, c, w, q.k, q.ci)
+    return lo, hi
 
 
 def fixed_trials(name: str, tasks: int, k: int, target: float, seed: int) -> int:
@@ -133,8 +137,8 @@ def fixed_trials(name: str, tasks: int, k: int, target: float, seed: int) -> int
     return int(ok["trials_per_task"].iloc[0]) if len(ok) else grid[-1]
 
 
-def cell(args: tuple[str, str, int, int, float, int, int, int, str]) -> dict[str, object]:
-    name, kind, tasks, k, h, reps, seed, size, stop = args
+def cell(args: tuple[str, str, int, int, float, int, int, int, str, bool]) -> dict[str, object]:
+    name, kind, tasks, k, h, reps, seed, size, stop, final = args
     pri = prior(name)
     rng = np.random.default_rng(
         [seed, TRUTHS.index(name), ("precision", "gate-below", "gate-above", "compare").index(kind), k]
@@ -143,29 +147,33 @@ def cell(args: tuple[str, str, int, int, float, int, int, int, str]) -> dict[str
     theta_pop = pri.moment(k, tasks)
     if kind == "precision":
         per_task = fixed_trials(name, tasks, k, h, seed)
-        fixed = tasks * per_task
+        fixed = coin = tasks * per_task
     elif kind.startswith("gate"):
         gap = min(0.05, (1 - theta_pop) / 2) if kind == "gate-below" else 0.10
-        per_task = fixed_trials(name, tasks, k, gap, seed)
+        # decided with plan's power: the interval's end clears the gate when the estimate errs
+        # by up to z_β standard errors toward it
+        per_task = fixed_trials(name, tasks, k, gate_halfwidth(gap), seed)
         fixed = tasks * per_task
+        coin = tasks * fixed_trials(name, tasks, k, gap, seed)  # half-width = the gap: power ~½
     else:
         per_task = fixed_trials(name, tasks, k, h / math.sqrt(2), seed)
-        fixed = 2 * tasks * per_task
+        fixed = coin = 2 * tasks * per_task
+    last = per_task if final else None  # final=N: at most the fixed design's n per cell
     rows = []
     for _ in range(reps):
         p = pri.draw(rng, (tasks,))
         theta = float(np.mean(p**k))
         if kind == "precision":
-            q = Question(kind="precision", k=k, precision=h)
+            q = Question(kind="precision", k=k, precision=h, final=last)
             out = simulate(p, np.full(tasks, 1 / tasks), q, CAP * fixed, rng, theta, size, stop)
         elif kind.startswith("gate"):
             m = theta + min(0.05, (1 - theta) / 2) if kind == "gate-below" else theta - 0.10
             if not 0 < m < 1:
                 continue
-            q = Question(kind="gate", k=k, gate=round(m, 6))
+            q = Question(kind="gate", k=k, gate=round(m, 6), final=last)
             out = simulate(p, np.full(tasks, 1 / tasks), q, CAP * fixed, rng, theta, size, stop)
         else:
-            q = Question(kind="compare", k=k, on="arm", a="a", b="b", precision=h)
+            q = Question(kind="compare", k=k, on="arm", a="a", b="b", precision=h, final=last)
             w = np.r_[np.full(tasks, -1 / tasks), np.full(tasks, 1 / tasks)]
             out = simulate(np.r_[p, p], w, q, CAP * fixed, rng, 0.0, size, stop)
         rows.append(out)
@@ -181,6 +189,7 @@ def cell(args: tuple[str, str, int, int, float, int, int, int, str]) -> dict[str
         "fixed trials": fixed,
         "mean trials": df["trials"].mean(),
         "ratio": df["trials"].mean() / fixed,
+        "ratio to power ½": df["trials"].mean() / coin,
         "p90 trials": df["trials"].quantile(0.9),
         "decided": df["decided"].mean(),
         "missed any look": df["missed"].mean(),
@@ -212,11 +221,27 @@ def main(argv: list[str] | None = None) -> int:
         default="anytime",
         help="fixed: stop on the fixed-n interval (invalid for stopping; to measure the allocation alone)",
     )
+    parser.add_argument(
+        "--final",
+        action="store_true",
+        help="ask each question with final=N, N the fixed design's trials per task: at most its cost",
+    )
     parser.add_argument("--seed", type=int, default=2026)
     args = parser.parse_args(argv)
     start = time.perf_counter()
     jobs = [
-        (TRUTHS[i], kind, args.tasks, k, args.precision, args.reps, args.seed, args.round, args.stop)
+        (
+            TRUTHS[i],
+            kind,
+            args.tasks,
+            k,
+            args.precision,
+            args.reps,
+            args.seed,
+            args.round,
+            args.stop,
+            args.final,
+        )
         for i in args.truths
         for kind in args.questions
         for k in args.ks
@@ -238,7 +263,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"T = {args.tasks} tasks, H = {args.precision}, {args.reps} replications per cell, "
         f"rounds of {args.round} × k trials per cell, "
-        "95 % at every look, "
+        + ("final=N (the fixed design's n), " if args.final else "")
+        + "95 % at every look, "
         if args.stop == "anytime"
         else f"stopping on the fixed-n interval (invalid), seed {args.seed}\n"
     )
