@@ -40,3 +40,14 @@ def test_plot_round_trials_stacks_each_tasks_trials_by_round(stopped):
     assert heights == len(df) == spent["trials"].sum()
     assert len(ax.patches) == df["task"].nunique() * spent["round"].nunique()
     plt.close("all")
+
+
+def test_plot_rounds_of_a_capped_run_says_which_looks_are_anytime_valid(tmp_path):
+    question = passk_nb.Question.parse("precision=0.01 final=3")
+    df = passk_nb.run("scripted", trials=1, out=tmp_path, progress=False, until=passk_nb.Until(question))
+    path = passk_nb.decide_by_round(df, question)
+    ax = passk_nb.plot_rounds(path=path)
+    np.testing.assert_allclose(ax.get_lines()[1].get_ydata(), path["hi"])  # the last look's too
+    title = ax.get_title(loc="left")
+    assert "anytime-valid before n = 3" in title and "valid at every look" not in title
+    plt.close("all")
