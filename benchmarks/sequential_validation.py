@@ -53,7 +53,7 @@ import numpy as np
 import pandas as pd
 from coverage import PRIORS, Prior  # benchmarks/coverage.py (benchmarks/ is on sys.path)
 
-from passk_nb.stats.planning import gate_halfwidth, plan
+from passk_nb.stats.planning import gate_halfwidth, plan_trials
 from passk_nb.stats.sequential import Question, _verdict, fixed_look, gains, round_trials, status
 
 TRUTHS = ("one flaky (½) among certain", "U-shaped Beta(0.3,0.3)", "three-point", "all p = 0.9")
@@ -122,19 +122,17 @@ def fixed_these(n: np.ndarray, c: np.ndarray, w: np.ndarray, q: Question) -> tup
 
 
 def fixed_trials(name: str, tasks: int, k: int, target: float, seed: int) -> int:
-    """Trials per task of the fixed design plan() recommends: the fewest whose predicted these-tasks
-    half-width is at most ``target`` (NaN-free: capped at 64k)."""
+    """Trials per task of the fixed design plan() recommends: :func:`plan_trials` of the half-width
+    ``target`` (the fewest n among k, 2k, …, 64k whose predicted these-tasks half-width is at most
+    it), from a pilot of the truth (T tasks × 8 trials)."""
     rng = np.random.default_rng([seed, tasks, k, 99])
     p = prior(name).draw(rng, (tasks,))
     passed = rng.random((tasks, PILOT_TRIALS)) < p[:, None]
     pilot = pd.DataFrame({"task": np.repeat(np.arange(tasks), PILOT_TRIALS), "passed": passed.ravel()})
     pilot["outcome"] = np.where(pilot["passed"], "pass", "wrong_state")
-    grid = [k * m for m in range(1, 65)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        out = plan(pilot, k=k, tasks=[tasks], trials=grid, n_sim=4000, seed=seed)
-    ok = out[out["halfwidth_these"] <= target]
-    return int(ok["trials_per_task"].iloc[0]) if len(ok) else grid[-1]
+        return plan_trials(pilot, Question(kind="precision", k=k, precision=target), n_sim=4000, seed=seed)
 
 
 def cell(args: tuple[str, str, int, int, float, int, int, int, str, bool]) -> dict[str, object]:

@@ -77,6 +77,7 @@ _LAZY = {
     "cost_summary": "passk_nb.stats.cost",
     "forecast": "passk_nb.stats.forecast",
     "plan": "passk_nb.stats.planning",
+    "plan_trials": "passk_nb.stats.planning",
     "noise_floor": "passk_nb.stats.noise",
     "g_pass_at_k": "passk_nb.stats.noise",
     "rank": "passk_nb.stats.rank",

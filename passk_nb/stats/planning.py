@@ -44,6 +44,7 @@ from passk_nb.stats.params import (
     default_by,
     share_docs,
 )
+from passk_nb.stats.sequential import Question, as_question
 from passk_nb.stats.summary import summarize
 
 #: Default power and two-sided test level of the detectable difference.
@@ -268,6 +269,74 @@ def gate_halfwidth(gap: float, power: float = POWER, ci: float = CI) -> float:
         raise ValueError(f"power and ci are between 0 and 1; got power={power}, ci={ci}")
     z = float(sps.norm.ppf(0.5 + ci / 2))
     return abs(gap) * z / (z + float(sps.norm.ppf(power)))
+
+
+def plan_trials(
+    pilot: pd.DataFrame,
+    question: Question | str,
+    *,
+    tasks: int | None = None,
+    power: float = POWER,
+    most: int = 64,
+    by: str | Sequence[str] | None = None,
+    infra: str = INFRA,
+    n_sim: int = N_SIM,
+    seed: int = SEED,
+) -> int:
+    """The trials per task of the fixed design that answers ``question`` on these tasks: the N of
+    ``final=N``, or of a fixed run. From pilot records of one configuration (of the two arms
+    ``question`` compares, for a comparison), the fewest n among k, 2k, …, ``most``·k whose
+    predicted *these tasks* half-width (``halfwidth_these`` of :func:`plan`, the same simulation)
+    is at most: the precision (``precision=h``); :func:`gate_halfwidth` of the pilot's distance to
+    the gate (``gate=m``: the interval clears it with ``power``); h/√2 for each arm (a comparison
+    with ``precision=h``: two arms' widths add in quadrature). ``tasks``: T (default: the pilot's).
+
+    >>> import numpy as np, pandas as pd
+    >>> rng = np.random.default_rng(0)
+    >>> passed = rng.random((20, 8)) < rng.beta(2, 1, 20)[:, None]
+    >>> pilot = pd.DataFrame({"task": np.repeat(np.arange(20), 8), "passed": passed.ravel()})
+    >>> pilot["outcome"] = np.where(pilot["passed"], "pass", "wrong_state")
+    >>> plan_trials(pilot, "precision=0.05 k=2") > plan_trials(pilot, "precision=0.1 k=2")
+    True
+    """
+    q = as_question(question)
+    if q.kind == "compare":
+        if q.precision is None:
+            raise ValueError(
+                "a fixed design for a comparison is sized for a precision: ask "
+                f"'compare={q.on}:{q.a},{q.b} precision=0.1', or plan(..., diff=) for the power to detect one"
+            )
+        assert q.on is not None
+        arm_a, arm_b = _arms(pilot, q.on, q.a, q.b)
+        by_ = _default_by(by, q.on, arm_a, arm_b)
+        tables = [_one_configuration(arm, by_, infra) for arm in (arm_a, arm_b)]
+        target = q.precision / np.sqrt(2)
+    else:
+        tables = [_one_configuration(pilot, default_by(pilot, by), infra)]
+        if q.kind == "precision":
+            assert q.precision is not None
+            target = q.precision
+        else:
+            assert q.gate is not None
+            n, c = tables[0]["n"].to_numpy(), tables[0]["c"].to_numpy()
+            estimate = float(np.mean(pass_hat_k(n[n >= q.k], c[n >= q.k], q.k)))
+            if estimate == q.gate:
+                raise ValueError(f"the pilot's pass^{q.k} is the gate, {q.gate}: no fixed design decides it")
+            target = gate_halfwidth(estimate - q.gate, power, q.ci)
+    grid = [q.k * m for m in range(1, most + 1)]
+    needed = []
+    for table in tables:
+        pop = pilot_population(table["n"].to_numpy(), table["c"].to_numpy())
+        t = len(table) if tasks is None else tasks
+        _, these = halfwidths(pop, q.k, [(t, m) for m in grid], ci=q.ci, n_sim=n_sim, seed=seed)
+        reached = np.flatnonzero(these <= target)
+        if not reached.size:
+            raise ValueError(
+                f"no fixed design of up to {grid[-1]} trials per task reaches ± {target:.3f} for {q}: "
+                "ask a looser question, add tasks (tasks=), or raise most="
+            )
+        needed.append(grid[int(reached[0])])
+    return max(needed)
 
 
 def detectable(

@@ -3,6 +3,7 @@ simulation, rho from a two-arm pilot, budgets, costs."""
 
 from __future__ import annotations
 
+import warnings
 from contextlib import nullcontext
 
 import numpy as np
@@ -18,11 +19,14 @@ from passk_nb.stats.planning import (
     Population,
     components,
     detectable,
+    gate_halfwidth,
     paired_power,
     pilot_population,
     plan,
+    plan_trials,
     two_arms,
 )
+from passk_nb.stats.sequential import fixed_look
 from passk_nb.stats.summary import summarize
 
 TRUTH = Mixture(0.3, 0.1, 2.0, 1.0)
@@ -364,3 +368,59 @@ def test_the_new_task_mdd_is_declined_where_no_arm_b_reaches_the_power() -> None
     out = plan(pilot, k=1, tasks=[5, 400], trials=[8]).set_index("tasks")
     assert np.isnan(out.loc[5, "mdd_new"])
     assert 0 < out.loc[400, "mdd_new"] < 0.1
+
+
+def _first_row(pilot: pd.DataFrame, k: int, target: float, **kwargs: object) -> int:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # plan's power columns on a one-arm pilot: not asked here
+        rows = plan(pilot, k=k, trials=[k * m for m in range(1, 65)], **kwargs)  # type: ignore[arg-type]
+    return int(rows[rows["halfwidth_these"] <= target]["trials_per_task"].iloc[0])
+
+
+def test_plan_trials_is_the_plan_row_that_answers_the_question() -> None:
+    """The fixed design's n for a question is plan()'s own first row that reaches it: the
+    precision, gate_halfwidth of the pilot's distance to a gate, h/√2 per arm of a comparison."""
+    rng = np.random.default_rng(3)
+    pilot = pilot_frame(rng.beta(2, 1, 12), 8, rng)
+    assert plan_trials(pilot, "precision=0.08 k=2") == _first_row(pilot, 2, 0.08, tasks=[12])
+    c = pilot.groupby("task")["passed"].sum().to_numpy()
+    room = gate_halfwidth(float(np.mean(pass_hat_k(np.full(12, 8), c, 2))) - 0.3)
+    assert plan_trials(pilot, "gate=0.3 k=2") == _first_row(pilot, 2, room, tasks=[12])
+    two = pd.concat([pilot.assign(arm="a"), pilot_frame(rng.beta(2, 1, 12), 8, rng).assign(arm="b")])
+    n_b = plan_trials(two, "compare=arm:a,b precision=0.1 k=1")
+    assert n_b >= plan_trials(pilot, "precision=0.1 k=1") and n_b >= 1
+
+
+def test_a_gate_design_from_plan_trials_clears_the_gate_with_about_its_power() -> None:
+    """Sized by plan_trials, a fixed run of N trials per task clears a gate 0.05 below pass^k in
+    about 80 % of re-runs (the fixed-n interval summarize reports, re-run from the pilot's own
+    rates, so that its estimate is the truth); sized for a half-width equal to the gap it clears
+    it only about half the time."""
+    rng = np.random.default_rng(8)
+    pilot = pilot_frame(rng.beta(4, 1, 20), 64, rng)
+    p = pilot.groupby("task")["passed"].mean().to_numpy()  # the pilot's rates, taken as the truth
+    gate = round(float(np.mean(p)) - 0.05, 4)
+    w = np.full(p.size, 1 / p.size)
+
+    def cleared(n: int) -> float:
+        draws = (fixed_look(np.full(p.size, n), rng.binomial(n, p), w, 1, 0.95)[1] for _ in range(400))
+        return float(np.mean([lo >= gate for lo in draws]))
+
+    powered, half = plan_trials(pilot, f"gate={gate}"), plan_trials(pilot, "precision=0.05")
+    assert powered > half
+    assert 0.72 <= cleared(powered) <= 0.95 and cleared(half) <= 0.62, (powered, half)
+
+
+@pytest.mark.parametrize(
+    ("question", "message"),
+    [
+        ("compare=arm:a,b", "a fixed design for a comparison is sized for a precision"),
+        ("precision=0.001", "no fixed design of up to 64 trials per task reaches"),
+    ],
+)
+def test_plan_trials_refuses_what_no_fixed_design_answers(question: str, message: str) -> None:
+    rng = np.random.default_rng(1)
+    pilot = pilot_frame(np.full(6, 0.5), 4, rng)
+    two = pd.concat([pilot.assign(arm="a"), pilot.assign(arm="b")])
+    with pytest.raises(ValueError, match=message):
+        plan_trials(two if question.startswith("compare") else pilot, question)
