@@ -306,13 +306,10 @@ def plan_trials(
                 "a fixed design for a comparison is sized for a precision: ask "
                 f"'compare={q.on}:{q.a},{q.b} precision=0.1', or plan(..., diff=) for the power to detect one"
             )
-        assert q.on is not None
-        arm_a, arm_b = _arms(pilot, q.on, q.a, q.b)
-        by_ = _default_by(by, q.on, arm_a, arm_b)
-        tables = [_one_configuration(arm, by_, infra) for arm in (arm_a, arm_b)]
+        tables = list(_pilot_tables(pilot, q.on, q.a, q.b, by, infra))
         target = q.precision / np.sqrt(2)
     else:
-        tables = [_one_configuration(pilot, default_by(pilot, by), infra)]
+        tables = [_pilot_tables(pilot, None, None, None, by, infra)[0]]
         if q.kind == "precision":
             assert q.precision is not None
             target = q.precision
@@ -719,16 +716,7 @@ def plan(
         raise ValueError(
             f"power_suites must be a whole number of simulated suites ≥ 50; got power_suites={power_suites!r}"
         )
-    if on is None:
-        by_ = default_by(pilot, by)
-        table_a = _one_configuration(pilot, by_, infra)
-        table_b = table_a
-    else:
-        if a is None or b is None:
-            raise ValueError(f"a two-arm pilot needs both arms named: on={on!r}, a=..., b=... (as compare)")
-        arm_a, arm_b = _arms(pilot, on, a, b)
-        by_ = _default_by(by, on, arm_a, arm_b)
-        table_a, table_b = (_one_configuration(arm, by_, infra) for arm in (arm_a, arm_b))
+    table_a, table_b = _pilot_tables(pilot, on, a, b, by, infra)
     n, c = table_a["n"].to_numpy(), table_a["c"].to_numpy()
     pop_a = pilot_population(n, c)
     pop_b = pop_a if on is None else pilot_population(table_b["n"].to_numpy(), table_b["c"].to_numpy())
@@ -834,6 +822,27 @@ def plan(
     out["rho"] = rho_used
     out["rho_source"] = rho_source
     return out
+
+
+def _pilot_tables(
+    pilot: pd.DataFrame,
+    on: str | None,
+    a: object,
+    b: object,
+    by: str | Sequence[str] | None,
+    infra: str,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The counts of arm a and arm b of a pilot (as :func:`compare` splits them with ``on``); the
+    same table twice for a one-arm pilot (``on=None``)."""
+    if on is None:
+        table = _one_configuration(pilot, default_by(pilot, by), infra)
+        return table, table
+    if a is None or b is None:
+        raise ValueError(f"a two-arm pilot needs both arms named: on={on!r}, a=..., b=... (as compare)")
+    arm_a, arm_b = _arms(pilot, on, a, b)
+    by_ = _default_by(by, on, arm_a, arm_b)
+    table_a, table_b = (_one_configuration(arm, by_, infra) for arm in (arm_a, arm_b))
+    return table_a, table_b
 
 
 def _one_configuration(pilot: pd.DataFrame, by: tuple[str, ...], infra: str) -> pd.DataFrame:
