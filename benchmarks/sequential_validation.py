@@ -85,9 +85,9 @@ def simulate(
     while True:
         state = status(n, c, w, q)
         if stop == "fixed":
-            lo, hi = fixed_these(n.sum(axis=1), c.sum(axis=1), w, q)
-            state = replace(state, lo=lo, hi=hi, decided=_verdict(q, state.estimate, lo, hi)[0])
-            state = replace(state, verdict=_verdict(q, state.estimate, lo, hi)[1])
+            _, lo, hi = fixed_look(n.sum(axis=1), c.sum(axis=1), w, q.k, q.ci)
+            decided, verdict = _verdict(q, state.estimate, lo, hi)
+            state = replace(state, lo=lo, hi=hi, decided=decided, verdict=verdict)
         missed |= not state.lo <= truth <= state.hi
         spent = int(n.sum())
         if state.decided or state.final or spent >= cap:
@@ -112,13 +112,6 @@ def simulate(
         "halfwidth": (state.hi - state.lo) / 2,
         "max_task_trials": float(n.max()),
     }
-
-
-def fixed_these(n: np.ndarray, c: np.ndarray, w: np.ndarray, q: Question) -> tuple[float, float]:
-    """The ordinary fixed-n these-tasks interval of Σ w·pass^k (:func:`fixed_look`: as
-    :func:`passk_nb.summarize`'s and :func:`passk_nb.compare`'s)."""
-    _, lo, hi = fixed_look(n, c, w, q.k, q.ci)
-    return lo, hi
 
 
 def fixed_trials(name: str, tasks: int, k: int, target: float, seed: int) -> int:
