@@ -194,6 +194,12 @@ class LlamaServer:
             proc.kill()
             proc.wait(timeout=10)
 
+    def wait(self) -> int:
+        """Block until the server exits (or Ctrl-C); its exit status."""
+        if self._proc is None:
+            raise RuntimeError("the server is not running: call start() or use it as a context manager")
+        return self._proc.wait()
+
     def __enter__(self) -> LlamaServer:
         return self.start()
 
