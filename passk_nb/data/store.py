@@ -38,7 +38,7 @@ import uuid
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 import pandas as pd
 import pyarrow as pa
@@ -68,6 +68,7 @@ __all__ = [
     "write_spec",
     "read_specs",
     "TrialClaims",
+    "locked_file",
     "StoreError",
 ]
 
@@ -560,15 +561,24 @@ def _frame(table: pa.Table) -> pd.DataFrame:
 @contextlib.contextmanager
 def _merge_lock(run_dir: Path) -> Iterator[None]:
     """Hold ``<run_dir>/_merge.lock`` exclusively (released by the system if the process dies)."""
-    try:
-        import fcntl
-    except ImportError:  # Windows: no lock; merges of one run must then not overlap
+    with locked_file(run_dir / "_merge.lock"):
         yield
-        return
-    with open(run_dir / "_merge.lock", "a+b") as fh:
+
+
+@contextlib.contextmanager
+def locked_file(path: Path) -> Iterator[BinaryIO]:
+    """``path`` opened for appending and reading (created if missing), held exclusively while the
+    block runs: one process at a time, the lock released by the system if the process dies.
+    Windows has no lock: the writers of one file must then not overlap."""
+    with open(path, "a+b") as fh:
+        try:
+            import fcntl
+        except ImportError:
+            yield fh
+            return
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
         try:
-            yield
+            yield fh
         finally:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 

@@ -13,14 +13,20 @@ known-good script), in the wire format of each API's reference:
 
 What a test controls: ``polls_before_end`` (a batch reports itself in progress for that many
 status requests), ``hold`` (while set, no batch ends), ``fate(custom_id, body)`` returning
-``"expired"``, ``"canceled"``, ``"errored"``, ``"overloaded"`` or None (answered). What it reads:
+``"expired"``, ``"canceled"``, ``"errored"``, ``"overloaded"`` or None (answered),
+``rate_limited_polls`` (the first that many status requests answer 429 with ``Retry-After: 1``),
+``failed_batches`` (OpenAI: the first that many batches fail as a whole, ``token_limit_exceeded``),
+``forgotten`` (batch ids answered 404, as an API that no longer knows them), ``mangle(batch,
+lines)`` (the results file's lines as served: to damage, repeat or add lines). What it reads:
 ``batches`` (each submitted batch's id and custom ids), ``polls``, ``chat_requests``.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import threading
+import time
 from collections.abc import Callable
 from email import message_from_bytes
 from email.policy import HTTP
@@ -30,6 +36,11 @@ from typing import Any
 from tests.helpers.fake_servers import FakeServer, Served
 
 __all__ = ["BatchServer"]
+
+
+def _iso(seconds: float) -> str:
+    """A time as Anthropic's API writes it (RFC 3339, UTC)."""
+    return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class BatchServer(Served):
@@ -42,6 +53,9 @@ class BatchServer(Served):
         suite: str = "orders",
         polls_before_end: int = 1,
         fate: Callable[[str, dict[str, Any]], str | None] | None = None,
+        rate_limited_polls: int = 0,
+        failed_batches: int = 0,
+        mangle: Callable[[dict[str, Any], list[str]], list[str]] | None = None,
     ):
         if wire not in ("anthropic", "openai"):
             raise ValueError("wire must be 'anthropic' or 'openai'")
@@ -49,6 +63,8 @@ class BatchServer(Served):
         self.replies = FakeServer(wire, suite=suite)  # its reply logic only (never started)
         self.polls_before_end = polls_before_end
         self.fate = fate
+        self.rate_limited_polls, self.failed_batches, self.mangle = rate_limited_polls, failed_batches, mangle
+        self.forgotten: set[str] = set()
         self.hold = threading.Event()
         self.batches: list[dict[str, Any]] = []  # {"id", "custom_ids", "requests", "polls", "results"}
         self.files: dict[str, bytes] = {}
@@ -104,8 +120,15 @@ class BatchServer(Served):
         if self.hold.is_set() or batch["polls"] <= self.polls_before_end:
             return False
         if batch["results"] is None:
-            batch["results"] = [self._result(cid, body) for cid, body in batch["requests"]]
+            failed = self.wire == "openai" and int(batch["id"].split("_")[-1]) < self.failed_batches
+            batch["failed"] = failed
+            batch["results"] = [] if failed else [self._result(cid, body) for cid, body in batch["requests"]]
         return True
+
+    def _lines(self, batch: dict[str, Any], results: list[dict[str, Any]]) -> bytes:
+        """A results file as served (``mangle`` may damage it)."""
+        lines = [json.dumps(r) for r in results]
+        return "\n".join(self.mangle(batch, lines) if self.mangle else lines).encode()
 
     def _status(self, batch: dict[str, Any]) -> dict[str, Any]:
         ended = self._ended(batch)
@@ -120,9 +143,9 @@ class BatchServer(Served):
                 "processing_status": "ended" if ended else "in_progress",
                 "request_counts": counts,
                 "results_url": f"{self.url}/v1/messages/batches/{batch['id']}/results" if ended else None,
-                "created_at": "2026-12-03T00:00:00Z",
-                "expires_at": "2026-12-04T00:00:00Z",
-                "ended_at": "2026-12-03T00:01:00Z" if ended else None,
+                "created_at": _iso(batch["created"]),
+                "expires_at": _iso(batch["created"] + 86400),
+                "ended_at": _iso(time.time()) if ended else None,
             }
         status: dict[str, Any] = {
             "id": batch["id"],
@@ -130,18 +153,33 @@ class BatchServer(Served):
             "endpoint": "/v1/chat/completions",
             "input_file_id": batch["input_file_id"],
             "completion_window": "24h",
+            "created_at": int(batch["created"]),
+            "expires_at": int(batch["created"] + 86400),
             "status": "completed" if ended else "in_progress",
             "output_file_id": None,
             "error_file_id": None,
             "request_counts": {"total": len(batch["requests"]), "completed": 0, "failed": 0},
         }
-        if ended:
+        if ended and batch.get("failed"):
+            status["status"] = "failed"
+            status["errors"] = {
+                "object": "list",
+                "data": [
+                    {
+                        "code": "token_limit_exceeded",
+                        "message": "Enqueued token limit reached for test-model in organization org-x.",
+                        "param": None,
+                        "line": None,
+                    }
+                ],
+            }
+        elif ended:
             good = [r for r in results if r.get("response") and r["response"]["status_code"] == 200]
             bad = [r for r in results if r not in good]
             for key, lines in (("output_file_id", good), ("error_file_id", bad)):
                 if lines:
                     file_id = f"file-{key[:3]}-{batch['id']}"
-                    self.files[file_id] = "\n".join(json.dumps(line) for line in lines).encode()
+                    self.files[file_id] = self._lines(batch, lines)
                     status[key] = file_id
             status["request_counts"] = {"total": len(results), "completed": len(good), "failed": len(bad)}
         return status
@@ -168,7 +206,23 @@ class BatchServer(Served):
                 return self.rfile.read(int(self.headers.get("content-length") or 0))
 
             def find(self, batch_id: str) -> dict[str, Any] | None:
+                if batch_id in server.forgotten:
+                    return None
                 return next((b for b in server.batches if b["id"] == batch_id), None)
+
+            def rate_limited(self) -> bool:
+                """The first ``rate_limited_polls`` status requests answer 429 (Retry-After: 1)."""
+                if server.rate_limited_polls <= 0:
+                    return False
+                server.rate_limited_polls -= 1
+                raw = json.dumps({"error": {"type": "rate_limit_error", "message": "slow down"}}).encode()
+                self.send_response(429)
+                self.send_header("retry-after", "1")
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+                return True
 
             def do_POST(self) -> None:
                 raw = self.body()
@@ -183,6 +237,7 @@ class BatchServer(Served):
                             "requests": [(r["custom_id"], r["params"]) for r in requests],
                             "polls": 0,
                             "results": None,
+                            "created": time.time(),
                         }
                         batch["custom_ids"] = [cid for cid, _ in batch["requests"]]
                         server.batches.append(batch)
@@ -219,6 +274,7 @@ class BatchServer(Served):
                             "requests": [(line["custom_id"], line["body"]) for line in lines],
                             "polls": 0,
                             "results": None,
+                            "created": time.time(),
                         }
                         batch["custom_ids"] = [cid for cid, _ in batch["requests"]]
                         server.batches.append(batch)
@@ -242,8 +298,9 @@ class BatchServer(Served):
                                 },
                             )
                         elif len(parts) == 4:
-                            server.polls += 1
-                            self.reply(200, server._status(batch))
+                            if not self.rate_limited():
+                                server.polls += 1
+                                self.reply(200, server._status(batch))
                         elif batch["results"] is None:
                             self.reply(
                                 400,
@@ -253,13 +310,12 @@ class BatchServer(Served):
                                 },
                             )
                         else:
-                            lines = "\n".join(json.dumps(r) for r in batch["results"]).encode()
-                            self.reply(200, lines, "application/binary")
+                            self.reply(200, server._lines(batch, batch["results"]), "application/binary")
                     elif server.wire == "openai" and parts[:2] == ["v1", "batches"] and len(parts) == 3:
                         batch = self.find(parts[2])
                         if batch is None:
                             self.reply(404, {"error": {"message": "no batch"}})
-                        else:
+                        elif not self.rate_limited():
                             server.polls += 1
                             self.reply(200, server._status(batch))
                     elif (

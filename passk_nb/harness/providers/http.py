@@ -352,11 +352,14 @@ class RemoteProvider(BaseProvider):
         decompressed grows past ``max_body_bytes`` / ``max_decompressed_bytes``.
         ``response`` is an httpx response, or one of the same API (the Anthropic SDK's).
         """
-        chunks: list[bytes] = []
+        return b"".join(self.iter_body(response, where, deadline))
+
+    def iter_body(self, response: Any, where: str, deadline: float) -> Iterator[bytes]:
+        """The reply body chunk by chunk, each checked as :meth:`read_body` checks it (a body too
+        large to hold whole, such as a batch's results, is read this way)."""
         size = 0
         for chunk in response.iter_bytes():
             size += len(chunk)
-            chunks.append(chunk)
             if cancelled():
                 raise ProviderError(
                     f"{where}: the trial was given up on (trial_timeout); reply no longer read"
@@ -367,7 +370,7 @@ class RemoteProvider(BaseProvider):
                 raise self.too_big(where, response.status_code)
             if size > self.max_decompressed_bytes:
                 raise self.too_big_inflated(where, response.status_code, response.num_bytes_downloaded)
-        return b"".join(chunks)
+            yield chunk
 
     def too_slow(self, where: str, size: int) -> Transient:
         return Transient(
@@ -460,14 +463,27 @@ class RemoteProvider(BaseProvider):
             raise Transient("connection error", f"{where}: {type(exc).__name__}: {exc}") from None
 
     def read_httpx(
-        self, client: httpx.Client, method: str, path: str, where: str, **send: Any
+        self,
+        client: httpx.Client,
+        method: str,
+        path: str,
+        where: str,
+        *,
+        stream_to: Callable[[bytes], None] | None = None,
+        **send: Any,
     ) -> tuple[Any, bytes]:
         """``method path`` through an httpx ``client``, its reply read whole within the deadline and
-        caps (:meth:`read_body`); httpx's failures as the retrier's (a bad base URL is not retried)."""
+        caps (:meth:`read_body`); httpx's failures as the retrier's (a bad base URL is not retried).
+        ``stream_to``: a 2xx reply's body goes to it chunk by chunk instead (``raw`` is then empty)."""
         deadline = time.monotonic() + self.timeout
         try:
             with client.stream(method, path, **send) as response:
-                raw = self.read_body(response, where, deadline)
+                if stream_to is not None and 200 <= response.status_code < 300:
+                    for chunk in self.iter_body(response, where, deadline):
+                        stream_to(chunk)
+                    raw = b""
+                else:
+                    raw = self.read_body(response, where, deadline)
         except httpx.TimeoutException:
             raise Transient("timeout", f"{where}: no reply within {self.timeout:g} s") from None
         except httpx.UnsupportedProtocol as exc:  # a bad base URL: retrying cannot help

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import email.utils
+import itertools
 import logging
 import math
 import random
@@ -179,9 +180,15 @@ class Retrier:
         while (remaining := self._pause_left()) > 0 and not cancelled():
             cancellable_sleep(min(remaining, 1.0))
 
-    def call(self, request: Callable[[], T]) -> tuple[T, int]:
-        """Run ``request`` until it succeeds, fails for good, or the attempts are used up."""
-        for attempt in range(1, self.policy.max_attempts + 1):
+    def call(self, request: Callable[[], T], *, until: float | None = None) -> tuple[T, int]:
+        """Run ``request`` until it succeeds, fails for good, or the attempts are used up.
+
+        ``until`` (a :func:`time.monotonic` time) marks ``request`` idempotent, a read of something
+        that goes on meanwhile (a batch's status: the batch runs, and is billed, whether or not it
+        is asked): a transient failure is then retried, past ``max_attempts``, while the wait ends
+        before ``until``.
+        """
+        for attempt in itertools.count(1):
             self._wait_for_pause()
             self._check_cancelled(attempt)
             limit = self.adaptive
@@ -194,7 +201,7 @@ class Retrier:
                 result = request()
             if tried.failure is None:
                 return result, attempt
-            cancellable_sleep(self._backoff(attempt, tried.failure))
+            cancellable_sleep(self._backoff(attempt, tried.failure, until))
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def acall(self, request: Callable[[], Awaitable[T]]) -> tuple[T, int]:
@@ -238,25 +245,32 @@ class Retrier:
                 "the trial was given up on (trial_timeout); no further attempts", attempt - 1
             )
 
-    def _backoff(self, attempt: int, failure: Transient) -> float:
+    def _backoff(self, attempt: int, failure: Transient, until: float | None = None) -> float:
         """After failed attempt ``attempt``: the seconds to wait before the next (pausing every request
-        of the provider on a rate limit), or the final error when the attempts are used up."""
+        of the provider on a rate limit), or the final error when the attempts are used up (and,
+        with ``until``, the wait would end past it)."""
         attempts = self.policy.max_attempts
         kind, detail = self.redact(failure.kind), self.redact(failure.detail)
-        if attempt == attempts:
-            plural = "attempt" if attempts == 1 else "attempts"
-            message = f"{kind} after {attempts} {plural}" + (f": {detail}" if detail else "")
-            raise provider_error(message, attempt) from None
+
+        def used_up() -> ProviderError:
+            plural = "attempt" if attempt == 1 else "attempts"
+            message = f"{kind} after {attempt} {plural}" + (f": {detail}" if detail else "")
+            return provider_error(message, attempt)
+
+        if attempt >= attempts and until is None:
+            raise used_up()
         with self._lock:
             wait = self.policy.delay(attempt, self._rng, failure.retry_after)
+        if attempt >= attempts and time.monotonic() + wait > (until or 0.0):
+            raise used_up()
         if failure.pause_all or failure.retry_after is not None:
             self._pause(wait)
         log.warning(
-            "%s: %s (attempt %d of %d); retrying in %.2f s",
+            "%s: %s (attempt %d%s); retrying in %.2f s",
             self.label,
             short(f"{kind}: {detail}" if detail else kind, 200),
             attempt,
-            attempts,
+            f" of {attempts}" if until is None else ", retried while what it reads goes on",
             wait,
         )
         return wait
