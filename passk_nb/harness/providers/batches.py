@@ -264,9 +264,7 @@ class AnthropicBatches(_Wire):
                 kind_of_error = str(inner.get("type", "unknown error"))
                 text = f"{kind_of_error}: {inner.get('message', '')}".strip(": ")
                 out[line["custom_id"]] = Outcome(
-                    "errored",
-                    message=self.provider.excerpt(text),
-                    transient=kind_of_error in TRANSIENT_ERRORS,
+                    "errored", message=text, transient=kind_of_error in TRANSIENT_ERRORS
                 )
         return out
 
@@ -341,9 +339,7 @@ class OpenAIBatches(_Wire):
         if batch.status == "failed":  # refused as a whole (validation): every request with its reason
             errors = _obj(batch.info.get("errors"))
             reasons = [e.get("message", "") for e in errors.get("data") or [] if isinstance(e, dict)]
-            message = self.provider.excerpt(
-                "batch failed: " + ("; ".join(map(str, reasons)) or "no reason given")
-            )
+            message = "batch failed: " + ("; ".join(map(str, reasons)) or "no reason given")
             return {"*": Outcome("errored", message=message)}
         return out
 
@@ -438,8 +434,8 @@ class Batcher:
         if self.journal is None:
             return
         self.journal.parent.mkdir(parents=True, exist_ok=True)
-        with self.journal.open("a", encoding="utf-8") as f:
-            f.write(json.dumps(entry) + "\n")
+        with self.journal.open("a", encoding="utf-8") as f:  # masked, as every record on its way to disk
+            f.write(json.dumps(self.wire.provider.redact.known(entry)) + "\n")
             f.flush()
             os.fsync(f.fileno())
 
@@ -572,11 +568,11 @@ class BatchProvider:
                 reply.meta = {**reply.meta, "batches": seen}
                 return self.base._as_models(reply, attempt)
             if outcome.kind == "errored" and not outcome.transient:
-                raise provider_error(
-                    f"batch {batch_id} (round {round_no}): request errored: {outcome.message}", attempt
-                )
+                message = f"batch {batch_id} (round {round_no}): request errored: {outcome.message}"
+                raise provider_error(self.base.excerpt(message), attempt)  # masked as the chat path's
         what = ", ".join(f"{s['result']} in batch {s['batch_id']}" for s in seen)
-        raise provider_error(f"no batch answered the request after {limit} rounds ({what})", limit)
+        message = f"no batch answered the request after {limit} rounds ({what})"
+        raise provider_error(self.base.excerpt(message), limit)
 
     def chat(self, messages: list[Message]) -> Reply:
         """A turn outside a batch run (e.g. a probe) goes request by request."""
