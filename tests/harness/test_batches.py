@@ -252,3 +252,23 @@ def test_passk_run_batch_prints_the_report(tmp_path, capsys):
     assert code == 0
     assert len(server.batches) >= 1 and server.chat_requests == 0
     assert "2/2 pass" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_a_base_url_with_a_path_reaches_every_batch_endpoint_below_it(wire, tmp_path):
+    """Behind a proxy's path (``http://host/seg``) every batch request, the results that a status
+    names by full URL included, goes below that path once (never ``/seg/seg/...``)."""
+    with BatchServer(wire, prefix="/seg") as server:
+        df = passk_nb.run(
+            wire,
+            "test-model",
+            base_url=server.url + "/seg",
+            trials=1,
+            tasks=["refund-delivered"],
+            out=tmp_path / "runs",
+            progress=False,
+            batch=True,
+            batch_poll=0.02,
+        )
+    assert df["passed"].all(), df[["task", "outcome", "error"]]
+    assert server.batches and server.chat_requests == 0

@@ -184,6 +184,15 @@ class _Wire:
             out.append(item)
         return out
 
+    def path_of(self, url: str) -> str | None:
+        """The path of ``url`` below the base URL (what the client joins to the base, as for every
+        other request), or None when ``url`` points elsewhere: the key goes only to the base."""
+        base, target = urlsplit(self.provider.base_url or ""), urlsplit(url)
+        inside = target.path.startswith(base.path.rstrip("/") + "/")
+        if (target.scheme, target.netloc) != (base.scheme, base.netloc) or not inside:
+            return None
+        return target.path[len(base.path.rstrip("/")) :] + (f"?{target.query}" if target.query else "")
+
     def _id_of(self, data: dict[str, Any], where: str) -> str:
         value = data.get("id")
         if not isinstance(value, str) or not value:
@@ -245,10 +254,10 @@ class AnthropicBatches(_Wire):
         return _Batch(batch_id, status == "ended", status, data)
 
     def results(self, batch: _Batch, n_requests: int) -> dict[str, Outcome]:
-        path = f"/v1/messages/batches/{batch.batch_id}/results"
         url = batch.info.get("results_url")
-        if isinstance(url, str) and urlsplit(url).netloc == urlsplit(self.provider.base_url or "").netloc:
-            path = urlsplit(url).path  # the key goes only to the backend's own host
+        path = (self.path_of(url) if isinstance(url, str) else None) or (
+            f"/v1/messages/batches/{batch.batch_id}/results"
+        )
         cap = min(MAX_RESULTS_BYTES, self.provider.max_body_bytes * max(1, n_requests))
         out = {}
         for line in self.lines("GET", path, cap):
@@ -277,8 +286,7 @@ class OpenAIBatches(_Wire):
 
     def __init__(self, provider: Any):
         super().__init__(provider)
-        has_v1 = urlsplit(provider.base_url or "").path.rstrip("/").endswith("/v1")
-        self.prefix = "" if has_v1 else "/v1"
+        self.prefix = provider.prefix  # as the chat path's: "" when the base URL ends in /v1
 
     def make_client(self) -> httpx.Client:
         return self.provider._make_client(1)  # the chat path's httpx client: base URL, auth, key
