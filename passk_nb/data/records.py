@@ -21,6 +21,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from passk_nb.data.redact import Redactor
+
 #: Outcomes, one per trial. ``pass`` is the only success; ``infra_error`` (the backend or
 #: the harness failed: HTTP 429/5xx or dropped connections after the retries, a missing or
 #: crashed CLI, a network backend over the trial timeout) is not the agent's fault and the
@@ -183,6 +185,11 @@ DEFAULTS: dict[str, Any] = {
 
 #: Columns holding JSON text: lone surrogates there become standard ``\\uXXXX`` JSON escapes.
 JSON_COLUMNS: frozenset[str] = frozenset({"state_diff", "transcript", "provider_meta", "faults_injected"})
+#: Columns whose text a backend or the harness wrote (errors, backend metadata, the boundary's notes):
+#: :func:`storable_record` masks every credential shape there, and elsewhere (what the model wrote,
+#: the prompts) only the secrets the run knows, so the model's text is stored as written.
+SERVER_TEXT_COLUMNS: frozenset[str] = frozenset({"error", "provider_meta", "record_notes"})
+_SHAPES_ONLY = Redactor()
 #: Columns that must hold a value in every row (no nulls), besides :data:`REQUIRED`.
 NOT_NULL: frozenset[str] = frozenset(
     name for name, (_, dtype, _) in _SPEC.items() if dtype in ("bool", "int64")
@@ -332,9 +339,13 @@ def _check_float(name: str, value: Any, notes: list[str]) -> Any:
         return math.nan
 
 
-def storable_record(record: Mapping[str, Any]) -> dict[str, Any]:
-    """``record`` with every text made storable and every number range-checked.
+def storable_record(record: Mapping[str, Any], redact: Redactor | None = None) -> dict[str, Any]:
+    """``record`` with its secrets masked, every text made storable and every number range-checked.
 
+    The record boundary: every record passes here on its way to disk, whatever produced it.
+    ``redact`` (the backend's, which knows the run's secrets; default: one that knows none) masks
+    the secrets it knows in every text, and every credential shape (a bearer token, an
+    ``Authorization`` value, an ``sk-`` key...) in :data:`SERVER_TEXT_COLUMNS`.
     Lone surrogates (half an emoji escape from a model or a server) cannot be
     written as UTF-8: JSON columns get the standard ``\\uXXXX`` escape, and
     ``final_answer`` and ``error`` are escaped with :func:`escape_text`; the row's
@@ -345,13 +356,23 @@ def storable_record(record: Mapping[str, Any]) -> dict[str, Any]:
     >>> row = storable_record({"final_answer": "hi \\ud83d", "input_tokens": -3})
     >>> row["text_escaped"], row["input_tokens"], row["record_notes"]
     (True, None, 'input_tokens=-3 out of range, stored as null; lone surrogates in final_answer escaped')
+    >>> row = storable_record({"final_answer": "k-9f3e-0042", "error": "HTTP 401: Bearer k-9f3e-0042"},
+    ...                       Redactor(["k-9f3e-0042"]))
+    >>> row["final_answer"], row["error"]
+    ('[REDACTED]', 'HTTP 401: Bearer [REDACTED]')
     """
+    redact = redact or _SHAPES_ONLY
+    secrets = redact.knows_secrets
     row = dict(record)
     notes: list[str] = []
     escaped: list[str] = []
     for name, value in record.items():
         kind = type(value)
         if kind is str:
+            if name in SERVER_TEXT_COLUMNS:
+                value = row[name] = redact(value)
+            elif secrets:
+                value = row[name] = redact.known(value)
             if not value.isascii() and _SURROGATE.search(value):
                 escaped.append(name)
         elif value is None or (kind is int and name in _INT_COLUMNS and _LOW[name] <= value <= _INT64_MAX):
@@ -360,8 +381,10 @@ def storable_record(record: Mapping[str, Any]) -> dict[str, Any]:
             row[name] = _check_int(name, value, notes)
         elif name in _FLOAT_COLUMNS and kind is not float:
             row[name] = _check_float(name, value, notes)
-        elif isinstance(value, str) and _SURROGATE.search(value):
-            escaped.append(name)
+        elif isinstance(value, str):  # a subclass of str
+            value = row[name] = redact(value) if name in SERVER_TEXT_COLUMNS else redact.known(str(value))
+            if _SURROGATE.search(value):
+                escaped.append(name)
     if escaped:
         row["text_escaped"] = True
         for name in escaped:

@@ -20,6 +20,7 @@ import pandas as pd
 
 from passk_nb.data.ids import content_id
 from passk_nb.data.records import OUTCOMES
+from passk_nb.data.redact import mask_frame
 from passk_nb.data.transcript import parse_transcript
 from passk_nb.stats.params import default_by
 from passk_nb.stats.summary import summarize
@@ -75,6 +76,7 @@ def to_inspect(
     log_api = _inspect_api()
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"to_inspect needs a DataFrame of trial records, got {type(df).__name__}")
+    df = mask_frame(df)  # credentials out of what leaves: errors, transcripts, metadata
     missing = [c for c in _NEEDED if c not in df.columns]
     if missing:
         raise ValueError(

@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from passk_nb._version import __version__
+from passk_nb.data.redact import mask_frame
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by
 from passk_nb.stats.summary import summarize
 
@@ -102,6 +103,7 @@ def log_mlflow(
         raise ImportError(f"log_mlflow writes through MLflow, which is not installed: {_INSTALL}") from err
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"log_mlflow needs a DataFrame of trial records, got {type(df).__name__}")
+    df = mask_frame(df)  # credentials out of what leaves: errors, transcripts, metadata
     columns = default_by(df, by)
     table = summarize(df, k=k, by=columns, ci=ci, n_boot=n_boot, seed=seed, infra=infra)
     client = MlflowClient(tracking_uri=tracking_uri)

@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from passk_nb.data.records import OUTCOMES
+from passk_nb.data.redact import mask_frame
 from passk_nb.data.transcript import parse_transcript
 
 #: The evaluation name each trial's event carries (the task's check on the final state).
@@ -77,6 +78,7 @@ def to_otel(
     """
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"to_otel needs a DataFrame of trial records, got {type(df).__name__}")
+    df = mask_frame(df)  # credentials out of what leaves: errors, transcripts, metadata
     missing = [c for c in _NEEDED if c not in df.columns]
     if missing:
         raise ValueError(f"to_otel needs the record columns {missing}: pass records from passk_nb.load/run")

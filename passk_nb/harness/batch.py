@@ -33,6 +33,7 @@ import pyarrow as pa
 from tqdm.auto import tqdm
 
 from passk_nb.data.records import frame_from_records, storable_record, table_from_records
+from passk_nb.data.redact import Redactor
 from passk_nb.data.store import StoredTrials, TrialClaims, load, load_merged, merge_known, write_part
 from passk_nb.harness.providers.base import STOPS_RUN, cancel_scope
 from passk_nb.harness.providers.transport import shared_loop
@@ -521,6 +522,7 @@ def execute_trials(
     keep_records: bool = True,
     status: Callable[[], str] | None = None,
     on_merge: Callable[[tuple[Path, pa.Table]], None] | None = None,
+    redact: Redactor | None = None,
 ) -> list[dict[str, Any]]:
     """The batch layer: run ``one_trial(*job)`` for every job and keep the records.
 
@@ -545,6 +547,9 @@ def execute_trials(
 
     ``on_merge((part, table))`` is told of the part the merge at the end left and what it holds
     (for :func:`load_trials`).
+
+    ``redact`` (the backend's: it knows the run's secrets) masks every record before it is kept,
+    written or handed to ``on_record`` (:func:`~passk_nb.data.records.storable_record`).
     """
     if not keep_records and out is None:
         raise ValueError("keep_records=False needs an out folder: the records would be lost")
@@ -590,7 +595,8 @@ def execute_trials(
                             writer.flush_if_due()
                         continue
                     stops_run = record.pop(STOPS_RUN, False)
-                    record = storable_record(record)  # the boundary: texts escaped, numbers range-checked
+                    # the boundary: secrets masked, texts escaped, numbers range-checked
+                    record = storable_record(record, redact)
                     if keep_records:
                         records.append(record)
                     if writer is not None:

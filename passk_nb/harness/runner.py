@@ -581,6 +581,7 @@ def _run_trials(
             keep_records=False,  # memory stays bounded however long the run (the frame comes from the merge)
             status=bar_status if status is not None or until is not None else None,
             on_merge=lambda part: merged.update(last=part),
+            redact=backend.redact,
         )
 
     name, workers, address = executor

@@ -512,3 +512,23 @@ def test_load_while_a_batch_run_writes_the_folder_reads_whole_trials(tmp_path):
         runner.join()
     assert len(frames[0]) == 9 and frames[0]["passed"].all()
     assert seen == sorted(seen) and len(passk_nb.load(tmp_path / "runs")) == 9
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_a_base_url_with_a_path_reaches_every_batch_endpoint_below_it(wire, tmp_path):
+    """Behind a proxy's path (``http://host/seg``) every batch request, the results that a status
+    names by full URL included, goes below that path once (never ``/seg/seg/...``)."""
+    with BatchServer(wire, prefix="/seg") as server:
+        df = passk_nb.run(
+            wire,
+            "test-model",
+            base_url=server.url + "/seg",
+            trials=1,
+            tasks=["refund-delivered"],
+            out=tmp_path / "runs",
+            progress=False,
+            batch=True,
+            batch_poll=0.02,
+        )
+    assert df["passed"].all(), df[["task", "outcome", "error"]]
+    assert server.batches and server.chat_requests == 0

@@ -17,7 +17,9 @@ status requests), ``hold`` (while set, no batch ends), ``fate(custom_id, body)``
 ``rate_limited_polls`` (the first that many status requests answer 429 with ``Retry-After: 1``),
 ``failed_batches`` (OpenAI: the first that many batches fail as a whole, ``token_limit_exceeded``),
 ``forgotten`` (batch ids answered 404, as an API that no longer knows them), ``mangle(batch,
-lines)`` (the results file's lines as served: to damage, repeat or add lines). What it reads:
+lines)`` (the results file's lines as served: to damage, repeat or add lines). Also
+``("errored", message)`` for an error with that message, ``batch_id(n)`` naming the n-th batch,
+and ``prefix``: a path every route lives below (a proxy's, e.g. ``/seg``). What it reads:
 ``batches`` (each submitted batch's id and custom ids), ``polls``, ``chat_requests``.
 """
 
@@ -52,10 +54,12 @@ class BatchServer(Served):
         *,
         suite: str = "orders",
         polls_before_end: int = 1,
-        fate: Callable[[str, dict[str, Any]], str | None] | None = None,
+        fate: Callable[[str, dict[str, Any]], Any] | None = None,
         rate_limited_polls: int = 0,
         failed_batches: int = 0,
         mangle: Callable[[dict[str, Any], list[str]], list[str]] | None = None,
+        batch_id: Callable[[int], str] | None = None,
+        prefix: str = "",
     ):
         if wire not in ("anthropic", "openai"):
             raise ValueError("wire must be 'anthropic' or 'openai'")
@@ -65,6 +69,8 @@ class BatchServer(Served):
         self.fate = fate
         self.rate_limited_polls, self.failed_batches, self.mangle = rate_limited_polls, failed_batches, mangle
         self.forgotten: set[str] = set()
+        self.batch_id = batch_id or (lambda n: f"{'msgbatch' if wire == 'anthropic' else 'batch'}_{n:04d}")
+        self.prefix = prefix
         self.hold = threading.Event()
         self.batches: list[dict[str, Any]] = []  # {"id", "custom_ids", "requests", "polls", "results"}
         self.files: dict[str, bytes] = {}
@@ -87,12 +93,13 @@ class BatchServer(Served):
 
     def _result(self, cid: str, body: dict[str, Any]) -> dict[str, Any]:
         fate = self.fate(cid, body) if self.fate else None
+        fate, message = fate if isinstance(fate, tuple) else (fate, f"injected {fate}")
         if self.wire == "anthropic":
             if fate in ("expired", "canceled"):
                 return {"custom_id": cid, "result": {"type": fate}}
             if fate in ("errored", "overloaded"):
                 kind = "overloaded_error" if fate == "overloaded" else "invalid_request_error"
-                error = {"type": "error", "error": {"type": kind, "message": f"injected {fate}"}}
+                error = {"type": "error", "error": {"type": kind, "message": message}}
                 return {"custom_id": cid, "result": {"type": "errored", "error": error}}
             return {"custom_id": cid, "result": {"type": "succeeded", "message": self.answer(body)}}
         line: dict[str, Any] = {"id": f"batch_req_{cid[:8]}", "custom_id": cid}
@@ -102,7 +109,7 @@ class BatchServer(Served):
             return {**line, "response": None, "error": {"code": "batch_cancelled", "message": "cancelled"}}
         if fate in ("errored", "overloaded"):
             status = 503 if fate == "overloaded" else 400
-            error = {"message": f"injected {fate}", "type": "invalid_request_error", "code": fate}
+            error = {"message": message, "type": "invalid_request_error", "code": fate}
             return {
                 **line,
                 "response": {"status_code": status, "request_id": "r", "body": {"error": error}},
@@ -142,7 +149,9 @@ class BatchServer(Served):
                 "type": "message_batch",
                 "processing_status": "ended" if ended else "in_progress",
                 "request_counts": counts,
-                "results_url": f"{self.url}/v1/messages/batches/{batch['id']}/results" if ended else None,
+                "results_url": (
+                    f"{self.url}{self.prefix}/v1/messages/batches/{batch['id']}/results" if ended else None
+                ),
                 "created_at": _iso(batch["created"]),
                 "expires_at": _iso(batch["created"] + 86400),
                 "ended_at": _iso(time.time()) if ended else None,
@@ -222,10 +231,21 @@ class BatchServer(Served):
                 self.send_header("content-length", str(len(raw)))
                 self.end_headers()
                 self.wfile.write(raw)
+
+            def below_prefix(self) -> bool:
+                """Take the prefix off the path; False (and a 404) when the path is not below it."""
+                if not self.path.startswith(server.prefix + "/"):
+                    self.reply(
+                        404, {"error": {"message": f"no route {self.path} (not below {server.prefix})"}}
+                    )
+                    return False
+                self.path = self.path[len(server.prefix) :]
                 return True
 
             def do_POST(self) -> None:
                 raw = self.body()
+                if not self.below_prefix():
+                    return
                 with server.lock:
                     if self.path in ("/v1/messages", "/v1/chat/completions"):
                         server.chat_requests += 1
@@ -233,7 +253,7 @@ class BatchServer(Served):
                     elif self.path == "/v1/messages/batches" and server.wire == "anthropic":
                         requests = json.loads(raw)["requests"]
                         batch = {
-                            "id": f"msgbatch_{len(server.batches):04d}",
+                            "id": server.batch_id(len(server.batches)),
                             "requests": [(r["custom_id"], r["params"]) for r in requests],
                             "polls": 0,
                             "results": None,
@@ -269,7 +289,7 @@ class BatchServer(Served):
                             for line in lines
                         )
                         batch = {
-                            "id": f"batch_{len(server.batches):04d}",
+                            "id": server.batch_id(len(server.batches)),
                             "input_file_id": spec["input_file_id"],
                             "requests": [(line["custom_id"], line["body"]) for line in lines],
                             "polls": 0,
@@ -285,6 +305,8 @@ class BatchServer(Served):
                         self.reply(404, {"error": {"message": f"no route POST {self.path}"}})
 
             def do_GET(self) -> None:
+                if not self.below_prefix():
+                    return
                 with server.lock:
                     parts = self.path.strip("/").split("/")
                     if server.wire == "anthropic" and parts[:3] == ["v1", "messages", "batches"]:

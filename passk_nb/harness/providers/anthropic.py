@@ -34,8 +34,10 @@ other backends. The SDK's HTTP client reads every reply through a guarded transp
 classification of failures as the HTTP backends, with the same code. Under the asyncio
 runner (``achat``: ``run()`` with many trials in flight, no thread each) the same request
 body goes to ``POST /v1/messages`` through the HTTP backends' transport itself, with the
-headers the SDK sends (API version, key, client identification), and the same
-:meth:`~AnthropicProvider.read_reply` reads the JSON it returns.
+headers the SDK sends (:meth:`~AnthropicProvider.sdk_headers`: API version, key, client
+identification), and the same :meth:`~AnthropicProvider.read_reply` reads the JSON it returns.
+That path (and the batch API's) never imports the SDK, which takes seconds: only the blocking
+path (``chat``, e.g. ``passk probe``) and a ``temperature`` check do, on first use.
 
 A refusal (``stop_reason: "refusal"``) is the model's answer: its text (empty if it
 gave none) is the reply, with ``refusal: true`` in ``provider_meta``.
@@ -51,9 +53,15 @@ gave none) is the reply, with ``refusal: true`` in ``provider_meta``.
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
+import importlib.util
 import inspect
+import re
+import threading
 import time
+from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from passk_nb.harness.protocol import NativeCall
@@ -76,6 +84,25 @@ def _sdk() -> Any:
     """The ``anthropic`` SDK, imported on first use: it takes seconds to import, and a missing key
     or a wrong argument should be reported before paying that."""
     return importlib.import_module("anthropic")
+
+
+@cache
+def sdk_identity() -> tuple[str, str]:
+    """``(SDK version, API version it sends)`` of the installed SDK, read from its files without
+    importing it (the import takes seconds: the asyncio and batch paths never need it); from the
+    imported SDK when its files do not say."""
+    try:
+        version = importlib.metadata.version("anthropic")
+        spec = importlib.util.find_spec("anthropic")
+        folder = next(iter(spec.submodule_search_locations or [])) if spec else None
+        text = Path(folder, "_constants.py").read_text(encoding="utf-8") if folder else ""
+        found = re.search(r'^ANTHROPIC_API_VERSION\s*=\s*"([^"]+)"', text, re.MULTILINE)
+    except (ImportError, OSError, ValueError):
+        found = None
+    if found is None:
+        sdk = _sdk()
+        return sdk.__version__, sdk._constants.ANTHROPIC_API_VERSION
+    return version, found.group(1)
 
 
 @cache
@@ -218,6 +245,17 @@ def as_attributes(value: Any) -> Any:
     return value
 
 
+@dataclass
+class _SDKClient:
+    """The SDK's client of a provider and its ``with_seed`` copies, built on first use (the blocking
+    path only); ``connections``: the pool size ``size_pool`` asked for above the SDK's default."""
+
+    client: Any = None
+    connections: int | None = None
+    retired: list[Any] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
 class AnthropicProvider(RemoteProvider):
     """Chat with a Claude model through the Anthropic Messages API.
 
@@ -248,21 +286,40 @@ class AnthropicProvider(RemoteProvider):
                 f"the anthropic provider needs an API key: set ${self.api_key_env} "
                 "(or name another variable with api_key_env=)"
             )
-        anthropic = _sdk()
         if kwargs.get("temperature") is not None and not sdk_takes_temperature():
             raise ValueError(
-                f"anthropic SDK {anthropic.__version__} has no temperature: the API version it "
+                f"anthropic SDK {sdk_identity()[0]} has no temperature: the API version it "
                 "sends rejects sampling parameters; leave temperature unset for anthropic"
             )
-        self._retired: list[Any] = []
-        self._client = anthropic.Anthropic(
-            api_key=self._api_key,
-            base_url=self.base_url,
-            max_retries=0,
-            timeout=self.timeout,
-            http_client=guarded_client(self, anthropic.DEFAULT_CONNECTION_LIMITS),
-        )
+        self._retired: list[Session] = []
+        self._sdk_client = _SDKClient()
         self._session = self._make_session(DEFAULT_POOL_SIZE)
+
+    @property
+    def _client(self) -> Any:
+        """The SDK's client (``anthropic.Anthropic``), shared with the ``with_seed`` copies and built
+        on first use: importing the SDK takes seconds, and only the blocking path needs it."""
+        shared = self._sdk_client
+        with shared.lock:
+            if shared.client is None:
+                anthropic = _sdk()
+                shared.client = anthropic.Anthropic(
+                    api_key=self._api_key,
+                    base_url=self.base_url,
+                    max_retries=0,
+                    timeout=self.timeout,
+                    http_client=guarded_client(self, self._sdk_limits()),
+                )
+            return shared.client
+
+    def _sdk_limits(self) -> Any:
+        """The SDK's connection-pool limits (its ``httpx2.Limits``): its default, or one connection
+        kept alive per request in flight when ``size_pool`` asked for more."""
+        default = _sdk().DEFAULT_CONNECTION_LIMITS
+        n = self._sdk_client.connections
+        if n is None:
+            return default
+        return type(default)(max_connections=n, max_keepalive_connections=n, keepalive_expiry=30.0)
 
     def _make_session(self, size: int) -> Session:
         """The asyncio runner's connections (the transport of the HTTP backends)."""
@@ -270,11 +327,16 @@ class AnthropicProvider(RemoteProvider):
 
     def sdk_headers(self) -> dict[str, str]:
         """The headers the SDK sends (API version, key, client identification), for requests that
-        go around its client: the asyncio path and the batch API."""
+        go around its client: the asyncio path and the batch API. Taken from a table, not from the
+        SDK's client, so that these paths never import it (a test holds them to the SDK's own)."""
+        version, api_version = sdk_identity()
         return {
-            str(k): v
-            for k, v in self._client.default_headers.items()
-            if isinstance(v, str) and k.lower() != "content-type"
+            "Accept": "application/json",
+            "User-Agent": f"Anthropic/Python {version}",
+            "X-Stainless-Lang": "python",
+            "X-Stainless-Package-Version": version,
+            "anthropic-version": api_version,
+            "Authorization": f"Bearer {self._api_key}",
         }
 
     #: Trials run as asyncio tasks: each request is awaited on the transport loop (:meth:`achat`).
@@ -385,12 +447,8 @@ class AnthropicProvider(RemoteProvider):
         return await self.asend(attempt)
 
     def meta(self) -> dict[str, Any]:
-        anthropic = _sdk()
-        return {
-            **super().meta(),
-            "sdk_version": anthropic.__version__,
-            "api_version": self._client.default_headers.get("anthropic-version"),
-        }
+        sdk_version, api_version = sdk_identity()
+        return {**super().meta(), "sdk_version": sdk_version, "api_version": api_version}
 
     #: Idle connections the SDK's own pool keeps (of 1000 at most).
     SDK_KEEPALIVE = 100
@@ -401,15 +459,20 @@ class AnthropicProvider(RemoteProvider):
         if concurrency > self._session.size:
             self._retired.append(self._session)
             self._session = self._make_session(concurrency)
-        if concurrency > self.SDK_KEEPALIVE and not any(not isinstance(c, Session) for c in self._retired):
-            limits_type: Any = type(_sdk().DEFAULT_CONNECTION_LIMITS)  # the httpx the SDK uses
-            limits = limits_type(
-                max_connections=concurrency, max_keepalive_connections=concurrency, keepalive_expiry=30.0
-            )
-            self._retired.append(self._client)
-            self._client = self._client.with_options(http_client=guarded_client(self, limits))
+        shared = self._sdk_client
+        with shared.lock:
+            if concurrency <= self.SDK_KEEPALIVE or shared.connections is not None:
+                return
+            shared.connections = concurrency
+            if shared.client is not None:  # else it is built with these limits when first used
+                shared.retired.append(shared.client)
+                shared.client = shared.client.with_options(
+                    http_client=guarded_client(self, self._sdk_limits())
+                )
 
     def close(self) -> None:
-        """Close the SDK's HTTP connections."""
-        for client in [*self._retired, self._client, self._session]:
+        """Close the HTTP connections (the SDK's, where it was used)."""
+        shared = self._sdk_client
+        sdk_clients = [*shared.retired, *([shared.client] if shared.client is not None else [])]
+        for client in [*self._retired, *sdk_clients, self._session]:
             client.close()

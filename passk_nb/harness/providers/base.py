@@ -40,6 +40,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
+from passk_nb.data.redact import Redactor
+
 if TYPE_CHECKING:
     from passk_nb.harness.protocol import NativeCall
 
@@ -273,6 +275,10 @@ class BaseProvider:
     #: Whether the backend's requests are coroutines (``achat``/``achat_native`` on the transport
     #: loop): the runner then runs its trials as asyncio tasks, not a thread each.
     speaks_asyncio: ClassVar[bool] = False
+    #: Masks the backend's secrets (none here: a backend that holds one sets its own) in what it
+    #: raises and logs, and in every record of its runs on their way to disk
+    #: (:func:`~passk_nb.data.records.storable_record`).
+    redact: Redactor = Redactor()
 
     def __init__(
         self,

@@ -375,6 +375,15 @@ class _Wire:
             f"{where} answered HTTP 404: {self.provider.excerpt(raw.decode('utf-8', 'replace'), 200)}"
         )
 
+    def path_of(self, url: str) -> str | None:
+        """The path of ``url`` below the base URL (what the client joins to the base, as for every
+        other request), or None when ``url`` points elsewhere: the key goes only to the base."""
+        base, target = urlsplit(self.provider.base_url or ""), urlsplit(url)
+        inside = target.path.startswith(base.path.rstrip("/") + "/")
+        if (target.scheme, target.netloc) != (base.scheme, base.netloc) or not inside:
+            return None
+        return target.path[len(base.path.rstrip("/")) :] + (f"?{target.query}" if target.query else "")
+
     def _id_of(self, data: dict[str, Any], where: str) -> str:
         value = data.get("id")
         if not isinstance(value, str) or not value:
@@ -439,10 +448,10 @@ class AnthropicBatches(_Wire):
         return _Batch(batch_id, status == "ended", status, data)
 
     def results(self, batch: _Batch, ids: Collection[str], until: float) -> dict[str, Outcome]:
-        path = f"/v1/messages/batches/{batch.batch_id}/results"
         url = batch.info.get("results_url")
-        if isinstance(url, str) and urlsplit(url).netloc == urlsplit(self.provider.base_url or "").netloc:
-            path = urlsplit(url).path  # the key goes only to the backend's own host
+        path = (self.path_of(url) if isinstance(url, str) else None) or (
+            f"/v1/messages/batches/{batch.batch_id}/results"
+        )
         found = _Results(batch.batch_id, ids)
         self.read_results(path, found, self._outcome, until)
         return found.complete(batch)
@@ -471,8 +480,7 @@ class OpenAIBatches(_Wire):
 
     def __init__(self, provider: Any):
         super().__init__(provider)
-        has_v1 = urlsplit(provider.base_url or "").path.rstrip("/").endswith("/v1")
-        self.prefix = "" if has_v1 else "/v1"
+        self.prefix = provider.prefix  # as the chat path's: "" when the base URL ends in /v1
 
     def make_client(self) -> httpx.Client:
         return self.provider._make_client(1)  # the chat path's httpx client: base URL, auth, key
@@ -680,7 +688,7 @@ class Batcher:
         self.journal.parent.mkdir(parents=True, exist_ok=True)
         with locked_file(self.journal) as f:
             _drop_torn_tail(f)
-            f.write((json.dumps(entry) + "\n").encode())
+            f.write((json.dumps(self.wire.provider.redact.known(entry)) + "\n").encode())
             f.flush()
             os.fsync(f.fileno())
 
@@ -919,13 +927,13 @@ class BatchProvider:
                 reply.meta = {**reply.meta, "batches": seen}
                 return self.base._as_models(reply, attempt)
             if not outcome.again:
-                raise provider_error(
-                    f"batch {batch_id} (round {round_no}): request errored: {outcome.message}", attempt
-                )
+                message = f"batch {batch_id} (round {round_no}): request errored: {outcome.message}"
+                raise provider_error(self.base.excerpt(message), attempt)  # masked as the chat path's
             failed = batch_id
         what = ", ".join(f"{s['result']} in batch {s['batch_id']}" for s in seen)
         last = f"; the last: {outcome.message}" if outcome.message else ""
-        raise provider_error(f"no batch answered the request after {limit} rounds ({what}){last}", limit)
+        message = f"no batch answered the request after {limit} rounds ({what}){last}"
+        raise provider_error(self.base.excerpt(message), limit)
 
     def chat(self, messages: list[Message]) -> Reply:
         """A turn outside a batch run (e.g. a probe) goes request by request."""

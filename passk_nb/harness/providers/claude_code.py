@@ -77,9 +77,9 @@ import time
 import uuid
 from typing import Any
 
+from passk_nb.data.redact import Redactor, short
 from passk_nb.harness.arguments import check_seconds
 from passk_nb.harness.providers.base import BaseProvider, Message, ProviderError, Reply, cancelled
-from passk_nb.harness.providers.redact import Redactor, short
 from passk_nb.harness.providers.retry import provider_error
 
 __all__ = ["ClaudeCodeProvider", "flatten_messages", "unflatten_prompt", "REQUIRED_FLAGS", "QUIET_ENV"]

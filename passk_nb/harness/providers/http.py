@@ -46,6 +46,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 import aiohttp
 import httpx
 
+from passk_nb.data.redact import BODY_EXCERPT_CHARS, Redactor, short
 from passk_nb.harness.arguments import check_seconds
 from passk_nb.harness.protocol import ACTION_SCHEMA
 from passk_nb.harness.providers.adaptive import AdaptiveLimit
@@ -57,7 +58,6 @@ from passk_nb.harness.providers.base import (
     cancelled,
     check_usage,
 )
-from passk_nb.harness.providers.redact import BODY_EXCERPT_CHARS, Redactor, short
 from passk_nb.harness.providers.retry import (
     Retrier,
     RetryPolicy,

@@ -160,8 +160,9 @@ class OpenAIProvider(HTTPProvider):
 
     def __init__(self, model: str | None = None, **kwargs: Any):
         super().__init__(model, **kwargs)
-        has_v1 = urlsplit(self.base_url or "").path.endswith("/v1")
-        self.path = "/chat/completions" if has_v1 else "/v1/chat/completions"
+        #: What every path of the API starts with below the base URL: none when it ends in /v1.
+        self.prefix = "" if urlsplit(self.base_url or "").path.endswith("/v1") else "/v1"
+        self.path = f"{self.prefix}/chat/completions"
 
     def request_body(self, messages: list[Message]) -> dict[str, Any]:
         """The JSON body sent to ``/v1/chat/completions`` for ``messages``."""

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
+from passk_nb.data.redact import Redactor, short
 from passk_nb.harness.providers.adaptive import AdaptiveLimit
 from passk_nb.harness.providers.base import (
     ProviderError,
@@ -24,7 +25,6 @@ from passk_nb.harness.providers.base import (
     cancelled,
     pace_request,
 )
-from passk_nb.harness.providers.redact import Redactor, short
 
 log = logging.getLogger("passk_nb.harness.providers")
 T = TypeVar("T")

@@ -1,4 +1,10 @@
-"""Secret redaction: every text that leaves the process passes through a :class:`Redactor`."""
+"""Secret redaction: every text that leaves the process passes through a :class:`Redactor`.
+
+It lives in the data layer because the record boundary uses it: every record is masked on its
+way to disk (:func:`passk_nb.data.records.storable_record`), whichever backend or wire produced
+its texts, and the exporters mask what they send (:func:`mask_frame`). The network backends use
+the same object for their errors and logs.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +12,10 @@ import base64
 import dataclasses
 import re
 from collections.abc import Callable, Iterable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 REDACTED = "[REDACTED]"
 
@@ -48,7 +57,7 @@ class Redactor:
         (
             re.compile(
                 r"(?i)(\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:[A-Za-z][\w.+-]*\s+)?+)"
-                r"(?!\[REDACTED\])[^\s\"',;}]+"
+                r"(?!\[REDACTED\])[^\s\"',;}\\]+"
             ),
             lambda m: m.group(1) + REDACTED,
         ),
@@ -59,13 +68,13 @@ class Redactor:
         (re.compile(r"(?i)(\bbasic\s+)([A-Za-z0-9+/]{4,}={0,2})(?![\w+/=])"), _basic_credentials),
         (
             re.compile(
-                r"(?i)(\b(?:x-api-key|api[_-]?key)[\"']?\s*[:=]\s*[\"']?)(?!bearer\s)(?!\[REDACTED\])[^\s\"',;}]+"
+                r"(?i)(\b(?:x-api-key|api[_-]?key)[\"']?\s*[:=]\s*[\"']?)(?!bearer\s)(?!\[REDACTED\])[^\s\"',;}\\]+"
             ),
             lambda m: m.group(1) + REDACTED,
         ),
         (re.compile(r"\bsk-[A-Za-z0-9_-]{8,}"), lambda m: REDACTED),
         (
-            re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://)(?!\[REDACTED\]@)[^/\s@\"'<>]+@"),
+            re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://)(?!\[REDACTED\]@)[^/\s@\"'<>\\]+@"),
             lambda m: m.group(1) + REDACTED + "@",
         ),
     )
@@ -74,13 +83,34 @@ class Redactor:
         # Longest first, so a secret that contains another is masked whole.
         self._secrets = tuple(sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True))
 
+    #: Words (casefolded) one of which any pattern needs: a text with none is not scanned by them
+    #: (the scan costs ~0.1 ms per KB of text; looking for these words, a tenth of that).
+    _WORDS: ClassVar[tuple[str, ...]] = (
+        "authorization",
+        "bearer",
+        "basic",
+        "api-key",
+        "api_key",
+        "apikey",
+        "sk-",
+        "://",
+    )
+
     def __call__(self, text: object) -> str:
         out = str(text)
         for secret in self._secrets:
             out = out.replace(secret, REDACTED)
+        folded = out.casefold()
+        if not any(word in folded for word in self._WORDS):
+            return out
         for pattern, replace in self._PATTERNS:
             out = pattern.sub(replace, out)
         return out
+
+    @property
+    def knows_secrets(self) -> bool:
+        """Whether it was given any secret (else :meth:`known` changes nothing)."""
+        return bool(self._secrets)
 
     def known(self, value: Any) -> Any:
         """``value`` with the known secrets masked, in text and inside lists, dicts and dataclasses.
@@ -109,6 +139,24 @@ class Redactor:
     def __repr__(self) -> str:
         n = len(self._secrets)
         return f"Redactor({n} secret{'' if n == 1 else 's'})"
+
+
+def mask_frame(df: pd.DataFrame, redact: Redactor | None = None) -> pd.DataFrame:
+    """A copy of ``df`` with every text cell masked by ``redact`` (default: every credential shape,
+    the secrets being unknown here), for records that leave the process (the exporters).
+
+    >>> import pandas as pd
+    >>> masked = mask_frame(pd.DataFrame({"error": ["HTTP 401: Bearer abc.def", None], "n": [1, 2]}))
+    >>> masked.loc[0, "error"], masked["error"].isna().tolist(), masked["n"].tolist()
+    ('HTTP 401: Bearer [REDACTED]', [False, True], [1, 2])
+    """
+    redact = redact or Redactor()
+    out = df.copy()
+    for column in out.columns:
+        values = out[column]
+        if values.dtype.kind == "O" or "str" in str(values.dtype):
+            out[column] = values.map(lambda v: redact(v) if isinstance(v, str) else v).astype(values.dtype)
+    return out
 
 
 def short(text: str, limit: int = BODY_EXCERPT_CHARS) -> str:
