@@ -432,7 +432,12 @@ def test_a_journal_line_a_killed_writer_left_half_is_cut_not_fatal(tmp_path):
     journal = tmp_path / JOURNAL_FILE
     whole = {"round": 1, "batch_id": "b1", "custom_ids": ["p1"], "at": time.time()}
     journal.write_text(json.dumps(whole) + "\n" + '{"round": 2, "batch_id": "b2", "cust')
-    batcher = Batcher(wire=None, journal=journal)  # type: ignore[arg-type]
+    from types import SimpleNamespace
+
+    from passk_nb.data.redact import Redactor
+
+    wire = SimpleNamespace(provider=SimpleNamespace(redact=Redactor(["sk-canary-0123456789"])))
+    batcher = Batcher(wire=wire, journal=journal)  # type: ignore[arg-type]
     assert batcher._known == {"p1": (1, "b1")}
     batcher._write_journal({"round": 3, "batch_id": "b3", "custom_ids": ["p3"], "at": time.time()})
     lines = journal.read_text().splitlines()
