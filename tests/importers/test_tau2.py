@@ -103,6 +103,31 @@ def test_folder_format_with_simulation_files_named_by_id(tmp_path: Path) -> None
     pd.testing.assert_frame_equal(folder[columns], whole[columns])
 
 
+def simulations_list(tmp_path: Path) -> Path:
+    """τ²-bench's current format: the simulations alone, as a JSON list, each with 2026 fields
+    (``ticks``, ``speech_environment``) besides ``task_id``, ``trial``, ``reward_info`` and
+    ``termination_reason``."""
+    sims = [
+        {**sim, "ticks": [{"tick": 0, "events": []}], "speech_environment": {"voice": None, "noise": 0.1}}
+        for sim in results()["simulations"]
+    ]
+    path = tmp_path / "simulations.json"
+    path.write_text(json.dumps(sims), encoding="utf-8")
+    return path
+
+
+def test_a_json_list_of_simulations_is_read_as_tau2(tmp_path: Path) -> None:
+    # on the code as found: "τ-bench result lacks ['reward']" (taken for a τ-bench v1 list)
+    path = simulations_list(tmp_path)
+    listed = from_tau_bench(path)
+    whole = from_tau_bench(FIXTURE)
+    columns = ["task", "trial", "passed", "outcome", "error", "latency_s", "seed", "n_tool_calls"]
+    pd.testing.assert_frame_equal(listed[columns], whole[columns])
+    assert (listed["provider"] == "tau2-bench").all() and (listed["model"] == "simulations").all()
+    loaded = from_tau_bench(json.loads(path.read_text(encoding="utf-8")), model="m")
+    pd.testing.assert_frame_equal(loaded[columns], whole[columns])
+
+
 # --- the details of a τ²-bench simulation ---------------------------------------------------
 
 
