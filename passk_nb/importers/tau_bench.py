@@ -370,6 +370,12 @@ def _load(source: Any, max_bytes: int) -> tuple[Any, list[str] | None]:
         index = data.get("simulation_index")
         if isinstance(index, list):  # τ²-bench lists its files: every one must be there
             ids = [str(e.get("id")) if isinstance(e, Mapping) else repr(e) for e in index]
+            unsafe = [i for i in ids if Path(i).name != i or i in ("", ".", "..") or "\\" in i]
+            if unsafe:  # a simulation's file is <id>.json in simulations/, never a path elsewhere
+                raise ImportFormatError(
+                    f"{file}: the simulation index names a simulation {unsafe[0][:80]!r}, which is a path, "
+                    f"not a simulation id (the name of its file in {folder}); fix or remove that entry"
+                )
             missing = [i for i in ids if not (folder / f"{i}.json").exists()]
             if missing:
                 raise ImportFormatError(

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ import pytest
 
 from passk_nb.data.records import COLUMNS
 from passk_nb.data.transcript import parse_transcript
+from passk_nb.importers.checks import ImportFormatError
 from passk_nb.importers.tau_bench import from_tau_bench
 from passk_nb.stats.divergence import action_sequence
 from passk_nb.stats.summary import curve
@@ -195,3 +197,21 @@ def test_folder_missing_a_simulation_file_listed_in_the_index_is_an_error(tmp_pa
     (tmp_path / "results.json").write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(ValueError, match=sims[0]["id"]):
         from_tau_bench(tmp_path)
+
+
+@pytest.mark.parametrize("name", ["../../escaped", "/tmp/escaped", "..", "a/../../escaped"])
+def test_a_simulation_index_naming_a_path_is_refused(tmp_path: Path, name: str) -> None:
+    # on the code as found: the index's check looked up <name>.json outside the folder, and the
+    # import went ahead with 9 of the 10 simulations the index lists
+    data = results()
+    sims = data.pop("simulations")
+    data["simulation_index"] = [{"id": s["id"]} for s in sims] + [{"id": name}]
+    folder = tmp_path / "a" / "b"
+    (folder / "simulations").mkdir(parents=True)
+    for sim in sims:
+        (folder / "simulations" / f"{sim['id']}.json").write_text(json.dumps(sim), encoding="utf-8")
+    (tmp_path / "escaped.json").write_text(json.dumps(sims[0]), encoding="utf-8")
+    (folder / "results.json").write_text(json.dumps(data), encoding="utf-8")
+    expected = re.escape(f"{folder / 'results.json'}: the simulation index names a simulation {name!r}")
+    with pytest.raises(ImportFormatError, match=expected + ", which is a path, not a simulation id"):
+        from_tau_bench(folder)
