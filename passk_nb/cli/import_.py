@@ -160,7 +160,8 @@ def detect_format(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -
 
     Decided by the name (``.eval``, ``.csv``), a folder's contents (``results.json``: τ²-bench;
     trial folders with a Harbor ``result.json``: harbor; inspect logs), or the JSON value (a list:
-    τ-bench; an object with an inspect ``eval`` header: inspect; another object: τ²-bench).
+    τ-bench, or τ²-bench when it lists simulations; an object with an inspect ``eval`` header:
+    inspect; another object: τ²-bench).
     Anything else is an error asking for ``--from``.
 
     >>> import json, tempfile
@@ -198,15 +199,17 @@ def detect_format(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -
 
 
 def _json_kind(path: Path, max_bytes: int) -> str | None:
-    """tau-bench (a list), inspect (an object with an 'eval' header and 'status'), tau2 (another
-    object), or None when the file is not JSON."""
+    """tau-bench (a list of results), tau2 (a list of simulations), inspect (an object with an
+    'eval' header and 'status'), tau2 (another object), or None when the file is not JSON."""
     raw = read_capped(path, max_bytes=max_bytes)  # a FIFO or a file over the cap: said as such
     try:
         data = json.loads(raw)
     except (ValueError, RecursionError):
         return None
     if isinstance(data, list):
-        return "tau-bench"
+        from passk_nb.importers.tau_bench import is_tau2_simulations
+
+        return "tau2" if is_tau2_simulations(data) else "tau-bench"
     if isinstance(data, dict):
         return "inspect" if isinstance(data.get("eval"), dict) and "status" in data else "tau2"
     return None

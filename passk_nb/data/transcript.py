@@ -39,13 +39,13 @@ def parse_transcript(text: str | None) -> list[dict[str, Any]]:
 
     >>> parse_transcript('[{"kind": "prompt", "role": "user", "content": "hi"}]')[0]["content"]
     'hi'
-    >>> parse_transcript(None), parse_transcript("not json")
-    ([], [])
+    >>> parse_transcript(None), parse_transcript("not json"), parse_transcript("[" * 10**5)
+    ([], [], [])
     """
     if not text:
         return []
     try:
         entries = json.loads(text)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # RecursionError: nested too deep to parse
         return []
     return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []

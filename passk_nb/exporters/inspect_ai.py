@@ -87,6 +87,7 @@ def to_inspect(
     bad = sorted(set(df["outcome"]) - set(OUTCOMES))
     if bad:
         raise ValueError(f"to_inspect: outcomes {bad[:5]} are not passk-nb outcomes ({', '.join(OUTCOMES)})")
+    _check_sample_ids(df)
     folder = Path(path)
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"to_inspect writes one log per configuration into a folder; {folder} is a file")
@@ -113,6 +114,30 @@ def to_inspect(
         log_api.write_eval_log(log, str(target), format="eval")
         written.append(target)
     return written
+
+
+#: The longest name a zip member can have, in bytes (its header stores the length in 16 bits).
+_MEMBER_NAME_BYTES = 2**16 - 1
+
+
+def _check_sample_ids(df: pd.DataFrame) -> None:
+    """Refuse, before anything is written, a task no ``.eval`` log can hold as a sample id: each
+    sample is the zip member ``samples/<task>_epoch_<trial + 1>.json`` (inspect's own naming), whose
+    name ends at a NUL character (the sample would be lost on reading) and has at most 65,535 bytes."""
+    for task, trial in df.groupby("task", sort=False)["trial"].max().items():
+        text = str(task)
+        member = f"samples/{text}_epoch_{int(trial) + 1}.json".encode()
+        if "\0" in text:
+            why = "holds a NUL character"
+        elif len(member) > _MEMBER_NAME_BYTES:
+            why = f"is {len(text.encode()):,} bytes long"
+        else:
+            continue
+        raise ValueError(
+            f"to_inspect: task {text[:60]!r}{'...' if len(text) > 60 else ''} {why}: an inspect log "
+            "stores each sample under its task id as a file name, which cannot hold it. Rename the task "
+            "in the records you export (df.assign(task=...)), then export again"
+        )
 
 
 def _inspect_api() -> Any:
@@ -268,7 +293,7 @@ def _json_or_none(text: Any) -> Any:
         return None
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to parse: kept as text
         return text
 
 

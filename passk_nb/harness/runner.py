@@ -25,7 +25,7 @@ import pandas as pd
 
 from passk_nb._version import __version__
 from passk_nb.data.ids import prompt_hash
-from passk_nb.data.store import existing_trials, write_spec
+from passk_nb.data.store import StoreError, existing_trials, write_spec
 from passk_nb.harness.arguments import (
     check_bool,
     check_positive,
@@ -248,8 +248,10 @@ def run(
     ``reason``; :class:`passk_nb.Until` builds them, anytime-valid, from a question such as
     ``"gate=0.8"``), and the run stops when it returns None or ``max_trials`` trials of the run are
     spent (the last round is cut to fit). Each record says its ``round`` and ``allocation`` (why it
-    was run), so a stopped run resumes, extends or is audited: re-running continues with the next
-    round. The harness only calls ``next_round``: any object with it works.
+    was run), so a stopped run resumes, extends or is audited: re-running first finishes the
+    trials its last round planned (each round's plan is kept beside the records, in
+    ``_rounds.jsonl``), then continues with the next round, so that no look reads a round cut
+    short by a kill. The harness only calls ``next_round``: any object with it works.
 
     ``faults`` injects tool faults (a spec such as ``"timeout:get_order,noop:refund_order:p=0.5"``,
     a :class:`~passk_nb.harness.faults.Fault` or a list of them; see :mod:`passk_nb.harness.faults`):
@@ -505,8 +507,21 @@ def _run_trials(
             "(a name you change whenever the agent changes) to resume a run, or write to a new out= folder"
         )
     todo = [(t, i) for t in task_ids for i in range(trials) if (t, i) not in done]
-    if until is not None and max_trials is not None:
-        todo = todo[: max(0, max_trials - len(done))]
+    # with until=: why each trial runs (its round and allocation), by (task, trial)
+    why: dict[tuple[str, int], dict[str, Any]] = {}
+    rounds_file = out_dir / run_id / ROUNDS_FILE
+    if until is not None:
+        why.update({job: {"round": 0, "allocation": "first round"} for job in todo})
+        # a resumed run first finishes the rounds it planned: the next look reads them whole
+        planned = {
+            job: reason
+            for job, reason in planned_rounds(rounds_file).items()
+            if job[0] in task_ids and job not in done and job not in why
+        }
+        why.update(planned)
+        todo += list(planned)
+        if max_trials is not None:
+            todo = todo[: max(0, max_trials - len(done))]
     if done:
         log.info("run %s: %d trials already in %s, %d to run", run_id, len(done), out_dir, len(todo))
     if todo:
@@ -523,10 +538,6 @@ def _run_trials(
         "perturb": rewording or None,
     }
     seed = backend_seed
-    # with until=: why each trial runs (its round and allocation), by (task, trial)
-    why: dict[tuple[str, int], dict[str, Any]] = {}
-    if until is not None:
-        why.update({job: {"round": 0, "allocation": "first round"} for job in todo})
 
     def fields_of(task_id: str, trial: int) -> dict[str, Any]:
         """The run's fields of every record, with the trial's round and allocation under until=."""
@@ -600,6 +611,7 @@ def _run_trials(
             max_trials,
             why,
             standing,
+            rounds_file,
         ):
             if not checked:  # a resumed run: the backend is checked once, before its first new trial
                 check_backend(unwrapped)
@@ -632,10 +644,12 @@ def _next_round(
     max_trials: int | None,
     why: dict[tuple[str, int], dict[str, Any]],
     standing: list[str] | None = None,
+    journal: Path | None = None,
 ) -> list[tuple[str, int]]:
     """The (task, trial) jobs of the next round ``until`` asks for, each noted in ``why`` with its
     round and allocation; empty when it asks for none or ``max_trials`` are spent. ``standing[0]``
-    becomes the progress line shown beside the bar (the round, the interval, the trials spent)."""
+    becomes the progress line shown beside the bar (the round, the interval, the trials spent).
+    The round's plan goes to ``journal`` before any of its trials runs (:func:`plan_round`)."""
     left = None if max_trials is None else max_trials - len(records)
     if left is not None and left <= 0:
         return []
@@ -659,7 +673,61 @@ def _next_round(
     log.info("round %d: %d trials (%s)", this_round, len(jobs), progress)
     if standing is not None:
         standing[0] = f"round {this_round}: {progress}"
-    return jobs if left is None else jobs[:left]
+    jobs = jobs if left is None else jobs[:left]
+    if journal is not None:
+        plan_round(journal, this_round, [(*job, why[job]["allocation"]) for job in jobs])
+    return jobs
+
+
+#: Each round's plan after the first, in the run's folder (``_`` files are not records): one line
+#: ``{"round": r, "jobs": [[task, trial, allocation], ...]}`` per round, written before it runs.
+ROUNDS_FILE = "_rounds.jsonl"
+
+
+def plan_round(journal: Path, round_no: int, jobs: Sequence[tuple[str, int, str]]) -> None:
+    """Append round ``round_no``'s planned jobs to ``journal``, synced to disk before the round
+    starts: a kill at any moment leaves the plan of every round that ran a trial."""
+    line = json.dumps({"round": round_no, "jobs": [list(job) for job in jobs]}).encode("utf-8") + b"\n"
+    try:
+        journal.parent.mkdir(parents=True, exist_ok=True)
+        with journal.open("a+b") as f:
+            if f.tell():
+                f.seek(-1, os.SEEK_END)
+                if f.read(1) != b"\n":
+                    line = b"\n" + line  # after the torn last line of a run killed while writing it
+            f.write(line)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as exc:
+        raise StoreError(
+            f"could not write round {round_no}'s plan to {journal}: {exc.strerror or exc}. "
+            "Check free space and write permission; records written before are intact"
+        ) from exc
+
+
+def planned_rounds(journal: Path) -> dict[tuple[str, int], dict[str, Any]]:
+    """Every job the rounds in ``journal`` planned, with its round and allocation (empty without a
+    journal). A line that is not JSON was torn by a kill while written: its round never started."""
+    if not journal.exists():
+        return {}
+    planned: dict[tuple[str, int], dict[str, Any]] = {}
+    for number, line in enumerate(journal.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        try:
+            round_no = int(entry["round"])
+            jobs = [(str(task), int(trial), str(reason)) for task, trial, reason in entry["jobs"]]
+        except (ValueError, KeyError, TypeError):
+            raise ValueError(
+                f"{journal}, line {number}, is not a round's plan (round, jobs): {line[:120]!r}; the file "
+                "is written by run(until=): restore it, or delete it to plan the next round from the "
+                "records alone"
+            ) from None
+        for task, trial, reason in jobs:
+            planned[(task, trial)] = {"round": round_no, "allocation": reason}
+    return planned
 
 
 def _progress(until: Any, records: pd.DataFrame) -> str:

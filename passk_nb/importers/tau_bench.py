@@ -7,8 +7,9 @@
   ``infra="fail"`` to the statistics to count it as τ-bench's own report does).
 - τ²-bench (sierra-research/tau2-bench) writes a results object
   ``{"info", "tasks", "simulations": [...]}`` (or a folder with ``results.json`` and
-  ``simulations/*.json``); each simulation has ``task_id``, ``trial``,
-  ``reward_info.reward`` and ``termination_reason``. Runs that τ²-bench itself leaves out
+  ``simulations/*.json``), or the simulations alone as a JSON list; each simulation has
+  ``task_id``, ``trial``, ``reward_info.reward`` and ``termination_reason`` (fields it adds,
+  such as ``ticks`` or ``speech_environment``, are not read). Runs that τ²-bench itself leaves out
   of its metrics (``infrastructure_error``, ``context_window_exceeded``) become
   ``infra_error`` rows.
 
@@ -101,17 +102,17 @@ def from_tau_bench(
     """Trial records (:mod:`passk_nb.data.records` columns) from τ-bench or τ²-bench results.
 
     ``source`` is a result file or τ²-bench result folder, a list of them (each becomes its own
-    run and, without ``model=``, its own model), or the already-loaded JSON (a τ-bench list or a
-    τ²-bench object). ``model`` defaults to what the file says: τ²-bench's agent model, or for
-    τ-bench the model in its file name (``tool-calling-gpt-4o-0.0_range_...json`` → ``gpt-4o``),
-    else the file name; loaded JSON without ``model=`` gets ``"unknown-<run_id>"``, so two
-    sources are never pooled silently. ``suite`` fills in the domain (τ²-bench records it).
-    ``run_id`` defaults to a hash of the content, so the same file always gets the same id.
-    ``prompt_hash`` is the hash of the trajectory's system message when it has one, so
-    different system prompts are never pooled; trials without one (a crash) get the file's
-    prompt hash when the file has exactly one. ``missing``: ``"skip"`` (default) leaves missing
-    trials out, with a warning; ``"fail"`` adds them as failures, as τ-bench's report counts
-    them (module docstring).
+    run and, without ``model=``, its own model), or the already-loaded JSON (a τ-bench list, a
+    τ²-bench object or a list of τ²-bench simulations). ``model`` defaults to what the file says:
+    τ²-bench's agent model, or for τ-bench the model in its file name
+    (``tool-calling-gpt-4o-0.0_range_...json`` → ``gpt-4o``), else the file name; loaded JSON
+    without ``model=`` gets ``"unknown-<run_id>"``, so two sources are never pooled silently.
+    ``suite`` fills in the domain (τ²-bench records it). ``run_id`` defaults to a hash of the
+    content, so the same file always gets the same id. ``prompt_hash`` is the hash of the
+    trajectory's system message when it has one, so different system prompts are never pooled;
+    trials without one (a crash) get the file's prompt hash when the file has exactly one.
+    ``missing``: ``"skip"`` (default) leaves missing trials out, with a warning; ``"fail"`` adds
+    them as failures, as τ-bench's report counts them (module docstring).
 
     Every field is converted to its record type where it can be (a ``duration`` of ``"1.5s"``
     is 1.5 seconds); an entry that cannot be read (a reward that is not a number, a trial that is
@@ -157,6 +158,8 @@ def from_tau_bench(
         raise ImportFormatError(f"{label} cannot be read ({type(exc).__name__}: {str(exc)[:200]})") from None
     file_model = _model_from_name(source)
     reader = RowReader(label, strict=strict)
+    if is_tau2_simulations(data):  # τ²-bench's simulations alone, as a list
+        data = {"simulations": data}
     if isinstance(data, Mapping) and "simulations" in data:
         records = _tau2_records(data, model=model, suite=suite, reader=reader, files=files)
         if not records or not records[0]["model"]:
@@ -181,7 +184,7 @@ def from_tau_bench(
     else:
         raise ImportFormatError(
             f"{label} is not a τ-bench result (a JSON list of {{task_id, reward, info, traj, trial}}) "
-            "nor a τ²-bench result (an object with 'simulations')"
+            "nor a τ²-bench result (an object with 'simulations', or a list of simulations)"
         )
     reader.warn_skipped(stacklevel=2)
     if not records:
@@ -197,6 +200,25 @@ def from_tau_bench(
     return frame_from_records(
         {**record, "run_id": rid, "prompt_hash": record["prompt_hash"] or fill} for record in records
     )
+
+
+#: Fields a τ²-bench simulation has and a τ-bench result does not (which has ``reward``).
+TAU2_ONLY = frozenset({"reward_info", "termination_reason"})
+
+
+def is_tau2_simulations(data: Any) -> bool:
+    """Whether ``data`` is a JSON list of τ²-bench simulations, not a τ-bench result list: its
+    first object has a τ²-only field (``reward_info``, ``termination_reason``) and no ``reward``.
+
+    >>> is_tau2_simulations([{"task_id": 1, "trial": 0, "reward_info": {"reward": 1.0}}])
+    True
+    >>> is_tau2_simulations([{"task_id": 1, "trial": 0, "reward": 1.0}])
+    False
+    """
+    if not isinstance(data, list):
+        return False
+    first = next((entry for entry in data if isinstance(entry, Mapping)), None)
+    return first is not None and "reward" not in first and not TAU2_ONLY.isdisjoint(first)
 
 
 #: Record columns -> the τ-bench / τ²-bench fields they come from, for messages.
@@ -348,6 +370,12 @@ def _load(source: Any, max_bytes: int) -> tuple[Any, list[str] | None]:
         index = data.get("simulation_index")
         if isinstance(index, list):  # τ²-bench lists its files: every one must be there
             ids = [str(e.get("id")) if isinstance(e, Mapping) else repr(e) for e in index]
+            unsafe = [i for i in ids if Path(i).name != i or i in ("", ".", "..") or "\\" in i]
+            if unsafe:  # a simulation's file is <id>.json in simulations/, never a path elsewhere
+                raise ImportFormatError(
+                    f"{file}: the simulation index names a simulation {unsafe[0][:80]!r}, which is a path, "
+                    f"not a simulation id (the name of its file in {folder}); fix or remove that entry"
+                )
             missing = [i for i in ids if not (folder / f"{i}.json").exists()]
             if missing:
                 raise ImportFormatError(

@@ -228,11 +228,15 @@ def _entries(transcript: str | None) -> tuple[list[dict[str, Any]], str | None]:
     """The transcript's entries, or an HTML note saying why it cannot be read."""
     try:
         entries = json.loads(transcript or "[]")
-    except json.JSONDecodeError as err:
-        return [], f"<div style='color:#8a1c00'>unreadable transcript: {_e(err)}</div>"
+    except (ValueError, RecursionError) as err:  # not JSON, or nested too deep to parse
+        return [], f"<div style='color:#8a1c00'>unreadable transcript: {_e(_why(err))}</div>"
     if not isinstance(entries, list):
         return [], "<div style='color:#8a1c00'>unreadable transcript: not a list of turns</div>"
     return [entry for entry in entries if isinstance(entry, dict)], None
+
+
+def _why(err: Exception) -> str:
+    return "nested too deep to read" if isinstance(err, RecursionError) else str(err)
 
 
 def _turns_html(transcript: str | None) -> str:
@@ -300,8 +304,10 @@ def _diff_html(state_diff: str | None) -> str:
         return "<div style='margin:4px 0'><b>final state</b>: <i>not recorded</i></div>"
     try:
         entries = json.loads(state_diff or "[]")
-    except json.JSONDecodeError as err:
-        return f"<div style='color:#8a1c00'>unreadable state diff: {_e(err)}</div>"
+    except (ValueError, RecursionError) as err:  # not JSON, or nested too deep to parse
+        return f"<div style='color:#8a1c00'>unreadable state diff: {_e(_why(err))}</div>"
+    if not isinstance(entries, list) or not all(isinstance(entry, dict) for entry in entries):
+        return "<div style='color:#8a1c00'>unreadable state diff: not a list of changes</div>"
     if not entries:
         return "<div style='margin:4px 0'><b>final state</b>: no change</div>"
     cells = "".join(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -213,3 +214,62 @@ def test_passk_export_writes_logs_that_passk_import_reads_back(tmp_path: Path, c
     )
     assert main(["export", str(tmp_path / "runs"), "--to", "inspect"]) == 2
     assert "give the folder with --out" in capsys.readouterr().err
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+#: Hostile values in the records: names that look like paths, huge and deeply nested texts.
+HOSTILE = {
+    "suite_traversal": {"suite": "../../../escaped"},
+    "absolute_suite": {"suite": "/tmp/escaped"},
+    "task_traversal": {"task": "../../escaped"},
+    "model_traversal": {"model": "../../../../escaped"},
+    "huge_suite": {"suite": "s" * 300_000},
+    "deep_transcript": {"transcript": DEEP},
+    "deep_state_diff": {"state_diff": DEEP},
+    "huge_answer": {"final_answer": "x" * 2_000_000},
+    "transcript_of_junk": {"transcript": '[1, "a", null, {"kind": 5}]'},
+}
+
+
+@pytest.mark.parametrize("change", HOSTILE.values(), ids=HOSTILE.keys())
+def test_hostile_records_stay_in_the_folder_and_every_trial_comes_back(
+    records: pd.DataFrame, tmp_path: Path, change: dict[str, str]
+) -> None:
+    # on the code as found: deep_transcript and deep_state_diff raised RecursionError
+    from passk_nb import from_inspect, to_inspect
+
+    df = records[records["prompt_name"] == "plain"].reset_index(drop=True)
+    for column, value in change.items():
+        if column in ("suite", "model"):  # one configuration's own: every row
+            df[column] = value
+        else:
+            df[column] = df[column].astype(object)
+            df.loc[0, column] = value
+    folder = tmp_path / "deep" / "logs"
+    [file] = to_inspect(df, folder)
+    assert file.resolve().parent == folder.resolve()
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == [file]  # nothing written elsewhere
+    key = ["task", "trial", "passed", "outcome"]
+    back = from_inspect(file)[key].sort_values(key[:2]).reset_index(drop=True)
+    before = df[key].sort_values(key[:2]).reset_index(drop=True)
+    pd.testing.assert_frame_equal(back, before, check_dtype=False)
+
+
+@pytest.mark.parametrize(
+    ("task", "said"),
+    [("t\0x", "holds a NUL character"), ("t" * 70_000, "is 70,000 bytes long")],
+    ids=["nul", "huge"],
+)
+def test_a_task_no_eval_log_can_name_is_refused_before_anything_is_written(
+    records: pd.DataFrame, tmp_path: Path, task: str, said: str
+) -> None:
+    # on the code as found: the NUL task's trial vanished on reading back, the huge one crashed
+    # with a raw struct.error
+    from passk_nb import to_inspect
+
+    df = records.astype({"task": object})
+    df.loc[0, "task"] = task
+    expected = re.escape(f"to_inspect: task {task[:60]!r}") + rf"(\.\.\.)? {said}: .*df\.assign"
+    with pytest.raises(ValueError, match=expected):
+        to_inspect(df, tmp_path / "logs")
+    assert not list(tmp_path.rglob("*.eval"))

@@ -3,7 +3,13 @@ rounds, the record columns that say why each trial ran, the budget, resuming, an
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import signal
+import subprocess
+import sys
+import time
 import warnings
 
 import pandas as pd
@@ -11,6 +17,7 @@ import pytest
 
 import passk_nb
 from passk_nb.cli.main import main
+from passk_nb.harness.runner import ROUNDS_FILE, plan_round, planned_rounds
 
 
 class Rounds:
@@ -172,3 +179,94 @@ def test_a_first_round_past_final_is_refused_before_any_trial(tmp_path, capsys):
     )
     assert main([*argv, "--until", "gate=0.8 final=0"]) == 2
     assert "--until: final is the trials per task of the last, fixed-n look" in capsys.readouterr().err
+
+
+#: Notebook 10's simulated agent, run as a script: passing trials take SLOW seconds, failures
+#: answer at once; prints the run's trials per round.
+SIMULATED = """
+import os, random, sys, time
+import passk_nb
+from passk_nb.harness.providers.scripted import ScriptedProvider
+
+SUITE = passk_nb.get_suite("bank")
+TRUTH = dict(zip(SUITE.task_ids, [1.0] * 7 + [0.6, 0.3, 0.0], strict=True))
+PROMPTS = {task.prompt: task.id for task in SUITE.tasks}
+SCRIPT = ScriptedProvider(suite=SUITE)
+SLOW = float(os.environ["SLOW"])
+
+
+def agent(messages, seed):
+    task = PROMPTS[messages[1]["content"]]
+    if random.Random(f"{task}:{seed}").random() < TRUTH[task]:
+        time.sleep(SLOW)
+        reply = SCRIPT.chat(messages)
+        return reply if isinstance(reply, str) else reply.text
+    return '{"answer": "Done: the payment is made."}'
+
+
+df = passk_nb.run(agent, suite="bank", trials=2, out=sys.argv[1], until=passk_nb.Until("gate=0.6 k=2"),
+                  version="sim-1", concurrency=2, progress=False)
+print(df.groupby("round").size().tolist())
+"""
+
+
+def simulated(script, out, slow: float) -> subprocess.Popen:
+    env = {**os.environ, "SLOW": str(slow)}
+    return subprocess.Popen(
+        [sys.executable, str(script), str(out)], env=env, stdout=subprocess.PIPE, text=True
+    )
+
+
+def trials_in_round(out, number: int) -> int:
+    try:
+        df = passk_nb.load(out)
+    except (OSError, ValueError):  # no records yet
+        return 0
+    return int((df["round"] == number).sum()) if "round" in df else 0
+
+
+def test_a_run_killed_in_a_round_finishes_that_round_before_its_next_look(tmp_path):
+    """SIGKILL while round 1 runs (its fast failures on disk, its slow passes not): the same call
+    again runs the rest of round 1's plan before it allocates round 2, so every round has the
+    size an uninterrupted run's has, and the same trials (on the code as found: round 1 kept its
+    fast failures only, and round 2 was allocated from them)."""
+    script = tmp_path / "simulated.py"
+    script.write_text(SIMULATED, encoding="utf-8")
+    whole = simulated(script, tmp_path / "whole", 0)
+    sizes = whole.communicate(timeout=600)[0].strip().splitlines()[-1]
+    assert whole.returncode == 0 and len(json.loads(sizes)) >= 3 and set(json.loads(sizes)) == {20}
+
+    killed_out = tmp_path / "killed"
+    killed = simulated(script, killed_out, 0.5)
+    deadline = time.monotonic() + 600
+    try:
+        while not 0 < trials_in_round(killed_out, 1) < 20:
+            assert killed.poll() is None and time.monotonic() < deadline, "round 1 was never seen part-way"
+            time.sleep(0.05)
+    finally:
+        killed.send_signal(signal.SIGKILL)
+        killed.communicate(timeout=60)
+    assert 0 < trials_in_round(killed_out, 1) < 20  # round 1 cut short on disk
+
+    again = simulated(script, killed_out, 0)
+    assert again.communicate(timeout=600)[0].strip().splitlines()[-1] == sizes
+    key = ["task", "trial", "round", "passed"]
+    resumed = passk_nb.load(killed_out)[key].sort_values(key).reset_index(drop=True)
+    uninterrupted = passk_nb.load(tmp_path / "whole")[key].sort_values(key).reset_index(drop=True)
+    pd.testing.assert_frame_equal(resumed, uninterrupted)
+
+
+def test_a_rounds_plan_torn_by_a_kill_is_skipped_and_a_bad_one_is_named(tmp_path):
+    journal = tmp_path / "run" / ROUNDS_FILE
+    plan_round(journal, 1, [("a", 2, "why"), ("b", 2, "why")])
+    with journal.open("ab") as f:
+        f.write(b'{"round": 2, "jobs": [["a", 3, "w')  # killed while writing round 2's plan
+    plan_round(journal, 2, [("b", 3, "again")])
+    assert planned_rounds(journal) == {
+        ("a", 2): {"round": 1, "allocation": "why"},
+        ("b", 2): {"round": 1, "allocation": "why"},
+        ("b", 3): {"round": 2, "allocation": "again"},
+    }
+    journal.write_text('{"round": "one", "jobs": []}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"{re.escape(str(journal))}, line 1, is not a round's plan"):
+        planned_rounds(journal)

@@ -85,6 +85,18 @@ def test_tau2_results_are_detected(tmp_path: Path, capsys: pytest.CaptureFixture
     assert code == 2 and "holds tau2 results, not tau-bench: pass --from tau2" in err
 
 
+def test_a_json_list_of_tau2_simulations_is_detected(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # on the code as found: taken for τ-bench ("holds tau2 results, not tau-bench")
+    sims = json.loads(TAU2.read_text(encoding="utf-8"))["simulations"]
+    path = tmp_path / "sims.json"
+    path.write_text(json.dumps([{**sim, "ticks": [], "speech_environment": None} for sim in sims]))
+    code, _, err = passk(capsys, "import", path, "--out", tmp_path / "runs")
+    assert code == 0, err
+    same_records(load(tmp_path / "runs"), from_tau_bench(path))
+
+
 def test_a_real_inspect_log_is_detected_and_reported(
     small_inspect_logs: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

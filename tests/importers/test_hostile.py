@@ -32,6 +32,7 @@ import pytest
 
 from passk_nb.importers.checks import MAX_BYTES, ImportFormatError, read_capped
 from passk_nb.importers.frame import from_frame
+from passk_nb.importers.harbor import from_harbor
 from passk_nb.importers.inspect_ai import from_inspect
 from passk_nb.importers.tau_bench import from_tau_bench
 from passk_nb.stats.summary import summarize
@@ -161,6 +162,83 @@ def test_tau2_bench_fuzz(tmp_path: Path, field: list[Any]) -> None:
             strict=strict,
             names=[str(path)],
         )
+
+
+def test_tau2_simulations_as_a_list_fuzz(tmp_path: Path) -> None:
+    """τ²-bench's simulations alone, as a JSON list: hostile values in its first simulation (the
+    one the format is told by) are named or skipped, never taken for τ-bench or a crash."""
+    sims = TAU2["simulations"]
+    for (kind, value), strict in itertools.product([*HOSTILE.items(), ("missing", MISSING)], (True, False)):
+        for field in (["task_id"], ["trial"], ["reward_info"], ["termination_reason"], ["messages"]):
+            path = write_json(tmp_path / f"{kind}.json", replaced(sims, [0, *field], value))
+            assert_named_error_or_counted_skip(
+                lambda p=path, s=strict: from_tau_bench(p, strict=s),
+                rows=len(sims),
+                infra=1,
+                strict=strict,
+                names=[str(path)],
+            )
+
+
+# --- Harbor ----------------------------------------------------------------------------
+
+HARBOR_TRIAL = {
+    "task_name": "hello",
+    "trial_name": "hello__0",
+    "source": "demo",
+    "agent_info": {"name": "oracle", "version": "1", "model_info": {"name": "m", "provider": "p"}},
+    "agent_result": {"n_input_tokens": 10, "n_output_tokens": 5, "cost_usd": 0.1},
+    "verifier_result": {"rewards": {"reward": 1.0}},
+    "exception_info": None,
+    "config": {"job_id": "j1"},
+    "started_at": "2026-01-01T10:00:00Z",
+    "finished_at": "2026-01-01T10:01:00Z",
+}
+HARBOR_FIELDS = [["task_name"], ["trial_name"], ["source"], ["agent_info"], ["agent_info", "name"],
+                 ["agent_info", "model_info"], ["agent_info", "model_info", "name"], ["agent_result"],
+                 ["agent_result", "n_input_tokens"], ["verifier_result"], ["verifier_result", "rewards"],
+                 ["verifier_result", "rewards", "reward"], ["exception_info"], ["config"],
+                 ["config", "job_id"], ["started_at"], ["finished_at"]]  # fmt: skip
+
+
+def harbor_job(folder: Path, hostile: Any) -> Path:
+    """A Harbor job of three trials of one task; the second trial's result.json is ``hostile``."""
+    for i in range(3):
+        (folder / f"hello__{i}").mkdir(parents=True)
+        data = hostile if i == 1 else {**HARBOR_TRIAL, "trial_name": f"hello__{i}"}
+        write_json(folder / f"hello__{i}" / "result.json", data)
+    return folder
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("field", HARBOR_FIELDS, ids=lambda f: ".".join(map(str, f)))
+def test_harbor_fuzz(tmp_path: Path, field: list[Any]) -> None:
+    for (kind, value), strict in itertools.product([*HOSTILE.items(), ("missing", MISSING)], (True, False)):
+        job = harbor_job(tmp_path / f"{kind}-{strict}", replaced(HARBOR_TRIAL, field, value))
+        assert_named_error_or_counted_skip(
+            lambda j=job, s=strict: from_harbor(j, errored="failure", strict=s),
+            rows=3 - (value is MISSING and field == ["task_name"]),  # no task_name: not a trial
+            infra=0,
+            strict=strict,
+            names=[str(job)],
+        )
+
+
+def test_a_harbor_result_that_is_deep_a_device_or_a_fifo_is_refused_unread(tmp_path: Path) -> None:
+    job = harbor_job(tmp_path / "deep", DEEP)
+    deep = job / "hello__1" / "result.json"
+    with pytest.raises(ImportFormatError, match=re.escape(f"{deep} nests too deep")):
+        from_harbor(job, errored="failure")
+    job = harbor_job(tmp_path / "device", HARBOR_TRIAL)
+    (job / "hello__1" / "result.json").unlink()
+    (job / "hello__1" / "result.json").symlink_to("/dev/zero")
+    df, said, peak = import_result(lambda: from_harbor(job, errored="failure"))
+    assert df is None and "result.json is a character device, not a regular file" in said and peak < 4 * 2**20
+    (job / "hello__1" / "result.json").unlink()
+    os.mkfifo(job / "hello__1" / "result.json")
+    exc = finishes(lambda: from_harbor(job, errored="failure"))
+    assert isinstance(exc, ImportFormatError) and "result.json is a FIFO" in str(exc)
+    (job / "hello__1" / "result.json").unlink()
 
 
 # --- from_frame ------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ import pytest
 
 from passk_nb.data.records import COLUMNS
 from passk_nb.data.transcript import parse_transcript
+from passk_nb.importers.checks import ImportFormatError
 from passk_nb.importers.tau_bench import from_tau_bench
 from passk_nb.stats.divergence import action_sequence
 from passk_nb.stats.summary import curve
@@ -103,6 +105,31 @@ def test_folder_format_with_simulation_files_named_by_id(tmp_path: Path) -> None
     pd.testing.assert_frame_equal(folder[columns], whole[columns])
 
 
+def simulations_list(tmp_path: Path) -> Path:
+    """τ²-bench's current format: the simulations alone, as a JSON list, each with 2026 fields
+    (``ticks``, ``speech_environment``) besides ``task_id``, ``trial``, ``reward_info`` and
+    ``termination_reason``."""
+    sims = [
+        {**sim, "ticks": [{"tick": 0, "events": []}], "speech_environment": {"voice": None, "noise": 0.1}}
+        for sim in results()["simulations"]
+    ]
+    path = tmp_path / "simulations.json"
+    path.write_text(json.dumps(sims), encoding="utf-8")
+    return path
+
+
+def test_a_json_list_of_simulations_is_read_as_tau2(tmp_path: Path) -> None:
+    # on the code as found: "τ-bench result lacks ['reward']" (taken for a τ-bench v1 list)
+    path = simulations_list(tmp_path)
+    listed = from_tau_bench(path)
+    whole = from_tau_bench(FIXTURE)
+    columns = ["task", "trial", "passed", "outcome", "error", "latency_s", "seed", "n_tool_calls"]
+    pd.testing.assert_frame_equal(listed[columns], whole[columns])
+    assert (listed["provider"] == "tau2-bench").all() and (listed["model"] == "simulations").all()
+    loaded = from_tau_bench(json.loads(path.read_text(encoding="utf-8")), model="m")
+    pd.testing.assert_frame_equal(loaded[columns], whole[columns])
+
+
 # --- the details of a τ²-bench simulation ---------------------------------------------------
 
 
@@ -170,3 +197,21 @@ def test_folder_missing_a_simulation_file_listed_in_the_index_is_an_error(tmp_pa
     (tmp_path / "results.json").write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(ValueError, match=sims[0]["id"]):
         from_tau_bench(tmp_path)
+
+
+@pytest.mark.parametrize("name", ["../../escaped", "/tmp/escaped", "..", "a/../../escaped"])
+def test_a_simulation_index_naming_a_path_is_refused(tmp_path: Path, name: str) -> None:
+    # on the code as found: the index's check looked up <name>.json outside the folder, and the
+    # import went ahead with 9 of the 10 simulations the index lists
+    data = results()
+    sims = data.pop("simulations")
+    data["simulation_index"] = [{"id": s["id"]} for s in sims] + [{"id": name}]
+    folder = tmp_path / "a" / "b"
+    (folder / "simulations").mkdir(parents=True)
+    for sim in sims:
+        (folder / "simulations" / f"{sim['id']}.json").write_text(json.dumps(sim), encoding="utf-8")
+    (tmp_path / "escaped.json").write_text(json.dumps(sims[0]), encoding="utf-8")
+    (folder / "results.json").write_text(json.dumps(data), encoding="utf-8")
+    expected = re.escape(f"{folder / 'results.json'}: the simulation index names a simulation {name!r}")
+    with pytest.raises(ImportFormatError, match=expected + ", which is a path, not a simulation id"):
+        from_tau_bench(folder)

@@ -169,3 +169,25 @@ def test_an_agent_reads_by_its_name_and_a_shared_name_by_its_short_fingerprint()
     two = row_fields(frame.iloc[:2], ["model", "config"])
     assert "config" not in two  # the names tell the two agents apart
     assert "agent=" not in " ".join(" ".join(v) for v in two.values())
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "said"),
+    [
+        ("transcript", "[" * 100_000 + "]" * 100_000, "unreadable transcript: nested too deep to read"),
+        ("state_diff", "[" * 100_000 + "]" * 100_000, "unreadable state diff: nested too deep to read"),
+        ("state_diff", "5", "unreadable state diff: not a list of changes"),
+        ("state_diff", '[1, "a"]', "unreadable state diff: not a list of changes"),
+    ],
+    ids=["deep-transcript", "deep-diff", "number-diff", "junk-diff"],
+)
+def test_a_failed_trial_with_an_unreadable_transcript_or_diff_is_said_not_a_crash(
+    column: str, value: str, said: str
+) -> None:
+    # on the code as found: RecursionError, TypeError, AttributeError (report_html, which
+    # log_mlflow exports, shows the failed trials' transcripts)
+    df = configurations(1).astype({column: object})
+    failed = df.index[~df["passed"].astype(bool)][0]
+    df.loc[failed, column] = value
+    html = report_html(df, k=1, n_boot=0, max_failures=50)
+    assert said in html
