@@ -163,8 +163,9 @@ def test_outcome_columns_count_each_outcome(seed: int) -> None:
 def test_default_by_uses_every_identity_column_of_the_records() -> None:
     df = records_from_marks({("m1", "p1", "t1"): "1xi", ("m1", "p1", "t2"): "11", ("m2", "p1", "t1"): "000"})
     got = counts(df)
-    assert list(got.columns[:9]) == [
+    assert list(got.columns[:10]) == [
         "suite",
+        "suite_hash",
         "provider",
         "model",
         "prompt_name",
