@@ -52,6 +52,7 @@ _FLAGS = (
     (r"threshold=", "--threshold "),
     (r"errored='(\w+)'", r"--errored \1"),
     (r"reward_key=", "--reward-key"),
+    (r"columns=\{'(\w+)': '(\w+)'\}", r"--column \1=\2"),
     (r"from_tau_bench\(\[file_a, file_b\]\)", "passk import FILE_A FILE_B"),
 )
 

@@ -9,7 +9,7 @@ written as new run folders, one per original run, under ``--out`` (default: the 
 folder). A re-graded record names the checks it was graded with in ``provider_meta``
 (``{"grader": {"suite", "checks", "passk_nb", "regraded_from"}}``, ``checks`` the suite's
 fingerprint, :func:`~passk_nb.harness.fingerprint.suite_fingerprint`, the one a run's identity
-holds), gets its
+holds, and its ``suite_hash``), gets its
 own ``run_id``, and its ``config`` label gains ``checks=<fingerprint>`` so that no analysis
 pools two gradings of the same trials.
 """
@@ -53,10 +53,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def regraded_records(df: pd.DataFrame, again: pd.DataFrame, grader: dict[str, str]) -> pd.DataFrame:
-    """The re-graded rows as records of new runs: new ``run_id``, ``config`` and ``provider_meta``."""
+    """The re-graded rows as records of new runs: new ``run_id``, ``suite_hash`` (the grading suite's
+    version), ``config`` and ``provider_meta``."""
     out = again[list(COLUMNS)].copy()
     new_ids = {old: content_id(["regrade", old, grader["checks"]]) for old in df["run_id"].unique()}
     out["run_id"] = df["run_id"].map(new_ids).to_numpy()
+    out["suite_hash"] = grader["checks"]  # the verdicts are this suite version's
     out["config"] = [
         f"{c}, checks={grader['checks']}"
         if isinstance(c, str) and c and c != "default"

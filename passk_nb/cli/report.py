@@ -4,6 +4,7 @@ passk report runs
 passk report runs --where model=llama3.1:8b --by model,prompt_name --format markdown
 passk report runs --format html --out report.html
 passk report runs --price-in 0.15 --price-out 0.6
+passk report runs --all-versions
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from passk_nb.data.store import load
 WHERE_COLUMNS: tuple[str, ...] = (
     "run_id",
     "suite",
+    "suite_hash",
     "provider",
     "model",
     "prompt_name",
@@ -50,8 +52,11 @@ _EPILOG = """examples:
   passk report runs --prices prices.csv                  (per model: model,price_in,price_out)
 --where COLUMN=VALUE keeps the trials whose COLUMN is VALUE; repeat it to filter more: values
 of one column are alternatives (either model), different columns must all match.
-By default one row per configuration (suite, provider, model, prompt, config): configurations
-are never pooled; --by chooses the columns yourself (--by none pools every trial)."""
+By default one row per configuration (suite version, provider, model, prompt, config):
+configurations are never pooled; --by chooses the columns yourself (--by none pools every trial).
+A suite edited between runs (a task, check, tool or prompt) is a new suite version: only the
+newest version of each suite is reported, saying which were left out; --all-versions reports
+every version, each in its own rows."""
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -107,6 +112,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         metavar="CSV",
         help="per-model prices instead: a CSV file with columns model,price_in,price_out "
         "(USD per million tokens), one row per model in the records",
+    )
+    p.add_argument(
+        "--all-versions",
+        action="store_true",
+        help="report every version of each suite (default: only the newest; an edited task, check, "
+        "tool or prompt makes a new version), each in its own rows",
     )
     p.add_argument("--skip-bad-files", action="store_true", help="skip unreadable files with a warning")
     add_quiet(p)
@@ -217,6 +228,20 @@ def _mixes(df: pd.DataFrame, by: list[str], column: str) -> bool:
     return bool((df.groupby(by, dropna=False)[column].nunique(dropna=False) > 1).any())
 
 
+def versions_note(left_out: pd.DataFrame) -> str:
+    """What ``--all-versions`` would add: per suite, the older versions left out and their trials."""
+    lines = []
+    for suite, rows in left_out.groupby("suite", sort=True):
+        older = ", ".join(
+            f"{h or 'unknown'} ({n} trials)" for h, n in zip(rows["suite_hash"], rows["trials"], strict=True)
+        )
+        lines.append(
+            f"suite {suite}: only its newest version, {rows['shown'].iloc[0] or 'unknown'}, is reported; "
+            f"older versions left out: {older} (--all-versions reports them, each in its own rows)"
+        )
+    return "\n".join(lines)
+
+
 def default_k(df: pd.DataFrame) -> int:
     """2, or the most trials any task has when that is fewer (1)."""
     per_task = df.groupby(["run_id", "task"]).size()
@@ -225,7 +250,7 @@ def default_k(df: pd.DataFrame) -> int:
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from passk_nb.stats.params import default_by
-    from passk_nb.stats.report import report_frame  # here: keeps `passk tasks` fast
+    from passk_nb.stats.report import newest_suite_versions, report_frame  # here: keeps `passk tasks` fast
     from passk_nb.view.tables import report_table
 
     refuse_foreign(args.path)  # τ-bench / inspect_ai files: `passk import` first
@@ -233,6 +258,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if df.empty:
         raise CliError(f"no trial records under {args.path}; run `passk run --out {args.path}` first")
     df = apply_where(df, parse_where(args.where, df))
+    note = ""
+    if not args.all_versions:
+        df, left_out = newest_suite_versions(df)
+        note = versions_note(left_out)
     k = args.k or default_k(df)
     usable = df[df["outcome"] != "infra_error"].groupby(["run_id", "task"]).size()
     n_max = int(usable.max()) if len(usable) else 0
@@ -270,8 +299,14 @@ def _cmd_report(args: argparse.Namespace) -> int:
         text = report_html(df, k=k, by=by, ci=args.ci, n_boot=args.n_boot, seed=args.seed, report=report)
     else:
         text = report_table(report, args.format, by=by, ci=args.ci, notes=not args.quiet)
+        if args.format in ("table", "markdown") and note:
+            text += "\n" + note
+            note = ""
         if args.format in ("table", "markdown") and not args.quiet and not args.out:
             text += f"\n{len(df)} trials from {args.path}"
+    if note:  # csv, json, html: their output stays the report's; the note goes to stderr
+        for line in note.splitlines():
+            status(args, line)
     if args.out:
         out = Path(args.out)
         try:

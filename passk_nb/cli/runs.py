@@ -20,7 +20,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "runs",
         help="list the runs stored in a folder: configuration, trials done, infra errors",
         description="One line per run under PATH: run id, provider/model, prompt, configuration, "
-        "trials done / expected, infrastructure errors, when it started and the passk-nb version.",
+        "suite and its version, trials done / expected, infrastructure errors, when it started and "
+        "the passk-nb version.",
         epilog="Then report one of them: passk report PATH --where run_id=RUN_ID",
     )
     p.add_argument("path", help="data folder (or one parquet file) written by `passk run`")
@@ -53,15 +54,13 @@ def runs_frame(df: pd.DataFrame) -> pd.DataFrame:
         row = {
             "run": run_id,
             "provider/model": _values(trials["provider"].astype(str) + "/" + trials["model"].astype(str)),
-            "prompt": _values(
-                trials["prompt_name"].astype(str) + " (" + trials["prompt_hash"].astype(str) + ")"
-            ),
+            "prompt": _values(_bracketed(trials["prompt_name"], trials["prompt_hash"], "")),
         }
         if "config" in trials.columns:
             row["config"] = _values(trials["config"].astype(str))
         row.update(
             {
-                "suite": _values(trials["suite"].astype(str)),
+                "suite": _values(_bracketed(trials["suite"], trials["suite_hash"], "version ")),
                 "trials done/expected": f"{int(real.sum())}/{expected}",
                 "infra errors": int((~real).sum()),
                 "started": "–" if pd.isna(started) else started.strftime("%Y-%m-%d %H:%M UTC"),
@@ -70,6 +69,12 @@ def runs_frame(df: pd.DataFrame) -> pd.DataFrame:
         )
         rows.append(row)
     return pd.DataFrame(rows).sort_values(["started", "run"], kind="stable").reset_index(drop=True)
+
+
+def _bracketed(name: pd.Series, digest: pd.Series, prefix: str) -> pd.Series:
+    """``name (<prefix>digest)`` per row; just the name where the digest is empty (unknown)."""
+    digest = digest.fillna("").astype(str)
+    return name.astype(str) + digest.map(lambda d: f" ({prefix}{d})" if d else "")
 
 
 def _values(column: pd.Series) -> str:

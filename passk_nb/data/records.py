@@ -55,6 +55,13 @@ NOTHING_APPLIED: dict[str, str] = {"faults": NO_FAULTS, "perturbation": NO_PERTU
 _SPEC: dict[str, tuple[pa.DataType, str, str]] = {
     "run_id": (pa.string(), "str", "hash of the run spec; rows of one spec share it"),
     "suite": (pa.string(), "str", "suite name, e.g. 'orders'"),
+    "suite_hash": (
+        pa.string(),
+        "str",
+        "the suite's version: its fingerprint (12 hex chars of everything deciding its outcomes: tasks, "
+        "checks, tools, prompts, initial state); an edited suite is a new version and a new run; '' "
+        "when unknown (records written before this column, imported runs)",
+    ),
     "task": (pa.string(), "str", "task id within the suite"),
     "provider": (pa.string(), "str", "backend name, e.g. 'scripted', 'ollama'"),
     "model": (pa.string(), "str", "model name as given to the backend"),
@@ -154,10 +161,24 @@ DTYPES: dict[str, str] = {name: spec[1] for name, spec in _SPEC.items()}
 DESCRIPTIONS: dict[str, str] = {name: spec[2] for name, spec in _SPEC.items()}
 #: Identity of one trial: a run never holds two rows with the same key.
 KEY: tuple[str, ...] = ("run_id", "task", "trial")
+#: Columns that say what was measured: every analysis groups by each one a frame has unless
+#: ``by=`` says otherwise, so two configurations (or two versions of a suite) are never pooled.
+IDENTITY_COLUMNS: tuple[str, ...] = (
+    "suite",
+    "suite_hash",
+    "provider",
+    "model",
+    "prompt_name",
+    "prompt_hash",
+    "faults",
+    "perturbation",
+    "config",
+)
 #: Fields every record must carry.
 REQUIRED: tuple[str, ...] = ("run_id", "suite", "task", "trial", "passed", "outcome")
 #: Values for fields a record may leave out (everything else not listed becomes null).
 DEFAULTS: dict[str, Any] = {
+    "suite_hash": "",
     "provider": "",
     "model": "",
     "prompt_hash": "",

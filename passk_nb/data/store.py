@@ -9,9 +9,10 @@ files (plus, at worst, a hidden ``.tmp`` file every reader ignores). Writers
 claim each trial first (:class:`TrialClaims`), and :func:`merge` leaves one row
 per trial. Two files can hold the same trial only while a resume retries an
 ``infra_error`` (until its merge) or after a merge was killed (until the next
-merge); :func:`load` keeps one row per ``(run_id, task, trial)`` in every case,
-and reads a consistent set: a file that vanishes while being read, or a merge
-logged while the folder was listed, makes it list the folder again, never skip.
+merge); :func:`load` keeps one row per ``(run_id, task, trial)`` in every case
+(rows of one trial that are no copies of each other are refused, never dropped), and reads
+a consistent set: a file that vanishes while being read, or a merge logged while the folder
+was listed, makes it list the folder again, never skip.
 
 >>> import tempfile
 >>> from passk_nb.data.records import frame_from_records
@@ -48,6 +49,7 @@ from passk_nb.data.records import (
     COLUMNS,
     DEFAULTS,
     DTYPES,
+    IDENTITY_COLUMNS,
     KEY,
     NOT_NULL,
     REQUIRED,
@@ -308,15 +310,63 @@ def _merged_since(logs: Mapping[Path, int], files: Iterable[Path]) -> bool:
     return False
 
 
-def _one_row_per_trial(table: pa.Table) -> pa.Table:
-    """Keep one row per ``(run_id, task, trial)``: a real outcome over an infra error, else the first."""
+#: What two stored rows of one trial must agree on to be the same trial stored twice.
+SAME_TRIAL: tuple[str, ...] = (*IDENTITY_COLUMNS, "outcome")
+
+
+def _one_row_per_trial(table: pa.Table, where: str) -> pa.Table:
+    """Keep one row per ``(run_id, task, trial)``: a real outcome over an infra error, else the first.
+
+    Rows of one trial with real outcomes are copies of one trial (a merge killed half way) only
+    when they agree on :data:`SAME_TRIAL`; otherwise they are different trials under one run id,
+    and keeping one would drop the others without a word: refused, naming them (``where``: the
+    folder, for the message)."""
     if table.num_rows == 0:
         return table
     keys = table.select(list(KEY)).to_pandas()
     keys["_infra"] = table.column("outcome").to_numpy(zero_copy_only=False) == "infra_error"
     keys["_row"] = range(table.num_rows)
+    repeated = keys.duplicated(list(KEY), keep=False) & ~keys["_infra"]
+    if repeated.sum() > 1:
+        compared = [c for c in SAME_TRIAL if c in table.column_names]
+        rows = keys.loc[repeated, list(KEY)].reset_index(drop=True)
+        values = table.take(pa.array(keys.loc[repeated, "_row"].to_numpy())).select(compared).to_pandas()
+        problem = repeated_trials_problem(pd.concat([rows, values], axis=1))
+        if problem:
+            raise ValueError(f"{where}: {problem}")
     keep = keys.sort_values([*KEY, "_infra", "_row"], kind="stable").drop_duplicates(list(KEY), keep="first")
     return table.take(pa.array(keep["_row"].to_numpy()))
+
+
+def repeated_trials_problem(rows: pd.DataFrame, n: int | None = None) -> str | None:
+    """What is wrong when ``rows`` (real outcomes: :data:`~passk_nb.data.records.KEY` and some of
+    :data:`SAME_TRIAL`) hold one trial twice with different values; None when every repeat is a
+    copy (``n``: how many trials clash, when ``rows`` hold only some). Shared by :func:`load` and
+    the counting of a folder without loading it.
+
+    >>> rows = pd.DataFrame({"run_id": "r", "task": "t", "trial": 0, "prompt_name": ["a", "b"]})
+    >>> print(repeated_trials_problem(rows))  # doctest: +ELLIPSIS
+    1 trial is stored more than once with different prompt_name (e.g. run r, task 't', trial 0: ...
+    >>> repeated_trials_problem(pd.concat([rows.iloc[:1]] * 2)) is None
+    True
+    """
+    compared = [c for c in rows.columns if c not in KEY]
+    distinct = rows.astype({c: str for c in compared}).drop_duplicates()
+    clash = distinct[distinct.duplicated(list(KEY), keep=False)]
+    if clash.empty:
+        return None
+    first = clash[(clash[list(KEY)] == clash[list(KEY)].iloc[0]).all(axis=1)]
+    differing = [c for c in compared if first[c].nunique() > 1]
+    n = int(clash[list(KEY)].drop_duplicates().shape[0]) if n is None else n
+    run, task, trial = first[list(KEY)].iloc[0]
+    shown = "; ".join(f"{c} " + " / ".join(map(repr, pd.unique(first[c]))) for c in differing)
+    return (
+        f"{n} trial{' is' if n == 1 else 's are'} stored more than once with different "
+        f"{', '.join(differing)} (e.g. run {run}, task {task!r}, trial {trial}: {shown}): different "
+        "configurations or results under one run id, and keeping one row would drop the others. Give "
+        "each configuration its own run_id (from_frame and `passk import` put every mapped identity "
+        "column in it: import the table again into a new folder), or remove the extra rows"
+    )
 
 
 def load(
@@ -330,7 +380,10 @@ def load(
     Rows are unique by ``(run_id, task, trial)`` and sorted by it; where a
     trial was stored twice (a resumed run retried an ``infra_error``, or a run
     was killed in the middle of its final merge), a real outcome is kept over
-    an infra error, else the first row read.
+    an infra error, else the first row read. No row is dropped that is not such
+    a copy: rows of one ``(run_id, task, trial)`` with real outcomes that differ in
+    an identity column or the outcome (two configurations under one run id) are
+    refused with a ``ValueError`` naming them.
 
     With ``strict=True`` (the default) a file that is not readable as trial
     records raises an error naming it; with ``strict=False`` it is skipped
@@ -354,11 +407,11 @@ def load(
         raise ValueError(
             f"columns must be a list of distinct record columns {list(COLUMNS)}; got {columns!r}"
         )
-    read = None if columns is None else list(dict.fromkeys([*wanted, *KEY, "outcome"]))  # what dedup needs
+    read = None if columns is None else list(dict.fromkeys([*wanted, *KEY, *SAME_TRIAL]))  # what dedup needs
     tables = _read_folder(root, strict, read)
     if not tables:
         return empty_frame()[wanted]
-    table = _one_row_per_trial(pa.concat_tables(tables))
+    table = _one_row_per_trial(pa.concat_tables(tables), f"records under {str(path)!r}")
     if read is None:
         return _frame(table)
     frame = table.to_pandas().astype({c: DTYPES[c] for c in read})
@@ -539,7 +592,7 @@ def _merge_locked(
     inputs = [f for f in files if f in read]
     if len(inputs) < 2 and not doubled:
         return (inputs[0], read[inputs[0]]) if inputs else (None, None)
-    table = _one_row_per_trial(pa.concat_tables([read[f] for f in inputs]))
+    table = _one_row_per_trial(pa.concat_tables([read[f] for f in inputs]), f"records of run {run_dir}")
     merged = write_part(table, folder, run_id, merged=True)
     _delete_parts(inputs)
     return merged, table

@@ -487,6 +487,7 @@ def _run_trials(
         **described,
         "run_id": run_id,
         "suite": the_suite.name,
+        "suite_hash": spec.suite_fingerprint,
         "prompt_hash": spec.prompt_hash,
         "prompt_name": prompt_name,
         "system_prompt": prompt_text,

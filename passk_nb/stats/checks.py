@@ -131,6 +131,6 @@ def records_by(by: str | Sequence[str] | None) -> tuple[str, ...]:
     is every identity column the schema has.
 
     >>> records_by(None)[:3], records_by("model")
-    (('suite', 'provider', 'model'), ('model',))
+    (('suite', 'suite_hash', 'provider'), ('model',))
     """
     return default_by(pd.DataFrame(columns=list(RECORD_COLUMNS)), by)

@@ -22,20 +22,10 @@ from typing import TypeVar
 
 import pandas as pd
 
+from passk_nb.data.records import IDENTITY_COLUMNS
+
 F = TypeVar("F", bound=Callable[..., object])
 
-#: Columns that say what was measured: the default grouping uses every one a frame has, so
-#: two configurations are never pooled unless ``by=`` leaves a column out on purpose.
-IDENTITY_COLUMNS: tuple[str, ...] = (
-    "suite",
-    "provider",
-    "model",
-    "prompt_name",
-    "prompt_hash",
-    "faults",
-    "perturbation",
-    "config",
-)
 #: Default interval level.
 CI = 0.95
 #: Default number of bootstrap resamples.

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from passk_nb.data.records import COLUMNS, DEFAULTS, DTYPES, KEY, OUTCOMES
-from passk_nb.data.store import load, part_files, read_consistent
+from passk_nb.data.store import SAME_TRIAL, load, part_files, read_consistent, repeated_trials_problem
 from passk_nb.stats._grouping import count_trials, group_codes
 from passk_nb.stats.checks import COUNTED_OUTCOMES, INFRA_OUTCOME, check_infra, records_by
 from passk_nb.stats.params import INFRA, share_docs
@@ -77,15 +77,16 @@ def count_folder(
         raise ValueError(f"no trial records under {str(path)!r} (no parquet files)")
     if engine == "auto":
         engine = "duckdb" if importlib.util.find_spec("duckdb") else "pandas"
+    where = f"records under {str(path)!r}"
     if engine == "pandas":
         return count_trials(load(path, columns=[*keys, "passed", "outcome"]), by, infra)
     if root.is_file():
-        return _duckdb_counts([root], keys, infra)
+        return _duckdb_counts([root], keys, infra, where)
     # one consistent set of parts, as load() reads them: listed again when a merge ran meanwhile
-    return read_consistent(root, lambda files: _duckdb_counts(files, keys, infra))
+    return read_consistent(root, lambda files: _duckdb_counts(files, keys, infra, where))
 
 
-def _duckdb_counts(files: list[Path], keys: list[str], infra: str) -> pd.DataFrame:
+def _duckdb_counts(files: list[Path], keys: list[str], infra: str, where: str) -> pd.DataFrame:
     try:
         import duckdb
     except ImportError as exc:
@@ -93,7 +94,7 @@ def _duckdb_counts(files: list[Path], keys: list[str], infra: str) -> pd.DataFra
             'engine="duckdb" needs DuckDB: pip install "passk-nb[duckdb]" (or use engine="pandas")'
         ) from exc
     try:
-        return _duckdb_query(duckdb, files, keys, infra)
+        return _duckdb_query(duckdb, files, keys, infra, where)
     except duckdb.IOException as exc:
         gone = [f for f in files if not f.exists()]
         if gone:  # merged away since the listing: read_consistent lists again
@@ -101,7 +102,7 @@ def _duckdb_counts(files: list[Path], keys: list[str], infra: str) -> pd.DataFra
         raise
 
 
-def _duckdb_query(duckdb: Any, files: list[Path], keys: list[str], infra: str) -> pd.DataFrame:
+def _duckdb_query(duckdb: Any, files: list[Path], keys: list[str], infra: str, where: str) -> pd.DataFrame:
     with duckdb.connect() as con:
         con.register(
             "files", pd.DataFrame({"file": [str(f) for f in files], "file_order": range(len(files))})
@@ -110,6 +111,7 @@ def _duckdb_query(duckdb: Any, files: list[Path], keys: list[str], infra: str) -
         source = f"read_parquet([{paths}], filename = true, file_row_number = true, union_by_name = true)"
         present = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
         needed = list(dict.fromkeys([*keys, *KEY, "passed", "outcome"]))
+        compared = [c for c in SAME_TRIAL if c not in KEY]  # what two rows of one trial must agree on
 
         def column(name: str) -> str:
             default = DEFAULTS.get(name)
@@ -126,6 +128,8 @@ def _duckdb_query(duckdb: Any, files: list[Path], keys: list[str], infra: str) -
 
         _refuse_wrong_outcomes(con, source, present)
         is_infra = f"coalesce(outcome = '{INFRA_OUTCOME}', false)"
+        columns = [column(c) for c in dict.fromkeys([*KEY, *compared])]
+        _refuse_repeated_trials(con, source, columns, is_infra, where)
         infra_count = f"count(*) FILTER (WHERE {is_infra})" if infra == "exclude" else "0"
         outcome_counts = "".join(
             f", count(*) FILTER (WHERE outcome = '{name}') AS {_quote('n_' + name)}"
@@ -174,6 +178,27 @@ def _refuse_wrong_outcomes(con: Any, source: str, present: set[str]) -> None:
     if bad is not None:
         load(bad[0])  # raises the store's message
         raise ValueError(f"{bad[0]} holds records that passk never writes (passed and outcome disagree)")
+
+
+def _refuse_repeated_trials(con: Any, source: str, columns: list[str], is_infra: str, where: str) -> None:
+    """Refuse, as :func:`~passk_nb.data.store.load` does, a trial stored twice with real outcomes
+    that differ in an identity column or the outcome (with the store's message)."""
+    key = ", ".join(_quote(k) for k in KEY)
+    con.execute(
+        f"""CREATE TEMP TABLE clash AS
+            WITH real AS (SELECT DISTINCT {", ".join(columns)} FROM {source} WHERE NOT {is_infra})
+            SELECT {key} FROM real GROUP BY {key} HAVING count(*) > 1"""
+    )
+    n = con.execute("SELECT count(*) FROM clash").fetchone()[0]
+    if not n:
+        return
+    first = con.execute(
+        f"""SELECT DISTINCT {", ".join(columns)} FROM {source}
+            WHERE NOT {is_infra} AND ({key}) IN (SELECT ({key}) FROM clash LIMIT 1)"""
+    ).fetchdf()
+    problem = repeated_trials_problem(first, n=int(n))
+    if problem:
+        raise ValueError(f"{where}: {problem}")
 
 
 def _quote(name: str) -> str:

@@ -116,3 +116,49 @@ def report_frame(
     if by:
         return out.merge(flagged.reset_index(), on=list(by), how="left")
     return out.assign(**{c: int(flagged[c].iloc[0]) for c in flagged.columns})
+
+
+def newest_suite_versions(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``df`` cut to the newest version of each suite, and what it left out.
+
+    A suite's versions are its ``suite_hash`` values (an edited task, check, tool or prompt is a
+    new one; ``""``: unknown, e.g. records older than the column, counted as one version). The
+    newest is the one whose latest trial started last; versions whose trials have no start time,
+    or tied for last, are all kept. The second frame has one row per version left out: ``suite``,
+    ``suite_hash``, its ``trials`` and ``shown``, the version kept in its place. A frame without
+    ``suite_hash`` or ``started_at`` comes back whole.
+
+    >>> from passk_nb.data.records import frame_from_records
+    >>> df = frame_from_records([{"run_id": v, "suite": "s", "suite_hash": v, "task": "t", "trial": 0,
+    ...     "passed": True, "outcome": "pass", "started_at": pd.Timestamp(f"2026-01-0{d}", tz="UTC")}
+    ...     for v, d in [("a1", 1), ("b2", 2)]])
+    >>> kept, left_out = newest_suite_versions(df)
+    >>> kept["suite_hash"].tolist(), left_out[["suite_hash", "trials", "shown"]].values.tolist()
+    (['b2'], [['a1', 1, 'b2']])
+    """
+    columns = ["suite", "suite_hash", "trials", "shown"]
+    if not {"suite", "suite_hash", "started_at"} <= set(df.columns) or df.empty:
+        return df, pd.DataFrame(columns=columns)
+    versions = (
+        df.groupby(["suite", "suite_hash"], sort=True, dropna=False)
+        .agg(trials=("started_at", "size"), last=("started_at", "max"))
+        .reset_index()
+    )
+    dropped: list[dict[str, object]] = []
+    for _, of_suite in versions.groupby("suite", sort=True, dropna=False):
+        timed = of_suite.dropna(subset=["last"])
+        if len(of_suite) < 2 or timed.empty:
+            continue
+        newest = timed["last"].max()
+        shown = ", ".join(str(v) for v in timed.loc[timed["last"] == newest, "suite_hash"])
+        older = timed[timed["last"] < newest]
+        dropped.extend(
+            {"suite": row.suite, "suite_hash": row.suite_hash, "trials": int(row.trials), "shown": shown}
+            for row in older.itertuples()
+        )
+    left_out = pd.DataFrame(dropped, columns=columns)
+    if left_out.empty:
+        return df, left_out
+    gone = pd.MultiIndex.from_frame(left_out[["suite", "suite_hash"]].astype(str))
+    pairs = pd.MultiIndex.from_arrays([df["suite"].astype(str), df["suite_hash"].astype(str)])
+    return df[~pairs.isin(gone)], left_out

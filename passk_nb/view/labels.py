@@ -65,7 +65,8 @@ def group_labels(
     Columns with one value in the whole frame are left out (unless every column is);
     ``prompt_name`` is shown inside the prompt hash's label (``name (hash)``, using
     ``names`` or the frame's ``prompt_name`` column); a ``config`` label keeps only its
-    fields that differ among the rows; ``json_mode`` reads "JSON: schema".
+    fields that differ among the rows; ``json_mode`` reads "JSON: schema", ``suite_hash``
+    "suite version 3f2a9c1".
 
     >>> import pandas as pd
     >>> frame = pd.DataFrame({"model": ["m", "m"], "prompt_hash": ["7441de23b0e2"] * 2,
@@ -196,6 +197,8 @@ def format_value(column: str, value: object, names: dict[str, str]) -> str:
     if column == "prompt_hash":
         name = names.get(str(value))
         return f"{name} ({str(value)[:7]})" if name else str(value)
+    if column == "suite_hash":
+        return f"suite version {str(value)[:7] or 'unknown'}"
     if column == "json_mode":
         return f"JSON: {value}"
     if column in NOTHING_APPLIED:

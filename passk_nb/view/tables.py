@@ -189,17 +189,20 @@ def report_costs(
     return out.merge(shown, on=by, how="left")
 
 
-#: Identity columns shown joined, as one field: provider/model, prompt name (hash).
+#: Identity columns shown joined, as one field: provider/model, prompt name (hash), suite (version);
+#: the part in brackets is left out where it is empty (a prompt or suite of unknown hash).
 _JOINED: tuple[tuple[str, tuple[str, str], str], ...] = (
     ("provider/model", ("provider", "model"), "{}/{}"),
     ("prompt", ("prompt_name", "prompt_hash"), "{} ({})"),
+    ("suite", ("suite", "suite_hash"), "{} (version {})"),
 )
 
 
 def row_fields(frame: pd.DataFrame, by: Sequence[str]) -> dict[str, pd.Series]:
     """``{field: label per row}`` for the grouping columns ``by`` of ``frame``.
 
-    Provider and model read ``provider/model``; prompt name and hash read ``name (hash)``;
+    Provider and model read ``provider/model``; prompt name and hash read ``name (hash)``, a suite
+    and its version ``suite (version hash)`` (an empty hash left out);
     a ``config`` that differs keeps only its differing fields (the rest is ``config, every row``).
 
     >>> frame = pd.DataFrame({"provider": ["p", "p"], "model": ["a", "b"], "config": ["x", "x"]})
@@ -215,10 +218,7 @@ def row_fields(frame: pd.DataFrame, by: Sequence[str]) -> dict[str, pd.Series]:
             name, (first, second), pattern = joined[col]
             if name not in fields:
                 fields[name] = pd.Series(
-                    [
-                        pattern.format(_cell(a), _cell(b))
-                        for a, b in zip(frame[first], frame[second], strict=True)
-                    ],
+                    [_joined(pattern, a, b) for a, b in zip(frame[first], frame[second], strict=True)],
                     index=frame.index,
                 )
         else:
@@ -232,6 +232,17 @@ def row_fields(frame: pd.DataFrame, by: Sequence[str]) -> dict[str, pd.Series]:
         if shared := config_shared(configs):
             fields["config, every row"] = pd.Series(shared, index=frame.index)
     return fields
+
+
+def _joined(pattern: str, first: object, second: object) -> str:
+    """Two identity values as one field; a bracketed second part only when it is known.
+
+    >>> _joined("{} ({})", "default", ""), _joined("{} (version {})", "orders", "3f2a9c1e0b7d")
+    ('default', 'orders (version 3f2a9c1e0b7d)')
+    """
+    if "(" in pattern and _cell(second) in ("–", ""):
+        return _cell(first)
+    return pattern.format(_cell(first), _cell(second))
 
 
 def _cell(value: object) -> str:

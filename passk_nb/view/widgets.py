@@ -59,7 +59,7 @@ from passk_nb.view.transcript_html import (
 CONSISTENCY_ROWS = 20_000
 
 #: Columns :func:`explore` offers as filters, when present with more than one value.
-FILTER_COLUMNS: tuple[str, ...] = ("provider", "model", "prompt_hash", "json_mode", "task")
+FILTER_COLUMNS: tuple[str, ...] = ("suite_hash", "provider", "model", "prompt_hash", "json_mode", "task")
 
 
 class _Rendered:
@@ -290,8 +290,8 @@ def explore(
     seed: int = SEED,
     static: bool | None = None,
 ) -> Explorer:
-    """Filters (provider, model, prompt, JSON mode, task), a k slider, and a summary table and
-    pass@k / pass^k curve that update as they change.
+    """Filters (suite version, provider, model, prompt, JSON mode, task), a k slider, and a summary
+    table and pass@k / pass^k curve that update as they change.
 
     ``by``, ``k``, ``ci``, ``n_boot``, ``seed`` as in :func:`passk_nb.stats.summary.summarize`
     (by default every identity column, so configurations are never pooled).

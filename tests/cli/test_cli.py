@@ -62,7 +62,8 @@ def test_run_prints_the_table_and_where_records_went(tmp_path, capsys):
     run_id = passk_nb.load(tmp_path)["run_id"].iloc[0]
     # one row: every field is the same for all rows, so it is said once, above the table
     identity = f"provider/model: scripted/known-good, prompt: default ({prompt_hash}), config: default"
-    assert caption == f"suite: orders, {identity}"
+    version = passk_nb.load(tmp_path)["suite_hash"].iloc[0]
+    assert len(version) == 12 and caption == f"suite: orders (version {version}), {identity}"
     assert header == [
         "pass@2",
         "pass^2",

@@ -162,7 +162,10 @@ def test_quiet_prints_the_table_only_and_nothing_on_stderr(tmp_path):
     result = run_passk(ENTRY_POINTS["passk"], ["run", "--trials", "2", "--out", str(tmp_path), "--quiet"])
     assert result.returncode == 0 and result.stderr == ""
     caption, header, rule, row = result.stdout.splitlines()
-    assert caption.startswith("suite: orders, provider/model: scripted/known-good")
+    from passk_nb.harness.fingerprint import suite_fingerprint
+
+    version = suite_fingerprint(passk_nb.get_suite("orders"))
+    assert caption.startswith(f"suite: orders (version {version}), provider/model: scripted/known-good")
     assert header.startswith("pass@2 ") and set(rule) <= {"-", "+"} and "10/10 pass" in row
 
 

@@ -4,6 +4,7 @@ import io
 import json
 import shutil
 import subprocess
+import warnings
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -80,7 +81,7 @@ def test_csv_and_json_parse_back_to_summarize(folder, capsys, fmt, tmp_path):
     out_file = tmp_path / f"report.{fmt}"
     passk(capsys, "report", folder, "--format", fmt, "--n-boot", 300, "--seed", 3, "--out", out_file)
     if fmt == "csv":
-        got = pd.read_csv(out_file)
+        got = pd.read_csv(out_file).fillna({"suite_hash": ""})  # an unknown suite version: an empty cell
     else:
         doc = json.loads(out_file.read_text())
         assert (
@@ -385,3 +386,88 @@ def test_prices_and_one_price_are_exclusive(tmp_path, capsys):
     ]
     assert main(argv) == 2
     assert "not both" in capsys.readouterr().err
+
+
+def _waiver_suite(accepted):
+    """A one-task suite whose check accepts the statuses in ``accepted``: loosening it is an edit."""
+    from passk_nb.harness.suites.build import answer, call, make_suite, task
+
+    def set_status(state, ticket_id: str, status: str) -> dict:
+        """Set a ticket's status."""
+        state["tickets"][ticket_id]["status"] = status
+        return {"ticket": ticket_id, "status": status}
+
+    return make_suite(
+        "tickets",
+        instructions="You close support tickets.",
+        tools=[set_status],
+        initial_state=lambda: {"tickets": {"T1": {"status": "open"}}},
+        tasks=[
+            task(
+                "waive-fine",
+                "Please close ticket T1.",
+                script=[call("set_status", ticket_id="T1", status="closed"), answer("Closed T1.")],
+                expect={"tickets.T1.status": lambda value, ok=tuple(accepted): value in ok},
+            )
+        ],
+    )
+
+
+def test_an_edited_suite_is_reported_by_version_never_pooled(tmp_path, capsys):
+    """Run, loosen the check, run twice more into the same folder: the records carry each suite
+    version, `passk runs` tells the runs apart, and the report shows the newest version alone (saying
+    what it left out) or, with --all-versions, one row per version."""
+    import random
+
+    from passk_nb.harness.fingerprint import suite_fingerprint
+
+    rng = random.Random(0)
+
+    def agent(messages):
+        if any(m["role"] == "assistant" for m in messages):
+            return '{"answer": "Done."}'
+        status = rng.choice(["closed", "done", "resolved"])
+        return json.dumps({"tool": "set_status", "args": {"ticket_id": "T1", "status": status}})
+
+    versions = [("closed",), ("closed", "done"), ("closed", "done", "resolved")]
+    runs = []
+    for i, accepted in enumerate(versions):
+        suite = _waiver_suite(accepted)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "suite 'tickets' changed since the runs in ..."
+            df = passk_nb.run(agent, suite=suite, trials=10, out=tmp_path, progress=False, version="v1")
+        assert set(df["suite_hash"]) == {suite_fingerprint(suite)}, i
+        runs.append(df)
+    hashes = [df["suite_hash"].iloc[0] for df in runs]
+    assert len(set(hashes)) == 3 and int(runs[-1]["passed"].sum()) == 10
+
+    listed = passk(capsys, "runs", tmp_path)
+    for h in hashes:
+        assert f"tickets (version {h})" in listed
+
+    out = passk(capsys, "report", tmp_path, "--k", "2", "--where", "task=waive-fine", "--n-boot", "0")
+    assert f"suite: tickets (version {hashes[2]})" in out
+    assert "10/10 pass" in out and "/30 pass" not in out
+    older = ", ".join(f"{h} (10 trials)" for h in sorted(hashes[:2]))
+    assert f"older versions left out: {older}" in out
+
+    every = passk(
+        capsys, "report", tmp_path, "--k", "2", "--all-versions", "--format", "csv", "--n-boot", "0"
+    )
+    table = pd.read_csv(io.StringIO(every))
+    assert sorted(table["suite_hash"]) == sorted(hashes)
+    passes = {h: int(df["passed"].sum()) for h, df in zip(hashes, runs, strict=True)}
+    assert dict(zip(table["suite_hash"], table["successes"], strict=True)) == passes
+
+
+def test_a_prompt_without_a_hash_reads_as_its_name_not_name_and_empty_brackets(tmp_path, capsys):
+    rows = [
+        {"run_id": "r", "suite": "s", "model": "m", "prompt_name": "default", "task": t, "trial": i,
+         "passed": i == 0, "outcome": "pass" if i == 0 else "wrong_output"}
+        for t in ("a", "b") for i in range(2)
+    ]  # fmt: skip
+    frame_from_records(rows).to_parquet(tmp_path / "records.parquet")
+    listed = passk(capsys, "runs", tmp_path / "records.parquet")
+    report = passk(capsys, "report", tmp_path / "records.parquet", "--n-boot", 0)
+    assert "()" not in listed and "()" not in report
+    assert " default " in listed.splitlines()[2] and "prompt: default," in report.splitlines()[0]

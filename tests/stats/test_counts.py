@@ -163,8 +163,9 @@ def test_outcome_columns_count_each_outcome(seed: int) -> None:
 def test_default_by_uses_every_identity_column_of_the_records() -> None:
     df = records_from_marks({("m1", "p1", "t1"): "1xi", ("m1", "p1", "t2"): "11", ("m2", "p1", "t1"): "000"})
     got = counts(df)
-    assert list(got.columns[:9]) == [
+    assert list(got.columns[:10]) == [
         "suite",
+        "suite_hash",
         "provider",
         "model",
         "prompt_name",
@@ -248,7 +249,7 @@ def test_bad_infra_mode_names_the_choices() -> None:
 
 def write_folder(folder, seed: int = 0) -> None:
     """Parts of three runs, a trial stored twice (infra error, then a real outcome), a trial
-    stored twice with two real outcomes, and an old file without the prompt_name column."""
+    stored twice alike (a merge killed half way), and an old file without the prompt_name column."""
     rng = np.random.default_rng(seed)
     for run, (model, prompt) in enumerate([("m-b", "p1"), ("m-a", "p1"), ("m-a", "p2")]):
         for part in range(2):
@@ -276,7 +277,7 @@ def write_folder(folder, seed: int = 0) -> None:
     write_part([{**retry, "trial": 7, "passed": False, "outcome": "infra_error"}], folder, "r0")
     write_part([{**retry, "trial": 7, "passed": True, "outcome": "pass"}], folder, "r0")
     write_part([{**retry, "trial": 8, "passed": False, "outcome": "format_error"}], folder, "r0")
-    write_part([{**retry, "trial": 8, "passed": True, "outcome": "pass"}], folder, "r0")
+    write_part([{**retry, "trial": 8, "passed": False, "outcome": "format_error"}], folder, "r0")
     old = table_from_records(
         {
             "run_id": "r9",
@@ -316,8 +317,27 @@ def test_duplicate_trials_are_counted_once_as_load_keeps_them(folder) -> None:
     got = counts(folder, by="run_id", engine="duckdb").set_index(["run_id", "task"])
     loaded = load(folder)
     kept = loaded[(loaded["run_id"] == "r0") & (loaded["task"] == "t0") & loaded["trial"].isin([7, 8])]
-    assert kept["outcome"].tolist() == ["pass", "format_error"]  # real outcome first, then first file
+    assert kept["outcome"].tolist() == ["pass", "format_error"]  # a real outcome, and one of two copies
     assert got.loc[("r0", "t0"), "n"] + got.loc[("r0", "t0"), "n_infra"] == 8  # 6 trials + 2 stored twice
+
+
+@pytest.mark.parametrize("column", ["outcome", "prompt_name", "suite_hash"])
+def test_a_trial_stored_twice_unlike_is_refused_by_every_route_never_dropped(folder, column) -> None:
+    """Two real rows of one (run_id, task, trial) that differ in what was measured are two trials
+    under one run id: load and both counting routes refuse them, naming them, rather than keep one."""
+    row = {"run_id": "r0", "suite": "orders", "model": "m-b", "prompt_hash": "p1", "prompt_name": "P1"}
+    row |= {"task": "t1", "trial": 9, "passed": False, "outcome": "format_error"}
+    other = {"outcome": {"passed": True, "outcome": "pass"}, "prompt_name": {"prompt_name": "P2"}}
+    write_part([row], folder, "r0")
+    write_part([{**row, **other.get(column, {column: "0123456789ab"})}], folder, "r0")
+    message = rf"1 trial is stored more than once with different {column} \(e.g. run r0, task 't1', trial 9"
+    with pytest.raises(ValueError, match=message):
+        load(folder)
+    with pytest.raises(ValueError, match=message):
+        load(folder, columns=["model", "task", "passed"])
+    for engine in ("duckdb", "pandas"):
+        with pytest.raises(ValueError, match=message):
+            counts(folder, engine=engine)
 
 
 def test_one_file_counts_too(folder) -> None:

@@ -122,6 +122,7 @@ def test_summarize_group_keys_and_by_forms() -> None:
     default = summarize(df, k=1, n_boot=0)  # every identity column: never pools models, prompts or runs
     identity = [
         "suite",
+        "suite_hash",
         "provider",
         "model",
         "prompt_name",
@@ -130,7 +131,7 @@ def test_summarize_group_keys_and_by_forms() -> None:
         "perturbation",
         "config",
     ]
-    assert list(default.columns[:8]) == identity
+    assert list(default.columns[:9]) == identity
     assert default["model"].tolist() == ["m1", "m2"] and "task" not in default.columns
 
 

@@ -500,3 +500,22 @@ def test_explore_never_pools_configurations():
     summary = explore(df, k=2, n_boot=0, static=False).summary()
     assert len(summary) == 12 and summary["trials"].eq(60).all()
     assert summary.groupby(["prompt_hash", "config"]).ngroups == 12
+
+
+def test_explore_keeps_suite_versions_apart_and_filters_by_them():
+    """Two versions of one suite (a loosened check): two rows and a suite-version filter, never one."""
+    loose = "bbbbbbbbbbbb"  # the loosened check passes every trial; the strict one the first
+    df = frame_from_records(
+        {"run_id": v, "suite": "s", "suite_hash": v, "task": t, "trial": i, "model": "m",
+         "passed": v == loose or i == 0, "outcome": "pass" if v == loose or i == 0 else "wrong_state"}
+        for v in ("aaaaaaaaaaaa", loose) for t in ("t1", "t2") for i in range(2)
+    )  # fmt: skip
+    ex = explore(df, k=1, n_boot=0, static=False)
+    assert sorted(ex.summary()["successes"]) == [2, 4]
+    assert [label for label, _ in ex.filters["suite_hash"].options] == [
+        "suite version aaaaaaa",
+        "suite version bbbbbbb",
+    ]
+    assert "suite version bbbbbbb" in ex.table.value
+    ex.filters["suite_hash"].value = ("bbbbbbbbbbbb",)
+    assert ex.summary()["successes"].tolist() == [4]
