@@ -496,7 +496,7 @@ def _run_trials(
         "harness_version": __version__,
     }
     out_dir = out
-    note_changes(out_dir, spec)
+    note_changes(out_dir, spec, prompt_name)
     done = existing_trials(out_dir, run_id)
     if done and unseen:
         raise ValueError(
