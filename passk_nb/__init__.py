@@ -15,11 +15,40 @@ The analysis, plotting and widget functions are imported on first use, so the
 ``passk`` command starts quickly.
 """
 
+import importlib.abc
+import importlib.util
+import sys
 from importlib import import_module
+from types import ModuleType
 from typing import Any
 
 from passk_nb._version import __version__
-from passk_nb.stats import accessor as _accessor  # noqa: F401  (registers the df.passk accessor)
+
+
+class _AccessorWithPandas(importlib.abc.MetaPathFinder):
+    """Registers the ``df.passk`` accessor as soon as pandas has loaded, so that ``import passk_nb``
+    registers it without loading pandas itself (``passk --version`` stays instant)."""
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname != "pandas":
+            return None
+        sys.meta_path.remove(self)  # the real finders find pandas; this one runs once
+        spec = importlib.util.find_spec(fullname)
+        if spec is not None and spec.loader is not None:
+            loader_exec = spec.loader.exec_module
+
+            def exec_then_register(module: ModuleType) -> None:
+                loader_exec(module)
+                import_module("passk_nb.stats.accessor")
+
+            setattr(spec.loader, "exec_module", exec_then_register)  # noqa: B010  (this loader only)
+        return spec
+
+
+if "pandas" in sys.modules:
+    import_module("passk_nb.stats.accessor")
+else:
+    sys.meta_path.insert(0, _AccessorWithPandas())
 
 #: Public names, imported on first use -> the module that defines them. Nothing heavy loads
 #: with ``import passk_nb``: the analysis never loads the runner, ``passk tasks`` starts fast.

@@ -25,6 +25,15 @@ def test_importing_the_package_registers_the_accessor_but_not_the_heavy_modules(
     assert out.strip() == "True []"
 
 
+def test_importing_the_package_first_loads_no_pandas_and_still_registers_the_accessor():
+    code = (
+        "import sys, passk_nb; print('pandas' in sys.modules, 'numpy' in sys.modules); "
+        "import pandas as pd; print(hasattr(pd.DataFrame, 'passk'))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False", "True"]
+
+
 def test_accessor_on_an_unsuitable_frame_is_an_attribute_error_naming_the_columns():
     frame = pd.DataFrame({"task": ["t"], "passed": [True]})
     with pytest.raises(AttributeError, match="outcome"):

@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn, TextIO
 
+from passk_nb.stats.params import TooFewTasksWarning
+
 PROG = "passk"
 
 
@@ -198,6 +200,8 @@ _TRANSLATIONS: tuple[tuple[str, str], ...] = (
     ),
     (r"see its documentation for the options it takes", "see `passk run --help`"),
     (r"choose k ≤ (\d+)", r"choose --k ≤ \1"),
+    (r"choose a smaller k\b", "choose a smaller --k"),
+    (r"try test='boschloo'", "try --test boschloo"),
     (r"\bk=(\d+) is larger than", r"--k \1 is larger than"),
     (r"the base URL \(base_url=\)", "--base-url"),
     (r"trial_timeout must", "--trial-timeout must"),
@@ -275,6 +279,31 @@ class _LogToStderr(logging.Handler):
         self.quiet = quiet
         #: Commands may say a record their own way: rewrite(record) -> the line's text, or None.
         self.rewrite: Callable[[logging.LogRecord], str | None] | None = None
+        #: Set by a command whose output's notes explain a declined interval: no warning then.
+        self.notes_explain_declined = False
+        self._said_declined = False
+
+    def show_warning(
+        self,
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
+        """A Python warning as a ``passk: warning:`` line; a declined interval for new tasks in the
+        command's words, once, and not under ``--quiet`` or where the output's notes say it."""
+        if isinstance(message, TooFewTasksWarning):
+            if self.quiet or self.notes_explain_declined or self._said_declined:
+                return
+            self._said_declined = True
+            rows = "" if message.rows == 1 else f" ({message.declined} of {message.rows} rows)"
+            message = (
+                f"no interval for new tasks{rows}: fewer than {message.min_tasks} tasks; read the "
+                "interval for these tasks re-run (these tasks, *fixed_lo/*fixed_hi), or add tasks"
+            )
+        warn(str(message))
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
@@ -291,17 +320,6 @@ class _LogToStderr(logging.Handler):
             self.handleError(record)
 
 
-def _show_warning(
-    message: Warning | str,
-    category: type[Warning],
-    filename: str,
-    lineno: int,
-    file: TextIO | None = None,
-    line: str | None = None,
-) -> None:
-    warn(str(message))
-
-
 @contextmanager
 def cli_output(quiet: bool = False) -> Iterator[_LogToStderr]:
     """Within the block, Python warnings and the ``passk_nb`` logger print as ``passk:`` lines."""
@@ -313,7 +331,7 @@ def cli_output(quiet: bool = False) -> Iterator[_LogToStderr]:
     logger.propagate = False
     with warnings.catch_warnings():
         warnings.simplefilter("default")
-        warnings.showwarning = _show_warning
+        warnings.showwarning = handler.show_warning
         try:
             yield handler
         finally:

@@ -15,27 +15,29 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from importlib import import_module
 
 from passk_nb._version import __version__
-from passk_nb.cli import (
-    cases,
-    check_suite,
-    common,
-    export,
-    gate,
-    import_,
-    probe,
-    regrade,
-    report,
-    run,
-    runs,
-    tasks,
-)
+from passk_nb.cli import common
 from passk_nb.cli.common import PROG, ArgumentParser, CliError, cli_output, error_message
 from passk_nb.cli.terminal import escaped_streams
 
-#: The subcommands, in the order ``--help`` lists them; each module registers its own parser.
-COMMANDS = (run, runs, report, import_, export, tasks, cases, check_suite, gate, regrade, probe)
+#: The subcommands' modules (``passk_nb.cli.<name>``), in the order ``--help`` lists them; each
+#: registers its own parser. Imported when the parser is built, so ``--version`` loads none.
+COMMANDS = (
+    "run",
+    "runs",
+    "report",
+    "compare",
+    "import_",
+    "export",
+    "tasks",
+    "cases",
+    "check_suite",
+    "gate",
+    "regrade",
+    "probe",
+)
 #: Exceptions that mean the input was wrong (a bad flag value, a missing file, a missing extra).
 USER_ERRORS = (CliError, ValueError, TypeError, OSError, ImportError)
 
@@ -54,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
-        command.add_parser(sub)
+        import_module(f"passk_nb.cli.{command}").add_parser(sub)
     return parser
 
 
@@ -94,7 +96,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             common.command_flags = None
 
 
+def asks_version(argv: Sequence[str]) -> bool:
+    """Does ``argv`` ask for ``passk --version`` (before any command)? Answered before the
+    commands, and the pandas they use, are imported.
+
+    >>> asks_version(["--version"]), asks_version(["run", "--version"])
+    (True, False)
+    """
+    for arg in argv:
+        if arg == "--version":
+            return True
+        if not arg.startswith("-"):
+            return False
+    return False
+
+
 def _main(argv: Sequence[str] | None) -> int:
+    if asks_version(sys.argv[1:] if argv is None else argv):
+        print(f"{PROG} {__version__}")
+        return 0
     try:
         args = _parse(build_parser(), argv)
         with cli_output(quiet=getattr(args, "quiet", False)) as handler:

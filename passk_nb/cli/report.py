@@ -286,6 +286,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if args.prices is not None and args.price_in is not None:
         raise CliError("give --prices (per model) or --price-in/--price-out (one price for all), not both")
     prices = read_prices(args.prices, df) if args.prices is not None else None
+    if args.format in ("table", "markdown") and hasattr(args, "log_handler"):
+        args.log_handler.notes_explain_declined = True  # its notes say where an interval was declined
     report = report_frame(df, k=k, by=by, ci=args.ci, n_boot=args.n_boot, seed=args.seed)
     if args.price_in is not None or prices is not None:
         from passk_nb.view.tables import report_costs

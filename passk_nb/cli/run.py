@@ -368,6 +368,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return 0
     if until is not None:
         print(f"{until.question}: {until.progress(df)}")
+    if handler is not None:  # the table's notes say where an interval was declined
+        handler.notes_explain_declined = True
     report = report_frame(df, k=k, ci=args.ci, n_boot=args.n_boot)
     by = [c for c in report.columns[: list(report.columns).index("k")]]
     print(report_table(report, by=by, ci=args.ci, notes=not args.quiet))

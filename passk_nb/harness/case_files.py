@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import Any
 
 from passk_nb.harness.cases import case_name, validate_cases
+from passk_nb.harness.suites.registry import raised_at
 
 Agent = Callable[[Any], Any]
 
@@ -31,7 +32,7 @@ def _module_from_file(path: Path) -> ModuleType:
         spec.loader.exec_module(module)
     except Exception as exc:
         del sys.modules[name]
-        raise ImportError(f"running {path} failed: {type(exc).__name__}: {exc}") from exc
+        raise ImportError(f"running {path} failed: {type(exc).__name__}{raised_at(exc)}: {exc}") from exc
     return module
 
 
@@ -130,7 +131,9 @@ def load_agent(spec: str) -> Agent:
                 ) from exc
             raise ImportError(f"importing {target!r} failed: {exc}; install the missing module") from exc
         except Exception as exc:
-            raise ImportError(f"importing {target!r} failed: {type(exc).__name__}: {exc}") from exc
+            raise ImportError(
+                f"importing {target!r} failed: {type(exc).__name__}{raised_at(exc)}: {exc}"
+            ) from exc
     if not hasattr(module, attr):
         defined = sorted(
             n

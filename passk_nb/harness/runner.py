@@ -182,7 +182,8 @@ def run(
     """Run every task ``trials`` times against ``provider`` and return the trial records.
 
     ``provider`` is a registered name (``"scripted"``, ``"ollama"``, ...), an
-    object with ``chat(messages)``, or a function of the messages. Backend
+    object with ``chat(messages)``, or a function of the messages (what it receives and
+    returns: :mod:`passk_nb.harness.providers.function`). Backend
     options such as ``base_url=`` pass through to the backend. ``prompt`` is a
     prompt name of the suite (``"default"``, ``"strict"``) or the full system
     prompt text. ``json_mode``: ``"off"``, ``"json"`` (or True) or ``"schema"``
@@ -499,7 +500,7 @@ def _run_trials(
         "harness_version": __version__,
     }
     out_dir = out
-    note_changes(out_dir, spec)
+    note_changes(out_dir, spec, prompt_name)
     done = existing_trials(out_dir, run_id)
     if done and unseen:
         raise ValueError(

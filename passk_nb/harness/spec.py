@@ -10,7 +10,7 @@ from typing import Any
 
 from passk_nb.data.ids import content_id, spec_hash
 from passk_nb.data.records import NO_PERTURBATION
-from passk_nb.data.store import read_specs
+from passk_nb.data.store import load, read_specs
 from passk_nb.harness.faults import NO_FAULTS
 from passk_nb.harness.protocol import PROTOCOLS
 from passk_nb.harness.suites.base import Suite
@@ -236,9 +236,19 @@ def normalize_json_mode(value: Any) -> str:
     raise ValueError(f"json_mode must be one of {list(JSON_MODES)} (or True/False), got {value!r}")
 
 
-def note_changes(out: Path, spec: RunSpec) -> None:
+def _prompt_names(run_dir: Path) -> set[str]:
+    """The prompt names a stored run's records carry (none when it holds no readable records: no
+    trials that a new run could have resumed)."""
+    try:
+        return set(load(run_dir, columns=["prompt_name"])["prompt_name"])
+    except (OSError, ValueError):
+        return set()
+
+
+def note_changes(out: Path, spec: RunSpec, prompt_name: str) -> None:
     """Say so when the folder holds runs of this backend and model that differ only in the suite,
-    the prompt text or the agent's code: what changed is a new run and does not resume them."""
+    the text of the prompt named ``prompt_name`` or the agent's code: what changed is a new run and
+    does not resume them. Another prompt name is another prompt on purpose (a grid): no warning."""
     mine = asdict(spec)
     same_except = {key for key in mine if key not in ("prompt_hash", "settings", "suite_fingerprint")}
     specs = read_specs(out)
@@ -258,14 +268,17 @@ def note_changes(out: Path, spec: RunSpec) -> None:
             stacklevel=4,
         )
     others = [o for o in alike if o.get("suite_fingerprint") == spec.suite_fingerprint]
+    other_texts = [
+        run_id
+        for run_id, o in specs.items()
+        if o in others and o.get("prompt_hash") != spec.prompt_hash and o.get("settings") == spec.settings
+    ]
     prompts = sorted(
-        o["prompt_hash"]
-        for o in others
-        if o.get("prompt_hash") != spec.prompt_hash and o.get("settings") == spec.settings
+        {specs[run_id]["prompt_hash"] for run_id in other_texts if prompt_name in _prompt_names(out / run_id)}
     )
     if prompts:
         warnings.warn(
-            f"{out} holds runs of this provider/model/settings under other prompt texts "
+            f"{out} holds runs of this provider/model/settings with prompt {prompt_name!r} of another text "
             f"(prompt hashes {', '.join(prompts)}); the prompt changed (now {spec.prompt_hash}), so this is "
             "a new run and does not resume them",
             UserWarning,

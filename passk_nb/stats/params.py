@@ -18,9 +18,10 @@ ci: the interval's level (default 0.95).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-import pandas as pd
+if TYPE_CHECKING:  # light: the CLI imports this module before any command loads pandas
+    import pandas as pd
 
 from passk_nb.data.records import IDENTITY_COLUMNS
 
@@ -38,6 +39,18 @@ INFRA = "exclude"
 #: ``benchmarks/coverage.py``: below five tasks the interval that keeps its coverage spans
 #: nearly [0, 1] (mean width ≥ 0.95 at three tasks), so it is declined instead.
 MIN_TASKS = 5
+
+
+class TooFewTasksWarning(UserWarning):
+    """The interval for new tasks was declined in ``declined`` of ``rows`` rows: they have fewer
+    than ``min_tasks`` tasks. A warning of its own so that an interface can say it in its own
+    words (the ``passk`` command's notes already say it; ``--quiet`` silences it)."""
+
+    def __init__(self, message: str, *, declined: int, rows: int, min_tasks: int):
+        super().__init__(message)
+        self.declined, self.rows, self.min_tasks = declined, rows, min_tasks
+
+
 #: Level of each task's Jeffreys interval for p over which the fixed-task variance takes its largest
 #: value (:func:`passk_nb.stats.intervals.fixed_task_variance`).
 FIXED_LEVEL = 0.8
@@ -113,6 +126,7 @@ def share_docs(fn: F) -> F:
 def default_by(df: pd.DataFrame, by: str | Sequence[str] | None) -> tuple[str, ...]:
     """``by`` as a tuple of columns; for None, the identity columns ``df`` has.
 
+    >>> import pandas as pd
     >>> default_by(pd.DataFrame(columns=["task", "model", "prompt_hash", "run_id"]), None)
     ('model', 'prompt_hash', 'run_id')
     >>> default_by(pd.DataFrame(columns=["task", "model"]), "model")

@@ -66,7 +66,18 @@ from passk_nb.stats.intervals import (
     plugin_task_variance,
     t_interval,
 )
-from passk_nb.stats.params import CI, INFRA, METHOD, METHODS, MIN_TASKS, N_BOOT, SEED, default_by, share_docs
+from passk_nb.stats.params import (
+    CI,
+    INFRA,
+    METHOD,
+    METHODS,
+    MIN_TASKS,
+    N_BOOT,
+    SEED,
+    TooFewTasksWarning,
+    default_by,
+    share_docs,
+)
 
 #: The metrics, in the order they appear in long frames.
 METRICS: tuple[str, ...] = ("pass@k", "pass^k")
@@ -619,21 +630,41 @@ def _cells(
 
 
 def warn_declined(out: pd.DataFrame, by: tuple[str, ...], min_tasks: int, *, stacklevel: int = 3) -> None:
-    """One warning naming the groups whose population interval was declined, and what to quote instead."""
-    declined = (out["ci_method"] == DECLINED).to_numpy()
-    if not declined.any():
+    """One short warning when the interval for new tasks was declined, naming the rows only by the
+    columns that tell them apart (:class:`~passk_nb.stats.params.TooFewTasksWarning`).
+
+    >>> import warnings
+    >>> out = pd.DataFrame({"model": ["a", "b"], "suite": "s", "ci_method": [DECLINED, "t"]})
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_declined(out, ("suite", "model"), 5)
+    >>> print(caught[0].message)
+    no interval for new tasks in 1 of 2 rows (model='a'): fewer than min_tasks=5 tasks; quote the \
+fixed-task interval (*fixed_lo/*fixed_hi) or add tasks
+    """
+    is_declined = (out["ci_method"] == DECLINED).to_numpy()
+    if not is_declined.any():
         return
-    rows = out[declined].drop_duplicates(subset=list(by) or None)
-    names = [
-        f"{_group_name(row, by)} ({int(row['n_tasks_covered'])} tasks)" for _, row in rows.head(3).iterrows()
-    ]
-    more = f" and {len(rows) - 3} more" if len(rows) > 3 else ""
+    if not by:  # one group: every row is the frame's
+        groups, declined = out.head(1), out.head(1)
+    else:
+        groups = out.drop_duplicates(subset=list(by))
+        declined = out[is_declined].drop_duplicates(subset=list(by))
+    if len(declined) == len(groups):
+        where = "" if len(groups) == 1 else f" in all {len(groups)} rows"
+    else:
+        telling = tuple(col for col in by if groups[col].nunique(dropna=False) > 1)
+        names = [_group_name(row, telling) for _, row in declined.head(3).iterrows()]
+        more = ", ..." if len(declined) > 3 else ""
+        where = f" in {len(declined)} of {len(groups)} rows ({', '.join(names)}{more})"
     warnings.warn(
-        f"no interval for new tasks for {', '.join(names)}{more}: with fewer than {min_tasks} tasks "
-        "no interval keeps its coverage without spanning nearly [0, 1] (the *_lo/*_hi columns are "
-        "NaN). Quote the fixed-task interval instead (these tasks, re-rolled: the *fixed_lo/*fixed_hi "
-        "columns), or add tasks",
-        UserWarning,
+        TooFewTasksWarning(
+            f"no interval for new tasks{where}: fewer than min_tasks={min_tasks} tasks; quote the "
+            "fixed-task interval (*fixed_lo/*fixed_hi) or add tasks",
+            declined=len(declined),
+            rows=len(groups),
+            min_tasks=min_tasks,
+        ),
         stacklevel=stacklevel,
     )
 

@@ -12,6 +12,7 @@ import passk_nb
 from passk_nb.cli.main import main
 from passk_nb.harness.providers.base import BaseProvider
 from passk_nb.stats.summary import summarize
+from tests.helpers.fake_servers import ci_only
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -236,7 +237,13 @@ def test_readme_starts_with_exactly_the_two_commands_and_ci_runs_the_second():
     assert commands[1] in ci
 
 
+FRESH_VENV_WHY = (
+    "re-installs the package in a fresh virtualenv from a package index (minutes, needs the network)"
+)
+
+
 @pytest.mark.slow
+@ci_only(FRESH_VENV_WHY)
 def test_readme_first_command_in_a_fresh_virtualenv(tmp_path):
     """The README's first command, verbatim, in a copy of the repo with a brand-new venv."""
     work = tmp_path / "checkout"
@@ -254,6 +261,28 @@ def test_readme_first_command_in_a_fresh_virtualenv(tmp_path):
     assert "scripted/known-good" in result.stdout and "15/15 pass" in result.stdout
     assert (work / ".venv" / "bin" / "passk").exists()
     assert len(passk_nb.load(work / "runs")) == 15
+
+
+def test_the_fresh_virtualenv_test_is_skipped_offline_with_its_reason(tmp_path):
+    """A user's plain `pytest` (no CI, no PASSK_REQUIRE_ALL) skips it and says why; CI runs it."""
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "PASSK_REQUIRE_ALL")}
+    test = "tests/cli/test_cli.py::test_readme_first_command_in_a_fresh_virtualenv"
+    argv = [
+        sys.executable,
+        "-m",
+        "pytest",
+        test,
+        "-rs",
+        "-p",
+        "no:nbmake",
+        "-o",
+        "addopts=",
+        "-p",
+        "no:cacheprovider",
+    ]
+    result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert "1 skipped" in result.stdout, result.stdout[-2000:]
+    assert FRESH_VENV_WHY in result.stdout.replace("\n", " ")
 
 
 def test_readme_output_is_what_the_first_command_prints(tmp_path, monkeypatch, capsys):

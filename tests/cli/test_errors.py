@@ -146,6 +146,19 @@ def test_version(entry):
     assert result.stdout == f"passk {passk_nb.__version__}\n"
 
 
+@pytest.mark.parametrize("entry", [*ENTRY_POINTS.values(), [sys.executable, "-m", "passk_nb.cli.main"]])
+def test_version_imports_nothing_heavy(entry):
+    """`passk --version` answers before any command, pandas, numpy or a provider SDK loads."""
+    python, *rest = entry
+    if python != sys.executable:  # the installed script, run by the same interpreter
+        python, rest = sys.executable, [python]
+    result = run_passk([python, "-X", "importtime", *rest], ["--version"])
+    assert result.returncode == 0 and result.stdout == f"passk {passk_nb.__version__}\n"
+    imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if "|" in line}
+    assert "passk_nb" in imported  # the import log was read
+    assert not imported & {"pandas", "numpy", "anthropic", "scipy", "pyarrow"}
+
+
 def test_warnings_are_passk_lines_not_python_warnings(folders, tmp_path):
     mixed = tmp_path / "mixed"
     (mixed / "r").mkdir(parents=True)

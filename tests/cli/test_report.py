@@ -178,8 +178,7 @@ def test_a_group_of_only_infra_errors_says_so(tmp_path, capsys):
 
 def test_runs_lists_each_run(folder, tmp_path, capsys):
     passk_nb.run("scripted", trials=2, out=tmp_path, progress=False)
-    with pytest.warns(UserWarning, match="the prompt changed"):
-        passk_nb.run("scripted", trials=1, out=tmp_path, progress=False, prompt="strict")
+    passk_nb.run("scripted", trials=1, out=tmp_path, progress=False, prompt="strict")
     out = passk(capsys, "runs", tmp_path)
     lines = out.splitlines()
     header = [c.strip() for c in lines[0].split(" | ")]

@@ -8,6 +8,7 @@ import sys
 import textwrap
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -55,14 +56,26 @@ def test_rerun_resumes_and_extends_without_duplicates(tmp_path):
     assert not passk_nb.load(tmp_path).duplicated(["run_id", "task", "trial"]).any()
 
 
-def test_different_prompt_is_a_different_run(tmp_path):
+def test_different_prompt_is_a_different_run_without_a_warning(tmp_path):
     a = passk_nb.run("scripted", trials=1, out=tmp_path, progress=False)
-    with pytest.warns(UserWarning, match=r"prompt changed \(now [0-9a-f]{12}\), so this is a new run"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # another prompt name is a grid built on purpose: nothing to say
         b = passk_nb.run("scripted", trials=1, out=tmp_path, progress=False, prompt="strict")
     assert a["run_id"].iloc[0] != b["run_id"].iloc[0]
     assert a["prompt_hash"].iloc[0] != b["prompt_hash"].iloc[0]
     assert set(b["prompt_name"]) == {"strict"}
     assert len(passk_nb.load(tmp_path)) == 10
+
+
+def test_an_edited_prompt_text_under_the_same_name_warns_that_the_prompt_changed(tmp_path):
+    text = passk_nb.get_suite("orders").prompts["default"]
+    passk_nb.run("scripted", trials=1, out=tmp_path, progress=False, prompt=text, prompt_name="mine")
+    with pytest.warns(
+        UserWarning, match=r"prompt 'mine' of another text .* prompt changed \(now [0-9a-f]{12}\)"
+    ):
+        passk_nb.run(
+            "scripted", trials=1, out=tmp_path, progress=False, prompt=text + " Be brief.", prompt_name="mine"
+        )
 
 
 def test_custom_prompt_text_and_unknown_prompt_name(tmp_path):

@@ -184,6 +184,42 @@ def test_a_suite_from_your_own_module_runs_from_the_cli(tmp_path, monkeypatch, c
         get_suite("my_notes:NOPE")
 
 
+BROKEN = """from passk_nb.harness.suites import get_suite
+
+SUITE = get_suite("orders")
+RATE = 1 / 0
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "where"),
+    [
+        ("broken_mod.py", BROKEN, "broken_mod.py:4: division by zero"),
+        ("unclosed_mod.py", "SUITE = [\n", "unclosed_mod.py:1:"),
+        ("needs_dep.py", "import no_such_dependency_xyz\n", "needs_dep.py:1: No module named"),
+    ],
+)
+@pytest.mark.parametrize("spelling", ["{stem}:SUITE", "./{name}:SUITE"])
+def test_a_suite_module_that_raises_is_named_with_file_and_line(
+    tmp_path, monkeypatch, name, text, where, spelling
+):
+    (tmp_path / name).write_text(text)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=r"raised \w+ at " + re.escape(where)) as caught:
+        get_suite(spelling.format(stem=name[:-3], name=name))
+    assert "\n" not in str(caught.value)
+
+
+def test_a_missing_suite_name_lists_the_suites_the_module_holds(tmp_path, monkeypatch):
+    (tmp_path / "two_suites.py").write_text(
+        "from passk_nb.harness.suites import get_suite\n"
+        "SUITE = get_suite('orders')\nBANK = get_suite('bank')\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=r"'two_suites' has no 'SUIT'; its Suite objects: SUITE, BANK"):
+        get_suite("two_suites:SUIT")
+
+
 def test_the_readme_suite_example_runs_as_written(tmp_path):
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     section = readme.split("## More suites, and your own", 1)[1]

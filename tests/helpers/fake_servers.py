@@ -616,11 +616,26 @@ class RecordingProxy:
         self._thread.join(timeout=5)
 
 
+def required_all() -> bool:
+    """Must every test run here? ``PASSK_REQUIRE_ALL`` is set (``.ci/run`` sets it)."""
+    return os.environ.get("PASSK_REQUIRE_ALL", "") not in ("", "0")
+
+
+def in_ci() -> bool:
+    """Is this CI: ``CI`` is true (as CI services set it) or ``PASSK_REQUIRE_ALL`` is set?"""
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes") or required_all()
+
+
+def ci_only(why: str) -> pytest.MarkDecorator:
+    """Run the test only in CI (:func:`in_ci`); elsewhere skip it, saying ``why``."""
+    return pytest.mark.skipif(not in_ci(), reason=f"{why}; runs in CI (CI=true or PASSK_REQUIRE_ALL=1)")
+
+
 def require(available: bool, what: str) -> None:
     """Skip the test when ``what`` is missing, or fail it when ``PASSK_REQUIRE_ALL`` is set (CI sets it)."""
     if available:
         return
-    if os.environ.get("PASSK_REQUIRE_ALL", "") not in ("", "0"):
+    if required_all():
         pytest.fail(f"{what} is missing, and PASSK_REQUIRE_ALL is set: this test must run here")
     pytest.skip(f"{what} is missing (set PASSK_REQUIRE_ALL=1 to make this a failure)")
 

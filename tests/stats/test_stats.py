@@ -221,6 +221,25 @@ def test_same_seed_same_interval_and_groups_do_not_influence_each_other() -> Non
     pd.testing.assert_frame_equal(alone.reset_index(drop=True), first.iloc[[1]].reset_index(drop=True))
 
 
+def test_a_declined_interval_is_said_once_short_in_python_keywords() -> None:
+    """One warning per call, naming rows only by what tells them apart, in keywords (min_tasks=)."""
+    from passk_nb.stats.params import TooFewTasksWarning
+
+    cells = {(m, p, t): "1100" for m in ("m1", "m2") for p in ("p1", "p2") for t in "abc"}
+    few = trials(cells)
+    for call in (lambda: summarize(few, k=2), lambda: curve(few), lambda: compare(few, a="p1", b="p2", k=2)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            call()
+        [said] = [w for w in caught if issubclass(w.category, TooFewTasksWarning)]
+        text = str(said.message)
+        assert len(text) < 200 and "min_tasks=5" in text, text
+        assert "--" not in text and "suite=" not in text and "prompt_hash=" not in text
+    more = trials({**cells, **{("m1", "p1", t): "1100" for t in "defg"}})
+    with pytest.warns(TooFewTasksWarning, match=r"in 3 of 4 rows \(model='m1' prompt_hash='p2', .*\)"):
+        summarize(more, k=2)
+
+
 def test_bootstrap_interval_is_the_percentile_interval_of_task_resamples() -> None:
     # Two tasks (pass^2 = 1 and 1/6): resampled means are 1/6, 7/12, 1 with probability 1/4, 1/2, 1/4.
     boot = {"by": "model", "method": "bootstrap", "min_tasks": 2}
@@ -232,7 +251,9 @@ def test_bootstrap_interval_is_the_percentile_interval_of_task_resamples() -> No
 
 def test_population_interval_is_declined_below_min_tasks_with_a_warning() -> None:
     four = trials({("m", "p", t): "1100" for t in "abcd"})
-    with pytest.warns(UserWarning, match=r"no interval for new tasks for model='m' \(4 tasks\).*fixed-task"):
+    with pytest.warns(
+        UserWarning, match=r"no interval for new tasks: fewer than min_tasks=5 tasks.*fixed-task"
+    ):
         row = summarize(four, k=2, by="model").iloc[0]
     assert math.isnan(row["pass^k_lo"]) and row["ci_method"] == "declined: too few tasks"
     assert row["pass^k_se_fixed"] > 0  # the fixed-task interval is always given

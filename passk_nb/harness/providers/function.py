@@ -1,5 +1,13 @@
 """The callable provider: any Python function ``messages -> str`` (or object with ``chat``) is an agent.
 
+The agent is called once per turn with the conversation so far, OpenAI-style
+``{"role": ..., "content": ...}`` dicts: the system prompt first (the suite's instructions,
+tools and reply protocol), the task as the first ``user`` message, each of its replies as an
+``assistant`` message, and what the harness answers as a **user** message: a tool's result
+as ``Tool result (NAME): {"ok": ...}`` (or ``{"error": ...}``), a malformed reply as
+``Format error: ...``. It returns its next reply as text: under the JSON protocol one JSON
+object, ``{"tool": NAME, "args": {...}}`` or ``{"answer": TEXT}`` (the README shows a turn).
+
 The run identity of a Python agent includes a fingerprint of its code and the plain data
 it reads (:mod:`passk_nb.harness.fingerprint`), so an edited agent is a new run; pass
 ``version=`` to pin the identity yourself. A function that takes a ``seed`` keyword gets

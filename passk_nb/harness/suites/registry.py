@@ -8,6 +8,8 @@ import importlib
 import importlib.util
 import os
 import sys
+import sysconfig
+import traceback
 from contextlib import contextmanager
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -53,16 +55,74 @@ def _import_suite(spec: str) -> Suite:
     is_file = where.endswith(".py") or "/" in where or os.sep in where
     try:
         module = _load_file(Path(where)) if is_file else _load_module(where)
-    except ImportError as exc:
+    except Exception as exc:
+        if isinstance(exc, _NotLoadable) or _names_the_module(exc, where):
+            raise ValueError(
+                f"cannot import {where!r} for suite {spec!r}: {exc}; run from the folder that holds it, "
+                "give its file path (path/to/suite.py:NAME) or install it"
+            ) from None
+        # the suite's own code failed as it loaded: name where, in one line
         raise ValueError(
-            f"cannot import {where!r} for suite {spec!r}: {exc}; run from the folder that holds it, "
-            "give its file path (path/to/suite.py:NAME) or install it"
-        ) from None
-    except Exception as exc:  # the suite's own code failed as it loaded: name it in one line
-        raise ValueError(f"loading {where!r} for suite {spec!r} raised {type(exc).__name__}: {exc}") from exc
+            f"loading {where!r} for suite {spec!r} raised {type(exc).__name__}{raised_at(exc)}: {exc}"
+        ) from exc
     if not hasattr(module, attribute):
-        raise ValueError(f"{where!r} has no {attribute!r}; give module:NAME of a Suite object")
+        suites = [name for name, value in vars(module).items() if isinstance(value, Suite)]
+        held = f"its Suite objects: {', '.join(suites)}" if suites else "it holds no Suite object"
+        raise ValueError(f"{where!r} has no {attribute!r}; {held} (give {where}:NAME of one)")
     return _checked(getattr(module, attribute), spec)
+
+
+class _NotLoadable(ImportError):
+    """The file to load is missing or not Python (nothing of it ran)."""
+
+
+def _names_the_module(exc: BaseException, module: str) -> bool:
+    """Is ``exc`` the module itself not being found (rather than an import inside it failing)?"""
+    name = getattr(exc, "name", None)
+    return isinstance(exc, ModuleNotFoundError) and bool(name) and (module + ".").startswith(f"{name}.")
+
+
+def raised_at(exc: BaseException) -> str:
+    """`` at FILE:LINE``: where the user's code raised ``exc`` as a module loaded (the innermost
+    frame outside Python's own modules, installed packages and passk_nb; a syntax error's own
+    line), the path relative to the working directory when under it; empty when unknown.
+
+    >>> try:
+    ...     exec(compile("x = 1\\n1 / 0", "my_suite.py", "exec"))
+    ... except ZeroDivisionError as exc:
+    ...     raised_at(exc)
+    ' at my_suite.py:2'
+    """
+    if isinstance(exc, SyntaxError) and exc.filename and exc.lineno:
+        return f" at {_shown(exc.filename)}:{exc.lineno}"
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = [frame for frame in frames if not _foreign(frame.filename)]
+    if not frames:
+        return ""
+    frame = (ours or frames)[-1]
+    return f" at {_shown(frame.filename)}:{frame.lineno}"
+
+
+#: Folders whose frames are never the user's: Python's own modules, installed packages, passk_nb.
+_NOT_USER_CODE = tuple(
+    str(Path(p).resolve()) + os.sep
+    for p in {
+        *(sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")),
+        str(Path(__file__).resolve().parents[2]),
+    }
+)
+
+
+def _foreign(filename: str) -> bool:
+    return filename.startswith("<") or str(Path(filename).resolve()).startswith(_NOT_USER_CODE)
+
+
+def _shown(filename: str) -> str:
+    path = Path(filename)
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except (ValueError, OSError):
+        return filename
 
 
 @contextmanager
@@ -82,7 +142,7 @@ def _load_module(name: str) -> Any:
 
 def _load_file(path: Path) -> Any:
     if not path.is_file():
-        raise ImportError(f"no file {str(path)!r}")
+        raise _NotLoadable(f"no file {str(path)!r}")
     name = path.stem
     loaded = sys.modules.get(name)
     if loaded is not None and getattr(loaded, "__file__", None) == str(path.resolve()):
@@ -93,7 +153,7 @@ def _load_file(path: Path) -> Any:
             return sys.modules[name]
     loader_spec = importlib.util.spec_from_file_location(name, path.resolve())
     if loader_spec is None or loader_spec.loader is None:
-        raise ImportError(f"{str(path)!r} is not a Python file")
+        raise _NotLoadable(f"{str(path)!r} is not a Python file")
     module = importlib.util.module_from_spec(loader_spec)
     sys.modules[name] = module  # dataclasses and pickling look their module up by name
     try:
