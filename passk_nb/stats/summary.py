@@ -52,7 +52,7 @@ import pandas as pd
 
 from passk_nb.stats._grouping import group_ids, group_sums
 from passk_nb.stats.checks import check_k, check_options
-from passk_nb.stats.counts import counted_folder, estimate_counts, restore_dtypes
+from passk_nb.stats.counts import Counts, as_counts
 from passk_nb.stats.estimators import pass_at_k, pass_hat_k
 from passk_nb.stats.exact import unique_rows
 from passk_nb.stats.intervals import (
@@ -66,7 +66,7 @@ from passk_nb.stats.intervals import (
     plugin_task_variance,
     t_interval,
 )
-from passk_nb.stats.params import CI, INFRA, METHOD, METHODS, MIN_TASKS, N_BOOT, SEED, default_by, share_docs
+from passk_nb.stats.params import CI, INFRA, METHOD, METHODS, MIN_TASKS, N_BOOT, SEED, share_docs
 
 #: The metrics, in the order they appear in long frames.
 METRICS: tuple[str, ...] = ("pass@k", "pass^k")
@@ -151,7 +151,7 @@ def interval_text(lo: float, hi: float) -> str:
 
 @share_docs
 def summarize(
-    df: pd.DataFrame | str | os.PathLike[str],
+    df: Counts | pd.DataFrame | str | os.PathLike[str],
     *,
     k: int,
     by: str | Sequence[str] | None = None,
@@ -238,12 +238,11 @@ def summarize(
     0     m        5   0.333      0.008      0.909
     """
     warn_adaptive(df)
-    df = counted_folder(df, by)
-    by = default_by(df, by)
     check_options(ci=ci, n_boot=n_boot, seed=seed)
     check_method(method, METHODS, min_tasks)
     check_k(k)
-    table = estimate_counts(df, by, infra)
+    counted = as_counts(df, by=by, infra=infra)
+    by, table = counted.by, counted.table
     n_max = int(table["n"].max())
     if n_max == 0 and table["n_infra"].sum() > 0:
         raise ValueError(
@@ -261,8 +260,7 @@ def summarize(
         "method": method,
         "min_tasks": min_tasks,
     }
-    gid, groups = group_ids(table, by)
-    grouping = gid, restore_dtypes(groups, df)
+    grouping = counted.groups()
     out = _monotone_summary(table, by, [k], grouping=grouping, **options)
     _warn_coverage(out, by, k)
     warn_declined(out, by, min_tasks)
@@ -305,7 +303,7 @@ def _with_infra_bound(
 
 @share_docs
 def curve(
-    df: pd.DataFrame | str | os.PathLike[str],
+    df: Counts | pd.DataFrame | str | os.PathLike[str],
     ks: Iterable[int] | None = None,
     *,
     by: str | Sequence[str] | None = None,
@@ -357,11 +355,10 @@ def curve(
     >>> curve(table, ks=[1, 2], n_boot=0).equals(curve(df, ks=[1, 2], n_boot=0))
     True
     """
-    df = counted_folder(df, by)
-    by = default_by(df, by)
     check_options(ci=ci, n_boot=n_boot, seed=seed)
     check_method(method, METHODS, min_tasks)
-    table = estimate_counts(df, by, infra)
+    counted = as_counts(df, by=by, infra=infra)
+    by, table = counted.by, counted.table
     ks = list(range(1, int(table["n"].max()) + 1)) if ks is None else list(ks)
     if not ks:
         raise ValueError("no k to evaluate: every task has 0 usable trials, or ks is empty")
@@ -374,8 +371,7 @@ def curve(
         "method": method,
         "min_tasks": min_tasks,
     }
-    gid, groups = group_ids(table, by)
-    wide = _monotone_summary(table, by, ks, grouping=(gid, restore_dtypes(groups, df)), **options)
+    wide = _monotone_summary(table, by, ks, grouping=counted.groups(), **options)
     partial = wide["n_tasks_covered"] < wide["n_tasks"]
     if partial.any():
         ks_partial = sorted(set(wide.loc[partial, "k"]))
