@@ -13,7 +13,7 @@ from scipy import stats as sps
 
 from passk_nb.stats._grouping import distinct_codes, group_ids, group_means, group_sums, shared_columns
 from passk_nb.stats.checks import check_k, check_options, require_columns
-from passk_nb.stats.counts import counted_folder, counts
+from passk_nb.stats.counts import Counts, as_counts, counts
 from passk_nb.stats.estimators import pass_at_k, pass_hat_k
 from passk_nb.stats.exact import boschloo_exact_2x2, fisher_exact_2x2, unique_rows
 from passk_nb.stats.intervals import (
@@ -37,7 +37,7 @@ FAMILIES: tuple[str, ...] = ("tarone", "all")
 
 @share_docs
 def compare(
-    df: pd.DataFrame | str | os.PathLike[str],
+    df: Counts | pd.DataFrame | str | os.PathLike[str],
     *,
     on: str = "prompt_hash",
     a: object,
@@ -136,7 +136,7 @@ class PairedTasks:
 
 
 def paired_tasks(
-    df: pd.DataFrame | str | os.PathLike[str],
+    df: Counts | pd.DataFrame | str | os.PathLike[str],
     *,
     on: str,
     a: object,
@@ -146,8 +146,8 @@ def paired_tasks(
     infra: str,
 ) -> PairedTasks:
     """The tasks with at least k usable trials under both arms, paired (see :func:`compare`)."""
-    df = counted_folder(df, by, on)
-    arm_a, arm_b = _arms(df, on, a, b)
+    counted = as_counts(df, by=by, infra=infra, on=on)
+    arm_a, arm_b = _arms(counted.table, on, a, b)
     by = _default_by(by, on, arm_a, arm_b)
     if "task" in by or on in by:
         raise ValueError(
@@ -173,6 +173,7 @@ def paired_tasks(
             f"no task has {k} usable trials under both arms; run more trials or choose a smaller k"
         )
     gid, groups = group_ids(paired, by)
+    groups = counted.restore(groups)
     n_a, c_a, n_b, c_b = (paired[col].to_numpy().astype(np.int64) for col in ("n_a", "c_a", "n_b", "c_b"))
     return PairedTasks.from_counts(by, k, gid, groups, n_a, c_a, n_b, c_b)
 
@@ -248,7 +249,7 @@ def differs(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 
 @share_docs
 def flips(
-    df: pd.DataFrame | str | os.PathLike[str],
+    df: Counts | pd.DataFrame | str | os.PathLike[str],
     *,
     on: str = "prompt_hash",
     a: object,
@@ -301,8 +302,8 @@ def flips(
     >>> round(float(out.loc[0, "q_value"]), 4)
     0.0286
     """
-    df = counted_folder(df, by, on)
-    arm_a, arm_b = _arms(df, on, a, b)
+    counted = as_counts(df, by=by, infra=infra, on=on)
+    arm_a, arm_b = _arms(counted.table, on, a, b)
     by = _default_by(by, on, arm_a, arm_b)
     if on in by:
         raise ValueError(f"by={list(by)} must not contain on={on!r}")
@@ -324,7 +325,7 @@ def flips(
         raise ValueError(f"no task has usable trials under both {on}={a!r} and {on}={b!r}")
     table = paired[["c_a", "n_a", "c_b", "n_b"]].to_numpy().astype(np.int64)
     p_value, min_p, reachable = _tests(test, table)
-    out = paired[keys].reset_index(drop=True)
+    out = counted.restore(paired[keys].reset_index(drop=True))
     out["successes_a"], out["trials_a"], out["successes_b"], out["trials_b"] = table.T
     out["rate_a"], out["rate_b"] = table[:, 0] / table[:, 1], table[:, 2] / table[:, 3]
     out["delta"] = out["rate_b"] - out["rate_a"]
