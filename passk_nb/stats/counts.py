@@ -107,7 +107,7 @@ class Counts:
     @property
     def rounds(self) -> int:
         """How many rounds the per-round cells hold (0: none)."""
-        return sum(str(col).startswith(f"n{ROUND}") for col in self.table.columns)
+        return len(round_columns(self.table)) // 2
 
     def restore(self, frame: pd.DataFrame) -> pd.DataFrame:
         """``frame`` (a few rows of key columns, e.g. a statistic's groups) with the dtypes its key
@@ -137,6 +137,7 @@ def as_counts(
     by: str | Sequence[str] | None = None,
     infra: str = INFRA,
     on: str | None = None,
+    outcomes: bool = False,
 ) -> Counts:
     """The :class:`Counts` of ``data``: the only code that tells trial records, a counts table and a
     run folder apart. Every statistic starts from it.
@@ -147,6 +148,8 @@ def as_counts(
     {by}
     {infra}
     on: a column the counts are also grouped by (a paired analysis's arms).
+    outcomes: from trial records, also the ``n_<outcome>`` columns, with the key columns' own dtypes
+        (for a result that shows the table's rows); a counts table or a folder keeps what it has.
 
     >>> import pandas as pd
     >>> df = pd.DataFrame({"model": ["m1", "m1", "m2"], "task": ["a", "a", "a"],
@@ -171,9 +174,14 @@ def as_counts(
     keys = tuple(dict.fromkeys([*default_by(data, by), *_also(on)]))
     if is_counts_table(data):
         return Counts(counts(data, by=keys, infra=infra), keys, infra, "counts")
-    table = _grouping.count_trials(data, keys, infra, outcomes=False, categorical_keys=True)
+    table = _grouping.count_trials(data, keys, infra, outcomes=outcomes, categorical_keys=not outcomes)
     dtypes = {col: data[col].dtype for col in dict.fromkeys([*keys, "task"])}
     return Counts(_with_rounds(table, data, keys, infra), keys, infra, "records", dtypes)
+
+
+def round_columns(table: pd.DataFrame) -> list[str]:
+    """The per-round count columns (``n@i``, ``c@i``) of a counts table."""
+    return [col for col in table.columns if isinstance(col, str) and col[:2] in (f"n{ROUND}", f"c{ROUND}")]
 
 
 def _also(on: str | None) -> tuple[str, ...]:
