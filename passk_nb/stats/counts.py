@@ -2,8 +2,10 @@
 
 One row per (group, task) with n usable trials, c successes and n_infra
 infrastructure errors left out of n, from trial records, a counts table or a folder of parquet
-records (:mod:`passk_nb.stats.parquet_counts`, without loading the trials). The counting
-kernel is :mod:`passk_nb.stats._grouping`; the argument checks are in :mod:`passk_nb.stats.checks`.
+records (:mod:`passk_nb.stats.parquet_counts`, without loading the trials). Every statistic starts
+from :func:`as_counts`, the one place that tells those inputs apart: a :class:`Counts` (the table,
+its ``by`` and infra policy, where it came from). The counting kernel is
+:mod:`passk_nb.stats._grouping`; the argument checks are in :mod:`passk_nb.stats.checks`.
 """
 
 from __future__ import annotations
@@ -238,51 +240,6 @@ def _with_rounds(table: pd.DataFrame, df: pd.DataFrame, keys: tuple[str, ...], i
         columns[f"n{ROUND}{i}"] = merged["n"].fillna(0).to_numpy()
         columns[f"c{ROUND}{i}"] = merged["c"].fillna(0).to_numpy()
     return table.assign(**columns)
-
-
-def counted_folder(
-    df: pd.DataFrame | str | os.PathLike[str], by: str | Sequence[str] | None, *also: str
-) -> pd.DataFrame:
-    """``df`` as it is, or, when it is the path of a folder of parquet records, its counts table
-    (:func:`counts`, without loading the records: DuckDB when installed), counted by ``by`` (None:
-    every identity column of the records) and the ``also`` columns (an analysis's ``on=``), with
-    infra errors kept apart in ``n_infra`` so that ``infra="fail"`` can still count them."""
-    if not isinstance(df, str | os.PathLike):
-        return df
-    return counts(df, by=list(dict.fromkeys([*records_by(by), *also])))
-
-
-def estimate_counts(
-    df: pd.DataFrame | str | os.PathLike[str], by: tuple[str, ...], infra: str
-) -> pd.DataFrame:
-    """:func:`counts` with at least ``n``, ``c`` and ``n_infra``, for analyses that need no outcome
-    counts: of trial records, without the ``n_<outcome>`` columns (the outcome column is then only
-    compared with ``infra_error``, never factorised) and with categorical key columns (no strings
-    copied; :func:`group_ids` of the table compares integer codes). Give results the key columns'
-    own dtypes back with :func:`restore_dtypes`."""
-    if isinstance(df, pd.DataFrame) and not is_counts_table(df):
-        return _grouping.count_trials(df, by, infra, outcomes=False, categorical_keys=True)
-    return counts(df, by=by, infra=infra)
-
-
-def restore_dtypes(keys: pd.DataFrame, source: object) -> pd.DataFrame:
-    """``keys`` (a few rows of key columns, e.g. the groups of :func:`group_ids`) with the dtypes
-    those columns have in ``source``, the frame they were counted from.
-
-    >>> import pandas as pd
-    >>> source = pd.DataFrame({"model": ["m", "m"]})
-    >>> keys = pd.DataFrame({"model": pd.Categorical(["m"])})
-    >>> str(keys["model"].dtype), restore_dtypes(keys, source)["model"].dtype == source["model"].dtype
-    ('category', True)
-    """
-    if not isinstance(source, pd.DataFrame):
-        return keys
-    changed = {
-        col: source[col].dtype
-        for col in keys.columns
-        if col in source.columns and keys[col].dtype != source[col].dtype
-    }
-    return keys.astype(changed) if changed else keys
 
 
 def is_counts_table(df: object) -> bool:
