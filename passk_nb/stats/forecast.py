@@ -41,6 +41,7 @@ from passk_nb.stats.checks import check_k, check_options
 from passk_nb.stats.counts import Counts, as_counts, round_columns
 from passk_nb.stats.estimators import pass_hat_k
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, share_docs
+from passk_nb.stats.result import described
 
 #: Fewer tasks than this and the forecast declines (NaN and a warning). Measured with
 #: benchmarks/forecast_validation.py (n = 4, 200 suites): the interval still covered at 5 and 8
@@ -550,7 +551,10 @@ def forecast(
         else:
             frame = _suite(n, c, fits, ks_, ci, n_boot, rng, reason)
             frames.append(frame.assign(**group)[[*by_, *frame.columns]])
-    return pd.concat(frames, ignore_index=True)
+    out = pd.concat(frames, ignore_index=True)
+    return described(
+        out, "forecast", by=(*by_, "task") if per_task else by_, k=ks_.tolist(), ci=ci, infra=infra
+    )
 
 
 def _suite(

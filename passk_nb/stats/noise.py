@@ -34,6 +34,7 @@ from passk_nb.stats.checks import check_k
 from passk_nb.stats.counts import Counts, as_counts
 from passk_nb.stats.estimators import pass_hat_k
 from passk_nb.stats.params import INFRA, share_docs
+from passk_nb.stats.result import described
 
 
 def g_pass_at_k(n: npt.ArrayLike, c: npt.ArrayLike, k: npt.ArrayLike, tau: float) -> float | np.ndarray:
@@ -189,4 +190,4 @@ def noise_floor(
             )
         rows.append(row)
     columns = [*by_, "n_tasks", "k", "trials", "icc", "flip_rate", "sd_run", "min_difference", "note"]
-    return pd.DataFrame(rows, columns=columns)
+    return described(pd.DataFrame(rows, columns=columns), "noise_floor", by=by_, k=k, infra=infra)

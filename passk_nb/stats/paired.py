@@ -25,6 +25,7 @@ from passk_nb.stats.intervals import (
     population_interval,
 )
 from passk_nb.stats.params import CI, INFRA, MIN_TASKS, N_BOOT, PAIRED_METHODS, SEED, default_by, share_docs
+from passk_nb.stats.result import described
 from passk_nb.stats.summary import DECLINED, METRICS, warn_declined
 
 #: Per-task tests of :func:`flips`; the first is the default.
@@ -89,7 +90,8 @@ def compare(
     check_method(method, PAIRED_METHODS, min_tasks)
     check_k(k)
     tasks = paired_tasks(df, on=on, a=a, b=b, k=k, by=by, infra=infra)
-    return paired_frame(tasks, ci=ci, n_boot=n_boot, seed=seed, method=method, min_tasks=min_tasks)
+    out = paired_frame(tasks, ci=ci, n_boot=n_boot, seed=seed, method=method, min_tasks=min_tasks)
+    return described(out, "compare", by=tasks.by, k=k, ci=ci, method=method, infra=infra)
 
 
 @dataclass(frozen=True)
@@ -346,7 +348,7 @@ def flips(
     out["q_value"] = q_value
     out["flip"] = np.nan_to_num(q_value, nan=1.0) < alpha
     _warn_power(out, gid, reachable, alpha, test)
-    return out
+    return described(out, "flips", by=by, method=test, infra=infra)
 
 
 def _tarone(reachable: np.ndarray, alpha: float) -> np.ndarray:

@@ -24,6 +24,7 @@ from passk_nb.stats.checks import check_k, check_options
 from passk_nb.stats.counts import Counts, as_counts
 from passk_nb.stats.paired import PairedTasks, differs, paired_frame, paired_tasks
 from passk_nb.stats.params import CI, INFRA, MIN_TASKS, N_BOOT, PAIRED_METHOD, SEED, default_by, share_docs
+from passk_nb.stats.result import described
 from passk_nb.stats.summary import summarize
 
 CORRECTIONS = ("holm", "bh")
@@ -108,7 +109,8 @@ def rank(
         tests = _pairs(data, arms, on, by_, options, alpha, correction)
         out = tests if pairs else _ranking(data, arms, on, by_, options, tests)
         frames.append(out.assign(**group)[[*by_, *out.columns]])
-    return pd.concat(frames, ignore_index=True)
+    out = pd.concat(frames, ignore_index=True)
+    return described(out, "rank", by=by_, k=k, ci=ci, method=PAIRED_METHOD, infra=infra)
 
 
 def _shared_by(df: pd.DataFrame, by: str | Sequence[str] | None, on: str) -> tuple[str, ...]:

@@ -23,6 +23,7 @@ from passk_nb.stats.counts import Counts, as_counts, counts
 from passk_nb.stats.estimators import pass_at_k, pass_hat_k
 from passk_nb.stats.paired import _arms, _default_by, compare
 from passk_nb.stats.params import CI, INFRA, MIN_TASKS, N_BOOT, PAIRED_METHOD, SEED, share_docs
+from passk_nb.stats.result import described, result_by
 
 __all__ = ["robustness", "robustness_tasks", "ROBUSTNESS_ON"]
 
@@ -133,7 +134,9 @@ def robustness_tasks(
     ordered = ["pass@k_base", "pass@k", "pass^k_base", "pass^k", "delta", "breaks"]
     out = pd.concat(frames, ignore_index=True)
     front = [col for col in out.columns if col not in ("n_base", "c_base", "n", "c", *ordered)]
-    return out[[*front, "n_base", "c_base", "n", "c", *ordered]]
+    out = out[[*front, "n_base", "c_base", "n", "c", *ordered]]
+    by_ = [col for col in front if col in table.columns and col not in (on, "task")]
+    return described(out, "robustness_tasks", by=by_, k=k, infra=infra)
 
 
 @share_docs
@@ -228,4 +231,6 @@ def robustness(
         paired["n_broken"] = [len(b) for b in broken]
         paired["broken"] = [", ".join(b) for b in broken]
         frames.append(paired)
-    return pd.concat(frames, ignore_index=True)
+    out = pd.concat(frames, ignore_index=True)
+    by_ = result_by(frames[0], "compare()")  # every arm's compare groups alike
+    return described(out, "robustness", by=by_, k=k, ci=ci, method=method, infra=infra)

@@ -67,6 +67,7 @@ from passk_nb.stats.intervals import (
     t_interval,
 )
 from passk_nb.stats.params import CI, INFRA, METHOD, METHODS, MIN_TASKS, N_BOOT, SEED, share_docs
+from passk_nb.stats.result import described, result_by
 
 #: The metrics, in the order they appear in long frames.
 METRICS: tuple[str, ...] = ("pass@k", "pass^k")
@@ -97,7 +98,10 @@ class Summary(pd.DataFrame):
         needed = {"k", "pass@k", "pass^k", "pass^k_fixed_lo", "trials", "successes", "n_tasks"}
         if not needed <= set(self.columns) or len(self) > _HTML_ROWS:
             return pd.DataFrame(self)._repr_html_()
-        by = list(self.columns[: list(self.columns).index("k")])
+        try:
+            by = list(result_by(self, "summarize()"))
+        except ValueError:  # a frame that does not say, or lost a grouping column: shown as it is
+            return pd.DataFrame(self)._repr_html_()
         varying = [col for col in by if self[col].nunique(dropna=False) > 1] or by
         shown = pd.DataFrame({col: self[col] for col in varying})
         k = self["k"].iloc[0]
@@ -264,7 +268,8 @@ def summarize(
     out = _monotone_summary(table, by, [k], grouping=grouping, **options)
     _warn_coverage(out, by, k)
     warn_declined(out, by, min_tasks)
-    return Summary(_with_infra_bound(out, table, by, k, infra, grouping))
+    summary = Summary(_with_infra_bound(out, table, by, k, infra, grouping))
+    return described(summary, "summarize", by=by, k=k, ci=ci, method=method, infra=infra)
 
 
 def _with_infra_bound(
@@ -400,7 +405,8 @@ def curve(
         for metric in METRICS
     ]
     out = pd.concat(long, ignore_index=True)
-    return out.sort_values([*by, "metric", "k"], kind="stable").reset_index(drop=True)
+    out = out.sort_values([*by, "metric", "k"], kind="stable").reset_index(drop=True)
+    return described(out, "curve", by=by, k=ks, ci=ci, method=method, infra=infra)
 
 
 #: Every bound of a curve and how it runs in k: pass@k's as running maxima, pass^k's as running
