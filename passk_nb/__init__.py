@@ -93,6 +93,8 @@ _LAZY = {
     "pass_at_k": "passk_nb.stats.estimators",
     "pass_hat_k": "passk_nb.stats.estimators",
     "counts": "passk_nb.stats.counts",
+    "as_counts": "passk_nb.stats.counts",
+    "Counts": "passk_nb.stats.counts",
     "summarize": "passk_nb.stats.summary",
     "curve": "passk_nb.stats.summary",
     "compare": "passk_nb.stats.paired",

@@ -301,6 +301,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from passk_nb.harness.runner import run
     from passk_nb.harness.suites import get_suite
     from passk_nb.stats.report import report_frame  # here: keeps `passk tasks` fast
+    from passk_nb.stats.result import result_by
     from passk_nb.view.tables import report_table
 
     k = args.k if args.k is not None else min(2, args.trials)
@@ -371,7 +372,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if handler is not None:  # the table's notes say where an interval was declined
         handler.notes_explain_declined = True
     report = report_frame(df, k=k, ci=args.ci, n_boot=args.n_boot)
-    by = [c for c in report.columns[: list(report.columns).index("k")]]
+    by = list(result_by(report, "report_frame()"))
     print(report_table(report, by=by, ci=args.ci, notes=not args.quiet))
     if not args.quiet:
         run_ids = sorted(df["run_id"].unique())

@@ -7,7 +7,7 @@ and analyses number their groups with :func:`group_ids`. The public API is ``cou
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -36,6 +36,25 @@ def group_sums(gid: np.ndarray, values: np.ndarray, n_groups: int) -> np.ndarray
 def group_means(gid: np.ndarray, values: np.ndarray, counts: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         return group_sums(gid, values, counts.size) / counts[:, None]
+
+
+def group_reduce(
+    gid: np.ndarray, values: np.ndarray, n_groups: int, reduce: Callable[[np.ndarray], float]
+) -> np.ndarray:
+    """``reduce`` (any function of one group's values: a median, a quantile) of each group's
+    ``values``: one stable sort by group, then one call per group on a contiguous slice, so a new
+    statistic needs no pandas groupby; NaN for a group without rows.
+
+    >>> group_reduce(np.array([1, 0, 1, 1]), np.array([5.0, 1.0, 2.0, 9.0]), 3, np.median).tolist()
+    [1.0, 5.0, nan]
+    """
+    order = np.argsort(gid, kind="stable")
+    bounds = np.searchsorted(gid[order], np.arange(n_groups + 1))
+    ordered = values[order]
+    out = np.full(n_groups, np.nan)
+    for g in np.flatnonzero(np.diff(bounds)):
+        out[g] = reduce(ordered[bounds[g] : bounds[g + 1]])
+    return out
 
 
 def distinct_codes(n: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -248,7 +267,9 @@ def regroup(table: pd.DataFrame, by: tuple[str, ...], infra: str) -> pd.DataFram
     if table.empty:
         raise ValueError("the counts table has no rows")
     summed = [
-        col for col in table.columns if col in _SUMMED or col[2:] in COUNTED_OUTCOMES and col[:2] == "n_"
+        col
+        for col in table.columns
+        if col in _SUMMED or col[2:] in COUNTED_OUTCOMES and col[:2] == "n_" or _is_round(col)
     ]
     values = {col: _count_column(table, col) for col in summed}
     bad = values["c"] > values["n"]
@@ -270,7 +291,14 @@ def regroup(table: pd.DataFrame, by: tuple[str, ...], infra: str) -> pd.DataFram
     else:
         columns["n"], columns["c"], columns["n_infra"] = sums["n"], sums["c"], n_infra
     columns.update({f"n_{name}": sums[f"n_{name}"] for name in COUNTED_OUTCOMES if f"n_{name}" in sums})
+    if infra == "exclude":  # per-round cells keep no infra errors apart: "fail" leaves them out
+        columns.update({col: sums[col] for col in sums if _is_round(col)})
     return pd.DataFrame(columns)
+
+
+def _is_round(col: object) -> bool:
+    """Whether ``col`` is a per-round count column (``n@i``, ``c@i``)."""
+    return isinstance(col, str) and col[:2] in ("n@", "c@")
 
 
 def _count_column(table: pd.DataFrame, col: str) -> np.ndarray:

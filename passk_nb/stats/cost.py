@@ -24,6 +24,7 @@ import pandas as pd
 
 from passk_nb.stats.checks import require_columns
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
+from passk_nb.stats.result import carry
 from passk_nb.stats.summary import summarize
 
 #: Token prices: USD per million input and output tokens.
@@ -169,7 +170,9 @@ def cost_summary(
     by = default_by(df, by)
     summary = summarize(df, k=k, by=by, ci=ci, n_boot=n_boot, seed=seed, infra=infra)
     keep = [*by, "k", "pass^k", "pass^k_lo", "pass^k_hi", "trials"]
-    return with_cost_columns(summary[keep], df, k=k, by=by, measure=measure)
+    return carry(
+        with_cost_columns(summary[keep], df, k=k, by=by, measure=measure), summary, statistic="cost_summary"
+    )
 
 
 def with_cost_columns(
@@ -215,4 +218,4 @@ def with_cost_columns(
         out["per_reliable_success"] = spend / out["pass^k"].to_numpy(dtype=float)
         out["per_reliable_success_lo"] = spend / out["pass^k_hi"].to_numpy(dtype=float)
         out["per_reliable_success_hi"] = spend / out["pass^k_lo"].to_numpy(dtype=float)
-    return out
+    return carry(out, summary)  # a merge loses what the summary says it is

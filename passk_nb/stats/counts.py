@@ -2,21 +2,25 @@
 
 One row per (group, task) with n usable trials, c successes and n_infra
 infrastructure errors left out of n, from trial records, a counts table or a folder of parquet
-records (:mod:`passk_nb.stats.parquet_counts`, without loading the trials). The counting
-kernel is :mod:`passk_nb.stats._grouping`; the argument checks are in :mod:`passk_nb.stats.checks`.
+records (:mod:`passk_nb.stats.parquet_counts`, without loading the trials). Every statistic starts
+from :func:`as_counts`, the one place that tells those inputs apart: a :class:`Counts` (the table,
+its ``by`` and infra policy, where it came from). The counting kernel is
+:mod:`passk_nb.stats._grouping`; the argument checks are in :mod:`passk_nb.stats.checks`.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from passk_nb.data.records import OUTCOMES
 from passk_nb.stats import _grouping
-from passk_nb.stats.checks import COUNTED_OUTCOMES, records_by, require_columns
+from passk_nb.stats.checks import COUNTED_OUTCOMES, as_columns, check_infra, records_by, require_columns
 from passk_nb.stats.params import INFRA, default_by, share_docs
 from passk_nb.stats.parquet_counts import ENGINES, count_folder
 
@@ -74,49 +78,168 @@ def counts(
     return _grouping.count_trials(df, by, infra)
 
 
-def counted_folder(
-    df: pd.DataFrame | str | os.PathLike[str], by: str | Sequence[str] | None, *also: str
-) -> pd.DataFrame:
-    """``df`` as it is, or, when it is the path of a folder of parquet records, its counts table
-    (:func:`counts`, without loading the records: DuckDB when installed), counted by ``by`` (None:
-    every identity column of the records) and the ``also`` columns (an analysis's ``on=``), with
-    infra errors kept apart in ``n_infra`` so that ``infra="fail"`` can still count them."""
-    if not isinstance(df, str | os.PathLike):
-        return df
-    return counts(df, by=list(dict.fromkeys([*records_by(by), *also])))
+#: Where a :class:`Counts` came from (``Counts.source``).
+SOURCES: tuple[str, ...] = ("records", "counts", "folder")
+#: Prefix of the per-round count columns ``n@i``, ``c@i`` (the i-th round of an adaptive run).
+ROUND = "@"
 
 
-def estimate_counts(
-    df: pd.DataFrame | str | os.PathLike[str], by: tuple[str, ...], infra: str
-) -> pd.DataFrame:
-    """:func:`counts` with at least ``n``, ``c`` and ``n_infra``, for analyses that need no outcome
-    counts: of trial records, without the ``n_<outcome>`` columns (the outcome column is then only
-    compared with ``infra_error``, never factorised) and with categorical key columns (no strings
-    copied; :func:`group_ids` of the table compares integer codes). Give results the key columns'
-    own dtypes back with :func:`restore_dtypes`."""
-    if isinstance(df, pd.DataFrame) and not is_counts_table(df):
-        return _grouping.count_trials(df, by, infra, outcomes=False, categorical_keys=True)
-    return counts(df, by=by, infra=infra)
+@dataclass(frozen=True, eq=False)
+class Counts:
+    """Per-(group, task) counts, grouped once: the one input every statistic starts from
+    (:func:`as_counts` builds it; a statistic handed one uses it as it is).
+
+    table: one row per (group, task), sorted as :func:`counts` sorts: the ``by`` columns (from
+        trial records categorical, so no string is copied and grouping compares integer codes),
+        ``task``, ``n`` usable trials, ``c`` successes, ``n_infra`` (and the ``n_<outcome>``
+        columns where the input had them); where the records have rounds (``run(until=)``), each
+        round's cells ``n@i``, ``c@i`` (i-th round in order, records without a round first).
+    by: the columns it was grouped by (besides ``task``).
+    infra: how infra errors were counted ("exclude": kept apart in ``n_infra``; "fail": in n).
+    source: "records", "counts" (a counts table) or "folder" (parquet records, not loaded).
+    key_dtypes: the dtypes the key columns had in the input; :meth:`restore` gives results them.
+    """
+
+    table: pd.DataFrame
+    by: tuple[str, ...]
+    infra: str
+    source: str
+    key_dtypes: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def rounds(self) -> int:
+        """How many rounds the per-round cells hold (0: none)."""
+        return len(round_columns(self.table)) // 2
+
+    def restore(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """``frame`` (a few rows of key columns, e.g. a statistic's groups) with the dtypes its key
+        columns had in the input."""
+        changed = {
+            col: dtype
+            for col, dtype in self.key_dtypes.items()
+            if col in frame.columns and frame[col].dtype != dtype
+        }
+        return frame.astype(changed) if changed else frame
+
+    def groups(self, by: Sequence[str] | None = None) -> tuple[np.ndarray, pd.DataFrame]:
+        """The group number of each row of the table and the groups (one row each, the input's
+        dtypes), grouped by ``by`` (default: :attr:`by`; a subset of it)."""
+        gid, keys = _grouping.group_ids(self.table, self.by if by is None else tuple(by))
+        return gid, self.restore(keys)
+
+    def frame(self) -> pd.DataFrame:
+        """The table with the input's key dtypes (for code that hands the table on)."""
+        return self.restore(self.table)
 
 
-def restore_dtypes(keys: pd.DataFrame, source: object) -> pd.DataFrame:
-    """``keys`` (a few rows of key columns, e.g. the groups of :func:`group_ids`) with the dtypes
-    those columns have in ``source``, the frame they were counted from.
+@share_docs
+def as_counts(
+    data: Counts | pd.DataFrame | str | os.PathLike[str],
+    *,
+    by: str | Sequence[str] | None = None,
+    infra: str = INFRA,
+    on: str | None = None,
+    outcomes: bool = False,
+) -> Counts:
+    """The :class:`Counts` of ``data``: the only code that tells trial records, a counts table and a
+    run folder apart. Every statistic starts from it.
+
+    data: trial records, a counts table, the path of a folder of parquet records (counted without
+        loading them), or a :class:`Counts`, returned as it is when ``by`` and ``infra`` match it
+        (else regrouped).
+    {by}
+    {infra}
+    on: a column the counts are also grouped by (a paired analysis's arms).
+    outcomes: from trial records, also the ``n_<outcome>`` columns, with the key columns' own dtypes
+        (for a result that shows the table's rows); a counts table or a folder keeps what it has.
 
     >>> import pandas as pd
-    >>> source = pd.DataFrame({"model": ["m", "m"]})
-    >>> keys = pd.DataFrame({"model": pd.Categorical(["m"])})
-    >>> str(keys["model"].dtype), restore_dtypes(keys, source)["model"].dtype == source["model"].dtype
-    ('category', True)
+    >>> df = pd.DataFrame({"model": ["m1", "m1", "m2"], "task": ["a", "a", "a"],
+    ...                    "passed": [True, False, False], "outcome": ["pass", "wrong_state", "infra_error"]})
+    >>> c = as_counts(df)
+    >>> c.by, c.infra, c.source, c.table[["model", "task", "n", "c", "n_infra"]].values.tolist()
+    (('model',), 'exclude', 'records', [['m1', 'a', 2, 1, 0], ['m2', 'a', 0, 0, 1]])
+    >>> as_counts(c) is c, as_counts(c, infra="fail").table["n"].tolist()
+    (True, [2, 1])
     """
-    if not isinstance(source, pd.DataFrame):
-        return keys
-    changed = {
-        col: source[col].dtype
-        for col in keys.columns
-        if col in source.columns and keys[col].dtype != source[col].dtype
-    }
-    return keys.astype(changed) if changed else keys
+    check_infra(infra)
+    if isinstance(data, Counts):
+        return _regrouped(data, by, infra, on)
+    if isinstance(data, str | os.PathLike):
+        keys = tuple(dict.fromkeys([*records_by(by), *_also(on)]))
+        return Counts(count_folder(data, by=keys, infra=infra), keys, infra, "folder")
+    if not isinstance(data, pd.DataFrame):
+        raise TypeError(
+            "expected trial records, a counts table, a folder of records or a Counts; "
+            f"got {type(data).__name__}"
+        )
+    keys = tuple(dict.fromkeys([*default_by(data, by), *_also(on)]))
+    if is_counts_table(data):
+        return Counts(counts(data, by=keys, infra=infra), keys, infra, "counts")
+    table = _grouping.count_trials(data, keys, infra, outcomes=outcomes, categorical_keys=not outcomes)
+    dtypes = {col: data[col].dtype for col in dict.fromkeys([*keys, "task"])}
+    return Counts(_with_rounds(table, data, keys, infra), keys, infra, "records", dtypes)
+
+
+def round_columns(table: pd.DataFrame) -> list[str]:
+    """The per-round count columns (``n@i``, ``c@i``) of a counts table."""
+    return [col for col in table.columns if isinstance(col, str) and col[:2] in (f"n{ROUND}", f"c{ROUND}")]
+
+
+def _also(on: str | None) -> tuple[str, ...]:
+    return () if on is None else (on,)
+
+
+def _regrouped(data: Counts, by: str | Sequence[str] | None, infra: str, on: str | None) -> Counts:
+    """A :class:`Counts` grouped by ``by`` (and ``on``) with ``infra``: ``data`` itself when it is."""
+    if by is None:
+        if on is not None and on not in data.by:
+            raise ValueError(
+                f"these counts are grouped by {list(data.by)}, without on={on!r}; count them with it: "
+                f"as_counts(df, by=[..., {on!r}])"
+            )
+        keys = data.by
+    else:
+        keys = tuple(dict.fromkeys([*as_columns(by), *_also(on)]))
+    if keys == data.by and infra == data.infra:
+        return data
+    if data.infra == "fail" and infra == "exclude":
+        raise ValueError(
+            "these counts were made with infra='fail' (infra errors counted as failures), so they "
+            "cannot be separated again: pass infra='fail', or count the records again"
+        )
+    missing = [col for col in keys if col not in data.by]
+    if missing:
+        raise ValueError(
+            f"these counts are grouped by {list(data.by)} and cannot be grouped by {missing}; "
+            "count the records again with them"
+        )
+    table = _grouping.regroup(data.table, keys, infra)
+    return Counts(table, keys, infra, data.source, data.key_dtypes)
+
+
+def _with_rounds(table: pd.DataFrame, df: pd.DataFrame, keys: tuple[str, ...], infra: str) -> pd.DataFrame:
+    """``table`` with each round's cells (columns ``n@i``, ``c@i``) when the records ``df`` have
+    rounds (a run with ``until=``), so that each round's trials can be told apart; else ``table``."""
+    if "round" not in df.columns or table.empty:
+        return table
+    rounds = pd.to_numeric(df["round"], errors="coerce")
+    if rounds.isna().all():
+        return table
+    cells = list(dict.fromkeys([*keys, "task"]))
+    # one count with the round as a key (its rank: records without a round first); each round's
+    # n and c then joined to the table's cells (a merge matches missing key values, as counts do)
+    rank = rounds.fillna(-1.0).rank(method="dense").astype(int) - 1
+    per_round = _grouping.count_trials(df.assign(**{ROUND: rank}), (*keys, ROUND), infra, outcomes=False)
+    columns = {}
+    left = table[cells].astype(object)
+    for i, part in per_round.groupby(ROUND, sort=True):
+        merged = left.merge(
+            part[[*cells, "n", "c"]].astype({col: object for col in cells}), on=cells, how="left"
+        )
+        columns[f"n{ROUND}{i}"] = merged["n"].fillna(0).to_numpy()
+        columns[f"c{ROUND}{i}"] = merged["c"].fillna(0).to_numpy()
+    return table.assign(**columns)
 
 
 def is_counts_table(df: object) -> bool:

@@ -38,9 +38,10 @@ from scipy.special import betaln, gammaln, xlogy
 
 from passk_nb.stats._grouping import group_ids
 from passk_nb.stats.checks import check_k, check_options
-from passk_nb.stats.counts import counted_folder, counts
+from passk_nb.stats.counts import Counts, as_counts, round_columns
 from passk_nb.stats.estimators import pass_hat_k
-from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
+from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, share_docs
+from passk_nb.stats.result import described
 
 #: Fewer tasks than this and the forecast declines (NaN and a warning). Measured with
 #: benchmarks/forecast_validation.py (n = 4, 200 suites): the interval still covered at 5 and 8
@@ -470,7 +471,7 @@ def unidentified(n: np.ndarray, c: np.ndarray) -> str | None:
 
 @share_docs
 def forecast(
-    df: pd.DataFrame | str | os.PathLike[str],
+    df: Counts | pd.DataFrame | str | os.PathLike[str],
     *,
     ks: Sequence[int] = KS,
     by: str | Sequence[str] | None = None,
@@ -527,13 +528,13 @@ def forecast(
     """
     ks_ = _check_ks(ks)
     check_options(ci=ci, n_boot=n_boot, seed=seed)
-    df = counted_folder(df, by)
-    by_ = default_by(df, by)
-    table = counts(df, by=by_, infra=infra)
-    table = table[table["n"] > 0].reset_index(drop=True)
+    counted = as_counts(df, by=by, infra=infra, outcomes=per_task)
+    by_ = counted.by
+    table = counted.table[counted.table["n"] > 0].reset_index(drop=True)
     if table.empty:
         raise ValueError("no usable trials: every trial is an infra_error; rerun them, or pass infra='fail'")
     gid, keys = group_ids(table, by_)
+    keys = counted.restore(keys)
     rng = np.random.default_rng(seed)
     frames = []
     for g in range(len(keys)):
@@ -550,7 +551,10 @@ def forecast(
         else:
             frame = _suite(n, c, fits, ks_, ci, n_boot, rng, reason)
             frames.append(frame.assign(**group)[[*by_, *frame.columns]])
-    return pd.concat(frames, ignore_index=True)
+    out = pd.concat(frames, ignore_index=True)
+    return described(
+        out, "forecast", by=(*by_, "task") if per_task else by_, k=ks_.tolist(), ci=ci, infra=infra
+    )
 
 
 def _suite(
@@ -634,7 +638,7 @@ def _per_task(rows: pd.DataFrame, fits: Readings | None, ks: np.ndarray, reason:
         pass_hat_k(n[:, None], c[:, None], np.minimum(ks[None, :], n[:, None])),
         np.nan,
     )
-    base = rows.drop(columns="n_infra").reset_index(drop=True)
+    base = rows.drop(columns=["n_infra", *round_columns(rows)]).reset_index(drop=True)
     out = base.loc[base.index.repeat(ks.size)].reset_index(drop=True)
     out["k"] = np.tile(ks, n.size)
     out["pass^k"] = values.ravel()

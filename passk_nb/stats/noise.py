@@ -29,11 +29,12 @@ import pandas as pd
 from scipy import stats as sps
 from scipy.special import betaln
 
-from passk_nb.stats._grouping import group_ids
+from passk_nb.stats import _grouping
 from passk_nb.stats.checks import check_k
-from passk_nb.stats.counts import counted_folder, counts
+from passk_nb.stats.counts import Counts, as_counts
 from passk_nb.stats.estimators import pass_hat_k
-from passk_nb.stats.params import INFRA, default_by, share_docs
+from passk_nb.stats.params import INFRA, share_docs
+from passk_nb.stats.result import described
 
 
 def g_pass_at_k(n: npt.ArrayLike, c: npt.ArrayLike, k: npt.ArrayLike, tau: float) -> float | np.ndarray:
@@ -120,7 +121,7 @@ def icc(n: np.ndarray, c: np.ndarray) -> float:
 
 @share_docs
 def noise_floor(
-    df: pd.DataFrame | str | os.PathLike[str],
+    df: Counts | pd.DataFrame | str | os.PathLike[str],
     *,
     k: int = 1,
     trials: int | None = None,
@@ -158,11 +159,11 @@ def noise_floor(
     check_k(trials)
     if trials < k:
         raise ValueError(f"trials per run must be ≥ k; got trials={trials}, k={k}")
-    df = counted_folder(df, by)
-    by_ = default_by(df, by)
-    table = counts(df, by=by_, infra=infra)
-    table = table[table["n"] > 0].reset_index(drop=True)
-    gid, keys = group_ids(table, by_)
+    counted = as_counts(df, by=by, infra=infra)
+    by_ = counted.by
+    table = counted.table[counted.table["n"] > 0].reset_index(drop=True)
+    gid, keys = _grouping.group_ids(table, by_)
+    keys = counted.restore(keys)
     rows = []
     for g in range(len(keys)):
         sub = table[gid == g]
@@ -189,4 +190,4 @@ def noise_floor(
             )
         rows.append(row)
     columns = [*by_, "n_tasks", "k", "trials", "icc", "flip_rate", "sd_run", "min_difference", "note"]
-    return pd.DataFrame(rows, columns=columns)
+    return described(pd.DataFrame(rows, columns=columns), "noise_floor", by=by_, k=k, infra=infra)

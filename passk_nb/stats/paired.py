@@ -13,7 +13,7 @@ from scipy import stats as sps
 
 from passk_nb.stats._grouping import distinct_codes, group_ids, group_means, group_sums, shared_columns
 from passk_nb.stats.checks import check_k, check_options, require_columns
-from passk_nb.stats.counts import counted_folder, counts
+from passk_nb.stats.counts import Counts, as_counts, counts
 from passk_nb.stats.estimators import pass_at_k, pass_hat_k
 from passk_nb.stats.exact import boschloo_exact_2x2, fisher_exact_2x2, unique_rows
 from passk_nb.stats.intervals import (
@@ -25,6 +25,7 @@ from passk_nb.stats.intervals import (
     population_interval,
 )
 from passk_nb.stats.params import CI, INFRA, MIN_TASKS, N_BOOT, PAIRED_METHODS, SEED, default_by, share_docs
+from passk_nb.stats.result import described
 from passk_nb.stats.summary import DECLINED, METRICS, warn_declined
 
 #: Per-task tests of :func:`flips`; the first is the default.
@@ -37,7 +38,7 @@ FAMILIES: tuple[str, ...] = ("tarone", "all")
 
 @share_docs
 def compare(
-    df: pd.DataFrame | str | os.PathLike[str],
+    df: Counts | pd.DataFrame | str | os.PathLike[str],
     *,
     on: str = "prompt_hash",
     a: object,
@@ -89,7 +90,8 @@ def compare(
     check_method(method, PAIRED_METHODS, min_tasks)
     check_k(k)
     tasks = paired_tasks(df, on=on, a=a, b=b, k=k, by=by, infra=infra)
-    return paired_frame(tasks, ci=ci, n_boot=n_boot, seed=seed, method=method, min_tasks=min_tasks)
+    out = paired_frame(tasks, ci=ci, n_boot=n_boot, seed=seed, method=method, min_tasks=min_tasks)
+    return described(out, "compare", by=tasks.by, k=k, ci=ci, method=method, infra=infra)
 
 
 @dataclass(frozen=True)
@@ -136,7 +138,7 @@ class PairedTasks:
 
 
 def paired_tasks(
-    df: pd.DataFrame | str | os.PathLike[str],
+    df: Counts | pd.DataFrame | str | os.PathLike[str],
     *,
     on: str,
     a: object,
@@ -146,8 +148,8 @@ def paired_tasks(
     infra: str,
 ) -> PairedTasks:
     """The tasks with at least k usable trials under both arms, paired (see :func:`compare`)."""
-    df = counted_folder(df, by, on)
-    arm_a, arm_b = _arms(df, on, a, b)
+    counted = as_counts(df, by=by, infra=infra, on=on)
+    arm_a, arm_b = _arms(counted.table, on, a, b)
     by = _default_by(by, on, arm_a, arm_b)
     if "task" in by or on in by:
         raise ValueError(
@@ -173,6 +175,7 @@ def paired_tasks(
             f"no task has {k} usable trials under both arms; run more trials or choose a smaller k"
         )
     gid, groups = group_ids(paired, by)
+    groups = counted.restore(groups)
     n_a, c_a, n_b, c_b = (paired[col].to_numpy().astype(np.int64) for col in ("n_a", "c_a", "n_b", "c_b"))
     return PairedTasks.from_counts(by, k, gid, groups, n_a, c_a, n_b, c_b)
 
@@ -248,7 +251,7 @@ def differs(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 
 @share_docs
 def flips(
-    df: pd.DataFrame | str | os.PathLike[str],
+    df: Counts | pd.DataFrame | str | os.PathLike[str],
     *,
     on: str = "prompt_hash",
     a: object,
@@ -301,8 +304,8 @@ def flips(
     >>> round(float(out.loc[0, "q_value"]), 4)
     0.0286
     """
-    df = counted_folder(df, by, on)
-    arm_a, arm_b = _arms(df, on, a, b)
+    counted = as_counts(df, by=by, infra=infra, on=on)
+    arm_a, arm_b = _arms(counted.table, on, a, b)
     by = _default_by(by, on, arm_a, arm_b)
     if on in by:
         raise ValueError(f"by={list(by)} must not contain on={on!r}")
@@ -324,7 +327,7 @@ def flips(
         raise ValueError(f"no task has usable trials under both {on}={a!r} and {on}={b!r}")
     table = paired[["c_a", "n_a", "c_b", "n_b"]].to_numpy().astype(np.int64)
     p_value, min_p, reachable = _tests(test, table)
-    out = paired[keys].reset_index(drop=True)
+    out = counted.restore(paired[keys].reset_index(drop=True))
     out["successes_a"], out["trials_a"], out["successes_b"], out["trials_b"] = table.T
     out["rate_a"], out["rate_b"] = table[:, 0] / table[:, 1], table[:, 2] / table[:, 3]
     out["delta"] = out["rate_b"] - out["rate_a"]
@@ -345,7 +348,7 @@ def flips(
     out["q_value"] = q_value
     out["flip"] = np.nan_to_num(q_value, nan=1.0) < alpha
     _warn_power(out, gid, reachable, alpha, test)
-    return out
+    return described(out, "flips", by=by, method=test, infra=infra)
 
 
 def _tarone(reachable: np.ndarray, alpha: float) -> np.ndarray:

@@ -72,9 +72,10 @@ DOCS: dict[str, str] = {
     "df_or_folder": (
         "df: trial records, one row per trial (see :mod:`passk_nb.data.records`), a counts table "
         "(one row per group and task with ``n`` usable trials and ``c`` successes, optionally "
-        "``n_infra``, as :func:`passk_nb.counts` returns it), or the path of a folder of parquet "
+        "``n_infra``, as :func:`passk_nb.counts` returns it), the path of a folder of parquet "
         "records, counted without loading them (DuckDB with the ``duckdb`` extra installed, else "
-        "only the needed columns are read)."
+        "only the needed columns are read), or the :class:`~passk_nb.stats.counts.Counts` "
+        ":func:`~passk_nb.stats.counts.as_counts` made of any of them (counted once, used as it is)."
     ),
     "by": (
         "by: columns to group by. Default None: every identity column the frame has "

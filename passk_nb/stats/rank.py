@@ -19,11 +19,12 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from passk_nb.stats._grouping import group_ids, shared_columns
+from passk_nb.stats._grouping import shared_columns
 from passk_nb.stats.checks import check_k, check_options
-from passk_nb.stats.counts import counted_folder, counts
+from passk_nb.stats.counts import Counts, as_counts
 from passk_nb.stats.paired import PairedTasks, differs, paired_frame, paired_tasks
 from passk_nb.stats.params import CI, INFRA, MIN_TASKS, N_BOOT, PAIRED_METHOD, SEED, default_by, share_docs
+from passk_nb.stats.result import described
 from passk_nb.stats.summary import summarize
 
 CORRECTIONS = ("holm", "bh")
@@ -31,7 +32,7 @@ CORRECTIONS = ("holm", "bh")
 
 @share_docs
 def rank(
-    df: pd.DataFrame | str | os.PathLike[str],
+    df: Counts | pd.DataFrame | str | os.PathLike[str],
     *,
     on: str = "model",
     k: int = 1,
@@ -87,12 +88,13 @@ def rank(
         raise ValueError(f"correction must be one of {list(CORRECTIONS)}; got correction={correction!r}")
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be between 0 and 1; got alpha={alpha}")
-    df = counted_folder(df, by, on)
-    if on not in df.columns:
+    if isinstance(df, pd.DataFrame) and on not in df.columns:
         raise ValueError(f"on={on!r} is not a column; the arms are the values of a column such as 'model'")
-    by_ = _shared_by(df, by, on)
-    table = counts(df, by=(*by_, on), infra=infra)
-    gid, keys = group_ids(table, by_)
+    counted = as_counts(df, by=by, infra=infra, on=on)
+    by_ = _shared_by(counted.table, by, on)
+    counted = as_counts(counted, by=(*by_, on), infra=infra)
+    table = counted.table
+    gid, keys = counted.groups(by_)
     options = {"k": k, "ci": ci, "n_boot": n_boot, "seed": seed}
     frames = []
     for g in range(len(keys)):
@@ -107,7 +109,8 @@ def rank(
         tests = _pairs(data, arms, on, by_, options, alpha, correction)
         out = tests if pairs else _ranking(data, arms, on, by_, options, tests)
         frames.append(out.assign(**group)[[*by_, *out.columns]])
-    return pd.concat(frames, ignore_index=True)
+    out = pd.concat(frames, ignore_index=True)
+    return described(out, "rank", by=by_, k=k, ci=ci, method=PAIRED_METHOD, infra=infra)
 
 
 def _shared_by(df: pd.DataFrame, by: str | Sequence[str] | None, on: str) -> tuple[str, ...]:

@@ -14,6 +14,7 @@ import pandas as pd
 from passk_nb.data.records import claims_checked
 from passk_nb.stats.flags import claimed_unperformed_action
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
+from passk_nb.stats.result import carry
 from passk_nb.stats.summary import summarize
 
 
@@ -114,8 +115,10 @@ def report_frame(
         )
     )
     if by:
-        return out.merge(flagged.reset_index(), on=list(by), how="left")
-    return out.assign(**{c: int(flagged[c].iloc[0]) for c in flagged.columns})
+        return carry(out.merge(flagged.reset_index(), on=list(by), how="left"), out, statistic="report_frame")
+    return carry(
+        out.assign(**{c: int(flagged[c].iloc[0]) for c in flagged.columns}), out, statistic="report_frame"
+    )
 
 
 def newest_suite_versions(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -19,10 +19,11 @@ import pandas as pd
 from passk_nb.data.faults import fault_classes
 from passk_nb.data.records import NOTHING_APPLIED
 from passk_nb.stats.checks import check_k, require_columns
-from passk_nb.stats.counts import counted_folder, counts
+from passk_nb.stats.counts import Counts, as_counts, counts
 from passk_nb.stats.estimators import pass_at_k, pass_hat_k
 from passk_nb.stats.paired import _arms, _default_by, compare
 from passk_nb.stats.params import CI, INFRA, MIN_TASKS, N_BOOT, PAIRED_METHOD, SEED, share_docs
+from passk_nb.stats.result import described, result_by
 
 __all__ = ["robustness", "robustness_tasks", "ROBUSTNESS_ON"]
 
@@ -30,14 +31,22 @@ __all__ = ["robustness", "robustness_tasks", "ROBUSTNESS_ON"]
 ROBUSTNESS_ON: dict[str, str] = dict(NOTHING_APPLIED)
 
 
-def _check_on(df: pd.DataFrame, on: str, base: object | None) -> object:
+def _counted(
+    df: Counts | pd.DataFrame | str | os.PathLike[str],
+    on: str,
+    base: object | None,
+    by: str | Sequence[str] | None,
+    infra: str,
+) -> tuple[Counts, object]:
+    """The counts of ``df`` grouped by ``by`` and ``on``, and the base arm."""
     if on not in ROBUSTNESS_ON:
         raise ValueError(
             f"on must be one of {list(ROBUSTNESS_ON)} (the fault plan or the request perturbation "
             f"of a run); got {on!r}"
         )
-    require_columns(df, (on,))
-    return ROBUSTNESS_ON[on] if base is None else base
+    if isinstance(df, pd.DataFrame):
+        require_columns(df, (on,))
+    return as_counts(df, by=by, infra=infra, on=on), ROBUSTNESS_ON[on] if base is None else base
 
 
 def _arm_values(df: pd.DataFrame, on: str, base: object) -> list[object]:
@@ -54,7 +63,7 @@ def _arm_values(df: pd.DataFrame, on: str, base: object) -> list[object]:
 
 @share_docs
 def robustness_tasks(
-    df: pd.DataFrame | str | os.PathLike[str],
+    df: Counts | pd.DataFrame | str | os.PathLike[str],
     *,
     k: int,
     on: str = "faults",
@@ -89,11 +98,11 @@ def robustness_tasks(
     1    b          1.0     1.0   False
     """
     check_k(k)
-    df = counted_folder(df, by, on)
-    base = _check_on(df, on, base)
+    counted, base = _counted(df, on, base, by, infra)
+    table = counted.table
     frames = []
-    for arm in _arm_values(df, on, base):
-        arm_base, arm_b = _arms(df, on, base, arm)
+    for arm in _arm_values(table, on, base):
+        arm_base, arm_b = _arms(table, on, base, arm)
         columns = _default_by(by, on, arm_base, arm_b)
         if "task" in columns or on in columns:
             raise ValueError(f"by={list(columns)} must not contain 'task' or on={on!r}")
@@ -104,7 +113,7 @@ def robustness_tasks(
             on=keys,
             suffixes=("_base", ""),
         )
-        paired = paired[(paired["n_base"] >= k) & (paired["n"] >= k)].reset_index(drop=True)
+        paired = counted.restore(paired[(paired["n_base"] >= k) & (paired["n"] >= k)].reset_index(drop=True))
         if paired.empty:
             continue
         paired.insert(len(columns), on, arm)
@@ -125,12 +134,14 @@ def robustness_tasks(
     ordered = ["pass@k_base", "pass@k", "pass^k_base", "pass^k", "delta", "breaks"]
     out = pd.concat(frames, ignore_index=True)
     front = [col for col in out.columns if col not in ("n_base", "c_base", "n", "c", *ordered)]
-    return out[[*front, "n_base", "c_base", "n", "c", *ordered]]
+    out = out[[*front, "n_base", "c_base", "n", "c", *ordered]]
+    by_ = [col for col in front if col in table.columns and col not in (on, "task")]
+    return described(out, "robustness_tasks", by=by_, k=k, infra=infra)
 
 
 @share_docs
 def robustness(
-    df: pd.DataFrame | str | os.PathLike[str],
+    df: Counts | pd.DataFrame | str | os.PathLike[str],
     *,
     k: int,
     on: str = "faults",
@@ -177,18 +188,17 @@ def robustness(
     1  noop:*  implicit permanent  pass^k  1.0  0.6  -0.4   a, b
     """
     check_k(k)
-    df = counted_folder(df, by, on)
-    base = _check_on(df, on, base)
-    tasks = robustness_tasks(df, k=k, on=on, base=base, by=by, infra=infra)
+    counted, base = _counted(df, on, base, by, infra)
+    tasks = robustness_tasks(counted, k=k, on=on, base=base, by=by, infra=infra)
     frames = []
-    for arm in _arm_values(df, on, base):
+    for arm in _arm_values(counted.table, on, base):
         with warnings.catch_warnings():
             warnings.filterwarnings(
                 "ignore", message=".*lack .* usable trials under both", category=UserWarning
             )
             try:
                 paired = compare(
-                    df,
+                    counted,
                     on=on,
                     a=base,
                     b=arm,
@@ -205,7 +215,7 @@ def robustness(
                 if "usable trials under both arms" not in str(exc):
                     raise
                 continue  # no task of this arm has k trials at both: robustness_tasks has none either
-        columns = [col for col in paired.columns if col in df.columns and col != on]
+        columns = [col for col in paired.columns if col in counted.table.columns and col != on]
         paired.insert(len(columns), on, arm)
         if on == "faults":
             paired.insert(len(columns) + 1, "fault_class", ", ".join(fault_classes(str(arm))))
@@ -221,4 +231,6 @@ def robustness(
         paired["n_broken"] = [len(b) for b in broken]
         paired["broken"] = [", ".join(b) for b in broken]
         frames.append(paired)
-    return pd.concat(frames, ignore_index=True)
+    out = pd.concat(frames, ignore_index=True)
+    by_ = result_by(frames[0], "compare()")  # every arm's compare groups alike
+    return described(out, "robustness", by=by_, k=k, ci=ci, method=method, infra=infra)

@@ -123,7 +123,7 @@ from scipy.special import betaln, expit
 
 from passk_nb.stats._grouping import shared_columns
 from passk_nb.stats.checks import COUNTED_OUTCOMES, check_k, records_by
-from passk_nb.stats.counts import counts, is_counts_table
+from passk_nb.stats.counts import ROUND, Counts, as_counts, counts, is_counts_table
 from passk_nb.stats.estimators import pass_hat_k
 from passk_nb.stats.intervals import fixed_interval, fixed_task_variance
 from passk_nb.stats.params import CI, INFRA
@@ -164,7 +164,7 @@ _FLAT = 1e-12
 _LOG_MU = (-12.0, 12.0)
 _STEPS = 20
 #: What names a round's count column (``n@0``, ``c@0``, …) in a counts table built from records.
-_ROUND = "@"
+_ROUND = ROUND
 #: Columns of a counts table that are counts, not group keys.
 _COUNT_COLUMNS = frozenset({"task", "n", "c", "n_infra", *(f"n_{o}" for o in COUNTED_OUTCOMES)})
 
@@ -769,30 +769,16 @@ def _gains(
     return np.maximum(np.where(stuck, _HELD * (held - now), later - now), 0.0)
 
 
-def _table(df: pd.DataFrame | str | os.PathLike[str], infra: str) -> pd.DataFrame:
-    """The counts table of ``df``; for records with a ``round`` column (a run with ``until=``; a
-    folder is loaded), also each round's counts, as columns ``n@i``, ``c@i`` (i-th round in order;
-    records without a round count as one round before the others), so that each round's trials
-    get their own predictable tilt (:func:`tilts`)."""
+def _table(df: Counts | pd.DataFrame | str | os.PathLike[str], infra: str) -> pd.DataFrame:
+    """The counts table of ``df`` (:func:`~passk_nb.stats.counts.as_counts`); for records with
+    rounds (a run with ``until=``; a folder is loaded), also each round's cells ``n@i``, ``c@i``, so
+    that each round's trials get their own predictable tilt (:func:`tilts`). A counts table is read
+    as it is: each of its columns that is not a count is a key."""
     if isinstance(df, str | os.PathLike):
         df = _load_rounds(df)
     if is_counts_table(df):
         return df
-    table = counts(df, infra=infra)
-    rounds = pd.to_numeric(df["round"], errors="coerce") if "round" in df.columns else None
-    if rounds is None or rounds.isna().all() or table.empty:
-        return table
-    keys = [*_keys(table, exclude=("task",)), "task"]
-    # one count with the round as a key (its rank: records without a round first); each round's
-    # n and c then joined to the table's cells (a merge matches missing key values, as counts do)
-    rank = rounds.fillna(-1.0).rank(method="dense").astype(int) - 1
-    per_round = counts(df.assign(**{_ROUND: rank}), by=[*keys[:-1], _ROUND], infra=infra)
-    columns = {}
-    for i, part in per_round.groupby(_ROUND, sort=True):
-        merged = table[keys].merge(part[[*keys, "n", "c"]], on=keys, how="left")
-        columns[f"n{_ROUND}{i}"] = merged["n"].fillna(0).to_numpy()
-        columns[f"c{_ROUND}{i}"] = merged["c"].fillna(0).to_numpy()
-    return table.assign(**columns)
+    return as_counts(df, infra=infra, outcomes=True).frame()
 
 
 def _load_rounds(folder: str | os.PathLike[str]) -> pd.DataFrame:

@@ -52,7 +52,7 @@ import pandas as pd
 
 from passk_nb.stats._grouping import group_ids, group_sums
 from passk_nb.stats.checks import check_k, check_options
-from passk_nb.stats.counts import counted_folder, estimate_counts, restore_dtypes
+from passk_nb.stats.counts import Counts, as_counts
 from passk_nb.stats.estimators import pass_at_k, pass_hat_k
 from passk_nb.stats.exact import unique_rows
 from passk_nb.stats.intervals import (
@@ -75,9 +75,9 @@ from passk_nb.stats.params import (
     N_BOOT,
     SEED,
     TooFewTasksWarning,
-    default_by,
     share_docs,
 )
+from passk_nb.stats.result import described, result_by
 
 #: The metrics, in the order they appear in long frames.
 METRICS: tuple[str, ...] = ("pass@k", "pass^k")
@@ -108,7 +108,10 @@ class Summary(pd.DataFrame):
         needed = {"k", "pass@k", "pass^k", "pass^k_fixed_lo", "trials", "successes", "n_tasks"}
         if not needed <= set(self.columns) or len(self) > _HTML_ROWS:
             return pd.DataFrame(self)._repr_html_()
-        by = list(self.columns[: list(self.columns).index("k")])
+        try:
+            by = list(result_by(self, "summarize()"))
+        except ValueError:  # a frame that does not say, or lost a grouping column: shown as it is
+            return pd.DataFrame(self)._repr_html_()
         varying = [col for col in by if self[col].nunique(dropna=False) > 1] or by
         shown = pd.DataFrame({col: self[col] for col in varying})
         k = self["k"].iloc[0]
@@ -162,7 +165,7 @@ def interval_text(lo: float, hi: float) -> str:
 
 @share_docs
 def summarize(
-    df: pd.DataFrame | str | os.PathLike[str],
+    df: Counts | pd.DataFrame | str | os.PathLike[str],
     *,
     k: int,
     by: str | Sequence[str] | None = None,
@@ -249,12 +252,11 @@ def summarize(
     0     m        5   0.333      0.008      0.909
     """
     warn_adaptive(df)
-    df = counted_folder(df, by)
-    by = default_by(df, by)
     check_options(ci=ci, n_boot=n_boot, seed=seed)
     check_method(method, METHODS, min_tasks)
     check_k(k)
-    table = estimate_counts(df, by, infra)
+    counted = as_counts(df, by=by, infra=infra)
+    by, table = counted.by, counted.table
     n_max = int(table["n"].max())
     if n_max == 0 and table["n_infra"].sum() > 0:
         raise ValueError(
@@ -272,12 +274,12 @@ def summarize(
         "method": method,
         "min_tasks": min_tasks,
     }
-    gid, groups = group_ids(table, by)
-    grouping = gid, restore_dtypes(groups, df)
+    grouping = counted.groups()
     out = _monotone_summary(table, by, [k], grouping=grouping, **options)
     _warn_coverage(out, by, k)
     warn_declined(out, by, min_tasks)
-    return Summary(_with_infra_bound(out, table, by, k, infra, grouping))
+    summary = Summary(_with_infra_bound(out, table, by, k, infra, grouping))
+    return described(summary, "summarize", by=by, k=k, ci=ci, method=method, infra=infra)
 
 
 def _with_infra_bound(
@@ -316,7 +318,7 @@ def _with_infra_bound(
 
 @share_docs
 def curve(
-    df: pd.DataFrame | str | os.PathLike[str],
+    df: Counts | pd.DataFrame | str | os.PathLike[str],
     ks: Iterable[int] | None = None,
     *,
     by: str | Sequence[str] | None = None,
@@ -368,11 +370,10 @@ def curve(
     >>> curve(table, ks=[1, 2], n_boot=0).equals(curve(df, ks=[1, 2], n_boot=0))
     True
     """
-    df = counted_folder(df, by)
-    by = default_by(df, by)
     check_options(ci=ci, n_boot=n_boot, seed=seed)
     check_method(method, METHODS, min_tasks)
-    table = estimate_counts(df, by, infra)
+    counted = as_counts(df, by=by, infra=infra)
+    by, table = counted.by, counted.table
     ks = list(range(1, int(table["n"].max()) + 1)) if ks is None else list(ks)
     if not ks:
         raise ValueError("no k to evaluate: every task has 0 usable trials, or ks is empty")
@@ -385,8 +386,7 @@ def curve(
         "method": method,
         "min_tasks": min_tasks,
     }
-    gid, groups = group_ids(table, by)
-    wide = _monotone_summary(table, by, ks, grouping=(gid, restore_dtypes(groups, df)), **options)
+    wide = _monotone_summary(table, by, ks, grouping=counted.groups(), **options)
     partial = wide["n_tasks_covered"] < wide["n_tasks"]
     if partial.any():
         ks_partial = sorted(set(wide.loc[partial, "k"]))
@@ -415,7 +415,8 @@ def curve(
         for metric in METRICS
     ]
     out = pd.concat(long, ignore_index=True)
-    return out.sort_values([*by, "metric", "k"], kind="stable").reset_index(drop=True)
+    out = out.sort_values([*by, "metric", "k"], kind="stable").reset_index(drop=True)
+    return described(out, "curve", by=by, k=ks, ci=ci, method=method, infra=infra)
 
 
 #: Every bound of a curve and how it runs in k: pass@k's as running maxima, pass^k's as running

@@ -27,6 +27,7 @@ from matplotlib.axes import Axes
 
 from passk_nb.stats.cost import Prices, cost_summary, with_cost
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, share_docs
+from passk_nb.stats.result import result_by
 from passk_nb.view.axes import (
     data_or_frame,
     label_columns,
@@ -106,9 +107,10 @@ def plot_cost(
         summary = cost
         k = int(summary["k"].iloc[0])
         minimal = by is None
-        first = list(summary.columns).index("k")
         group_by = (
-            tuple(summary.columns[:first]) if by is None else ((by,) if isinstance(by, str) else tuple(by))
+            result_by(summary, "cost_summary()")
+            if by is None
+            else ((by,) if isinstance(by, str) else tuple(by))
         )
     else:
         assert data is not None
@@ -126,8 +128,7 @@ def plot_cost(
         summary = cost_summary(
             data, k=k, by=by, measure=measure, ci=ci, n_boot=n_boot, seed=seed, infra=infra
         )
-        first = list(summary.columns).index("k")
-        group_by = tuple(summary.columns[:first])
+        group_by = result_by(summary, "cost_summary()")
         names = prompt_names(data)
     shown_by = label_columns(summary, group_by, minimal=minimal)
     labelled, described = figure_labels(summary, group_by, shown=shown_by, names=names)

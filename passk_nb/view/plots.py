@@ -45,6 +45,7 @@ from passk_nb.stats import paired as _paired
 from passk_nb.stats import summary as _summary
 from passk_nb.stats.counts import outcome_counts
 from passk_nb.stats.params import CI, INFRA, METHOD, MIN_TASKS, N_BOOT, SEED, default_by, share_docs
+from passk_nb.stats.result import result_by, result_ci
 from passk_nb.stats.summary import METRICS
 from passk_nb.view.axes import (
     data_or_frame,
@@ -89,7 +90,7 @@ def plot_curve(
     by: str | Sequence[str] | None = None,
     metrics: Sequence[str] = METRICS,
     k: int | None = None,
-    ci: float = CI,
+    ci: float | None = None,
     n_boot: int = N_BOOT,
     seed: int = SEED,
     infra: str = INFRA,
@@ -104,7 +105,7 @@ def plot_curve(
 
     data: trial records; the curve is computed with :func:`passk_nb.stats.summary.curve`.
     curve: instead of ``data``, a frame :func:`~passk_nb.stats.summary.curve` returned (``by``
-    then defaults to its grouping columns, and ``ci`` should be the level it was computed at).
+    and ``ci`` then default to those it was computed with; a different ``ci`` is an error).
     {ks}
     {by}
     metrics: which of pass@k and pass^k to draw.
@@ -148,13 +149,15 @@ def plot_curve(
         require_frame(curve, _CURVE_COLUMNS, "curve", "passk_nb.curve(df)")
         frame = curve if ks is None else curve[curve["k"].isin(list(ks))]
         minimal = by is None
-        by = tuple(frame.columns[: list(frame.columns).index("k")]) if by is None else default_by(frame, by)
+        by = result_by(curve, "passk_nb.curve(df)") if by is None else default_by(frame, by)
+        ci = result_ci(curve, ci, "passk_nb.curve(df)")
         names_ = prompt_names(frame)
     else:
         assert data is not None
         reject_frame(data, _CURVE_COLUMNS, "curve")
         minimal = by is None
         by = default_by(data, by)
+        ci = CI if ci is None else ci
         frame = _summary.curve(
             data, ks, by=by, ci=ci, n_boot=n_boot, seed=seed, infra=infra, method=method, min_tasks=min_tasks
         )

@@ -12,6 +12,7 @@ import pandas as pd
 from passk_nb.data.records import NOTHING_APPLIED
 from passk_nb.stats.cost import Prices, price_table, with_cost, with_cost_columns
 from passk_nb.stats.params import CI, METHOD
+from passk_nb.stats.result import carry, result_by
 from passk_nb.stats.summary import DECLINED, estimate_text, interval_text
 from passk_nb.view.labels import config_differences, config_shared
 
@@ -37,7 +38,7 @@ def summary_table(summary: pd.DataFrame, *, ci: float = CI) -> pd.DataFrame:
     >>> row["pass^k"], row["pass^k 95% CI, new tasks"], row["pass^k 95% CI, these tasks"]
     ('0.633', '[0.056, 0.993]', '[0.365, 0.900]')
     """
-    group_cols = list(summary.columns[: list(summary.columns).index("k")])
+    group_cols = list(result_by(summary, "summarize()"))
     out = summary[group_cols].copy()
     out["k"] = summary["k"]
     out["tasks"] = [f"{c}/{n}" for c, n in zip(summary["n_tasks_covered"], summary["n_tasks"], strict=True)]
@@ -157,7 +158,7 @@ def report_costs(
         if by
         else pd.DataFrame({"_rows": [len(priced)]})
     )
-    out = out.merge(sizes, on=by, how="left") if by else out.assign(_rows=len(priced))
+    out = carry(out.merge(sizes, on=by, how="left"), report) if by else out.assign(_rows=len(priced))
     out = out.rename(
         columns={
             "n_measured": "n_priced",
@@ -186,7 +187,7 @@ def report_costs(
     keys = df[by].reset_index(drop=True)
     per_row = pd.concat([keys, each.reset_index(drop=True)], axis=1).groupby(by, dropna=False, sort=False)
     shown = per_row.agg(lambda v: v.iloc[0] if v.nunique(dropna=False) == 1 else np.nan).reset_index()
-    return out.merge(shown, on=by, how="left")
+    return carry(out.merge(shown, on=by, how="left"), report)
 
 
 #: Identity columns shown joined, as one field: provider/model, prompt name (hash), suite (version);
@@ -370,7 +371,7 @@ def report_notes(report: pd.DataFrame, *, ci: float = CI) -> list[str]:
     """One line per column kind: what the numbers of :func:`report_display` mean."""
     k = int(report["k"].iloc[0])
     methods = set(report["ci_method"])
-    per_task = "task" in report.columns[: list(report.columns).index("k")]
+    per_task = "task" in result_by(report, "report_frame()")
     what = (
         "unbiased estimates for each task" if per_task else "mean over tasks of unbiased per-task estimates"
     )

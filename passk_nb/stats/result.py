@@ -1,0 +1,104 @@
+"""What a statistic's frame is, carried with it in ``.attrs``: so nothing downstream guesses it.
+
+Each statistic sets :data:`KEYS` on the frame it returns (:func:`described`): ``statistic`` (the
+function's name), ``by`` (its grouping columns), ``k`` (the k, or the ks of a curve), ``ci``,
+``method`` and ``infra``. A table or a plot reads ``by`` and ``ci`` there (:func:`result_by`,
+:func:`result_ci`) instead of inferring them from the column order.
+
+pandas keeps ``.attrs`` through selecting rows or columns, ``assign``, ``copy``, ``sort_values``,
+``reset_index`` and the concat of frames with equal attrs, but not through ``merge`` or
+``pd.DataFrame(frame)``: code that merges a result passes them on with :func:`carry`.
+
+>>> import pandas as pd
+>>> out = described(pd.DataFrame({"model": ["m"], "k": [2]}), "summarize", by=("model",), k=2, ci=0.9)
+>>> result_by(out[out["k"] == 2], "summarize()"), result_ci(out, None, "summarize()")
+(('model',), 0.9)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TypeVar
+
+import pandas as pd
+
+F = TypeVar("F", bound=pd.DataFrame)
+
+#: The keys of ``.attrs`` a statistic's frame carries.
+KEYS: tuple[str, ...] = ("statistic", "by", "k", "ci", "method", "infra")
+
+
+def described(
+    frame: F,
+    statistic: str,
+    *,
+    by: Sequence[str],
+    k: int | Sequence[int] | None = None,
+    ci: float | None = None,
+    method: str | None = None,
+    infra: str | None = None,
+) -> F:
+    """``frame`` (changed in place and returned) saying which statistic it is and how it was computed."""
+    frame.attrs.update(
+        statistic=statistic,
+        by=tuple(by),
+        k=k if k is None or isinstance(k, int) else tuple(int(x) for x in k),
+        ci=ci,
+        method=method,
+        infra=infra,
+    )
+    return frame
+
+
+def carry(frame: F, source: pd.DataFrame, **changed: object) -> F:
+    """``frame`` (changed in place and returned) with the :data:`KEYS` of ``source`` (a merge loses
+    them), some ``changed``."""
+    frame.attrs.update({key: source.attrs[key] for key in KEYS if key in source.attrs}, **changed)
+    return frame
+
+
+def result_by(frame: pd.DataFrame, what: str) -> tuple[str, ...]:
+    """The grouping columns of a statistic's frame; a clear error for a frame that does not say.
+
+    >>> result_by(pd.DataFrame({"model": ["m"], "k": [2]}), "summarize()")
+    Traceback (most recent call last):
+    ...
+    ValueError: this frame does not say which columns it was grouped by (its .attrs['by']); pass the frame summarize() returned, or give by=
+    """  # noqa: E501
+    by = frame.attrs.get("by")
+    if by is None:
+        raise ValueError(
+            "this frame does not say which columns it was grouped by (its .attrs['by']); pass the "
+            f"frame {what} returned, or give by="
+        )
+    missing = [col for col in by if col not in frame.columns]
+    if missing:
+        raise ValueError(
+            f"this frame was grouped by {list(by)} but has no column {missing} any more; keep the "
+            "grouping columns of the frame, or give by="
+        )
+    return tuple(by)
+
+
+def result_ci(frame: pd.DataFrame, ci: float | None, what: str) -> float:
+    """The level a statistic's frame was computed at; ``ci`` when given (it must agree).
+
+    >>> frame = described(pd.DataFrame(), "curve", by=(), ci=0.9)
+    >>> result_ci(frame, 0.95, "curve()")
+    Traceback (most recent call last):
+    ...
+    ValueError: ci=0.95, but this frame was computed at ci=0.9: leave ci out, or compute the frame at 0.95
+    """
+    level = frame.attrs.get("ci")
+    if level is None:
+        if ci is None:
+            raise ValueError(
+                f"this frame does not say its interval level (its .attrs['ci']); pass the frame {what} "
+                "returned, or give ci="
+            )
+        return ci
+    if ci is not None and ci != level:
+        raise ValueError(
+            f"ci={ci}, but this frame was computed at ci={level}: leave ci out, or compute the frame at {ci}"
+        )
+    return float(level)
