@@ -25,6 +25,20 @@ from typing import Any
 from passk_nb._version import __version__
 
 
+class _PasskAccessor:
+    """``df.passk``: the accessor of :mod:`passk_nb.stats.accessor`, imported on first use (so that
+    registering it when pandas loads imports nothing of passk_nb's own)."""
+
+    def __new__(cls, df: Any) -> Any:
+        from passk_nb.stats.accessor import PasskAccessor
+
+        return PasskAccessor(df)
+
+
+def _register_accessor(pandas: ModuleType) -> None:
+    pandas.api.extensions.register_dataframe_accessor("passk")(_PasskAccessor)
+
+
 class _AccessorWithPandas(importlib.abc.MetaPathFinder):
     """Registers the ``df.passk`` accessor as soon as pandas has loaded, so that ``import passk_nb``
     registers it without loading pandas itself (``passk --version`` stays instant)."""
@@ -39,14 +53,14 @@ class _AccessorWithPandas(importlib.abc.MetaPathFinder):
 
             def exec_then_register(module: ModuleType) -> None:
                 loader_exec(module)
-                import_module("passk_nb.stats.accessor")
+                _register_accessor(module)
 
             setattr(spec.loader, "exec_module", exec_then_register)  # noqa: B010  (this loader only)
         return spec
 
 
 if "pandas" in sys.modules:
-    import_module("passk_nb.stats.accessor")
+    _register_accessor(sys.modules["pandas"])
 else:
     sys.meta_path.insert(0, _AccessorWithPandas())
 

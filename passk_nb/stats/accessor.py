@@ -34,7 +34,6 @@ def _call(module: str, name: str, *args: Any, **kwargs: Any) -> Any:
     return getattr(importlib.import_module(f"passk_nb.stats.{module}"), name)(*args, **kwargs)
 
 
-@pd.api.extensions.register_dataframe_accessor("passk")
 class PasskAccessor:
     """``df.passk.summarize``, ``.curve``, ``.compare``, ``.flips`` on this frame."""
 
