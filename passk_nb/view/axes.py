@@ -185,16 +185,3 @@ def label_columns(frame: pd.DataFrame, by: Sequence[str], *, minimal: bool = Tru
         if rest and len(frame[rest].drop_duplicates()) == n_groups and col != "task":
             columns = rest
     return tuple(columns)
-
-
-def luminance(color: str | Sequence[float]) -> float:
-    """Perceived brightness of a colour in [0, 1]: write black text on it above 0.5, else white.
-
-    >>> round(luminance("#ffffff"), 6), luminance((0.0, 0.0, 0.0, 1.0))
-    (1.0, 0.0)
-    """
-    if isinstance(color, str):
-        r, g, b = (int(color[i : i + 2], 16) / 255 for i in (1, 3, 5))
-    else:
-        r, g, b = (float(v) for v in color[:3])
-    return 0.299 * r + 0.587 * g + 0.114 * b

@@ -6,10 +6,11 @@ draws on ``ax`` (a new figure when None) and returns the Axes. They share the ke
 vocabulary of :mod:`passk_nb.stats.params`: ``by`` (default None: every identity column, so
 configurations are never pooled; one colour, row or bar per group), ``k``, ``ci``, ``n_boot``,
 ``seed``, ``infra``, ``title`` (None: a default title; ``""``: none).
-Colours come from the Okabe–Ito palette (safe for colour-blind readers); legends sit
-outside the data area. Groups are labelled by the values that differ among them, with prompt
-hashes shown as ``name (hash)`` when the records carry ``prompt_name``; a figure of one group
-calls it "all trials" and says what it is once, in the title's last line.
+Group colours come from the Okabe–Ito palette and each outcome has a fixed colour, all safe for
+colour-blind readers; legends sit outside the data area. Groups are labelled by the values that
+differ among them, with prompt hashes shown as ``name (hash)`` when the records carry
+``prompt_name``; a figure of one group calls it "all trials" and says what it is once, in the
+title's last line.
 
 >>> from passk_nb.data.records import frame_from_records
 >>> df = frame_from_records(
@@ -43,14 +44,13 @@ from matplotlib.transforms import offset_copy
 
 from passk_nb.stats import paired as _paired
 from passk_nb.stats import summary as _summary
-from passk_nb.stats.counts import outcome_counts
+from passk_nb.stats.counts import UNCOUNTED_FAILURE, outcome_counts
 from passk_nb.stats.params import CI, INFRA, METHOD, MIN_TASKS, N_BOOT, SEED, default_by, share_docs
 from passk_nb.stats.summary import METRICS
 from passk_nb.view.axes import (
     data_or_frame,
     label_columns,
     legend_outside,
-    luminance,
     new_axes,
     plain_text,
     reject_frame,
@@ -60,10 +60,12 @@ from passk_nb.view.axes import (
 from passk_nb.view.labels import (
     OUTCOME_COLORS,
     PALETTE,
+    UNCOUNTED_COLOR,
     figure_labels,
     format_value,
     group_colors,
     group_labels,
+    luminance,
     prompt_names,
 )
 
@@ -520,15 +522,16 @@ def plot_outcomes(
     y = np.arange(len(table))[::-1]
     ax = new_axes(ax, figsize=(8.0, max(2.2, 0.55 * len(table) + 1.4)))
     left = np.zeros(len(table))
-    for i, outcome in enumerate(present):
+    colors = {**OUTCOME_COLORS, UNCOUNTED_FAILURE: UNCOUNTED_COLOR}
+    for outcome in present:
         widths = shown[outcome].to_numpy(dtype=float)
-        color = OUTCOME_COLORS.get(outcome, PALETTE[i % len(PALETTE)])
+        color = colors[outcome]
         bars = ax.barh(
             y,
             widths,
             left=left,
             color=color,
-            edgecolor="white",
+            edgecolor="0.55" if outcome == UNCOUNTED_FAILURE else "white",
             linewidth=0.8,
             label=outcome,
             hatch="//" if outcome == "infra_error" else None,
