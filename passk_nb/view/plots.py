@@ -567,8 +567,9 @@ def plot_summary(
         interval = f"{ci:.0%} interval, exact per task"
     else:
         interval = f"{ci:.0%} interval, new tasks like these"
-    ax.hlines(y[~declined], lo[~declined], hi[~declined], color=color, linewidth=2, label=interval)
-    ax.scatter(value[~declined], y[~declined], color=color, s=30, zorder=3, label=metric)
+    if not declined.all():
+        ax.hlines(y[~declined], lo[~declined], hi[~declined], color=color, linewidth=2, label=interval)
+        ax.scatter(value[~declined], y[~declined], color=color, s=30, zorder=3, label=metric)
     if declined.any():
         ax.hlines(
             y[declined],
@@ -579,7 +580,15 @@ def plot_summary(
             linestyles="dashed",
             label=f"{ci:.0%} interval, these tasks re-rolled\n(too few tasks for new tasks)",
         )
-        ax.scatter(value[declined], y[declined], facecolor="white", edgecolor=color, s=30, zorder=3)
+        ax.scatter(
+            value[declined],
+            y[declined],
+            facecolor="white",
+            edgecolor=color,
+            s=30,
+            zorder=3,
+            label=metric if declined.all() else "_declined",
+        )
     for yi in y[np.isnan(value)]:
         ax.text(0.01, yi, "n/a", va="center", fontsize="small", color="0.3")
     ax.set_yticks(y, ticks, fontsize="small" if small else None)

@@ -404,6 +404,8 @@ def test_summary_of_too_few_tasks_draws_the_fixed_task_interval_dashed():
         (pytest.approx(lo), pytest.approx(hi))
         for lo, hi in zip(best["pass^k_fixed_lo"], best["pass^k_fixed_hi"], strict=True)
     ]
+    legend = [t.get_text() for t in plot_summary(summary=summary, by="model").get_legend().get_texts()]
+    assert legend == ["95% interval, these tasks re-rolled\n(too few tasks for new tasks)", "pass^k"]
     fig, ax = plt.subplots()
     assert plot_summary(summary=summary, by="model", ax=ax) is ax
     with pytest.raises(ValueError, match="give k="):
