@@ -139,6 +139,7 @@ _LAZY = {
     "plot_curve": "passk_nb.view.plots",
     "plot_flips": "passk_nb.view.plots",
     "plot_outcomes": "passk_nb.view.plots",
+    "plot_summary": "passk_nb.view.plots",
     "plot_tasks": "passk_nb.view.plots",
     "plot_divergence": "passk_nb.view.divergence_plots",
     "plot_cost": "passk_nb.view.cost_plots",

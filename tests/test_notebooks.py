@@ -32,6 +32,7 @@ PLOT_FUNCTIONS = (
     "plot_tasks",
     "plot_flips",
     "plot_outcomes",
+    "plot_summary",
     "plot_forecast",
     "plot_plan",
     "plot_rank",

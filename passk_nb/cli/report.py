@@ -48,6 +48,7 @@ _EPILOG = """examples:
   passk report runs --by model --format markdown
   passk report runs --format csv --out summary.csv
   passk report runs --format html --out report.html      (one file: table, figures, failures)
+  passk report runs --sort 'pass^k'                      (best configuration first)
   passk report runs --price-in 3 --price-out 15          (cost columns, USD per million tokens)
   passk report runs --prices prices.csv                  (per model: model,price_in,price_out)
 --where COLUMN=VALUE keeps the trials whose COLUMN is VALUE; repeat it to filter more: values
@@ -86,6 +87,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help=f"keep only matching trials (repeatable); columns: {', '.join(WHERE_COLUMNS)}",
     )
     p.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
+    p.add_argument(
+        "--sort",
+        choices=("pass^k", "pass@k"),  # passk_nb.stats.summary.SORTS, not imported here: it loads scipy
+        help="order the rows from the highest pass^k (or pass@k) to the lowest "
+        "(default: by configuration); the HTML page's keys A, B, … follow this order",
+    )
     p.add_argument("--out", help="write the report to this file instead of printing it")
     p.add_argument("--ci", type=level, default=0.95, help="interval level (default: 0.95)")
     p.add_argument(
@@ -251,6 +258,7 @@ def default_k(df: pd.DataFrame) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from passk_nb.stats.params import default_by
     from passk_nb.stats.report import newest_suite_versions, report_frame  # here: keeps `passk tasks` fast
+    from passk_nb.stats.summary import best_first
     from passk_nb.view.tables import report_table
 
     refuse_foreign(args.path)  # τ-bench / inspect_ai files: `passk import` first
@@ -295,6 +303,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
         report = report_costs(
             report, df, k=k, by=by, price_in=args.price_in, price_out=args.price_out, prices=prices
         )
+    if args.sort:
+        report = best_first(report, args.sort)
     if args.format == "html":
         from passk_nb.view.report_html import report_html
 

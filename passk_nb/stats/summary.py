@@ -163,6 +163,25 @@ def interval_text(lo: float, hi: float) -> str:
     return f"[{max(lo, 0.0):.3f}, {min(hi, 1.0):.3f}]"
 
 
+#: What a report's rows can be sorted by (``passk report --sort``): its two metrics.
+SORTS: tuple[str, ...] = ("pass^k", "pass@k")
+
+
+def best_first(summary: pd.DataFrame, metric: str = "pass^k") -> pd.DataFrame:
+    """The rows of a :func:`summarize` (or report) frame from the highest ``metric`` to the lowest,
+    NaN last, ties in their order; numbered again from 0.
+
+    >>> frame = pd.DataFrame({"model": ["a", "b", "c", "d"], "pass^k": [0.5, float("nan"), 0.9, 0.5]})
+    >>> best_first(frame)["model"].tolist()
+    ['c', 'a', 'd', 'b']
+    """
+    if metric not in SORTS:
+        raise ValueError(f"sort by one of {', '.join(SORTS)}; got {metric!r}")
+    return summary.sort_values(metric, ascending=False, na_position="last", kind="stable").reset_index(
+        drop=True
+    )
+
+
 @share_docs
 def summarize(
     df: Counts | pd.DataFrame | str | os.PathLike[str],

@@ -12,13 +12,15 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Collection, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 from matplotlib.text import Text
 from matplotlib.ticker import FixedFormatter, FuncFormatter
+from matplotlib.transforms import offset_copy
 
 from passk_nb.view.labels import ONE_GROUP
 
@@ -86,17 +88,20 @@ def set_title(ax: Axes, title: str | None, default: str, note: str = "") -> None
     """The title at the left: ``default`` for None, none for ``""``.
 
     ``note`` (what the figure's one group is, from :func:`passk_nb.view.labels.figure_labels`)
-    becomes a last line ``all trials: <note>``, wrapped, unless the title already says it.
+    becomes a last line ``all trials: <note>``, wrapped, unless the title already says it
+    (also across the lines of a wrapped title).
 
     >>> ax = new_axes(None)
     >>> set_title(ax, None, "Per-task success", note="m · temperature=0.7"); ax.get_title(loc="left")
     'Per-task success\\nall trials: m · temperature=0.7'
     >>> set_title(ax, "m at temperature 0.7", "", note="m"); ax.get_title(loc="left")
     'm at temperature 0.7'
+    >>> set_title(ax, "A: m ·\\ntemperature=0.7", "", note="A: m · temperature=0.7"); ax.get_title(loc="left")
+    'A: m ·\\ntemperature=0.7'
     >>> import matplotlib.pyplot as plt; plt.close("all")
     """
     text = default if title is None else title
-    if text and note and note not in text:
+    if text and note and "".join(note.split()) not in "".join(text.split()):
         text += "\n" + wrap_fields(f"{ONE_GROUP}: {note}", _TITLE_WIDTH)
     if text:
         ax.set_title(text, loc="left", fontsize="medium")
@@ -104,22 +109,44 @@ def set_title(ax: Axes, title: str | None, default: str, note: str = "") -> None
 
 #: Characters in a line of a title's note before it wraps.
 _TITLE_WIDTH = 90
+#: Characters in a line of a long tick label (a configuration's name) before it wraps.
+TICK_WIDTH = 60
 
 
 def wrap_fields(text: str, width: int) -> str:
     """``text`` in lines of at most ``width`` characters, broken only between fields (after " · "
-    or ", "), so that no ``key=value`` is cut; a field longer than ``width`` gets a line of its own.
+    or ", "), so that no ``key=value`` is cut; a field longer than ``width`` is broken after its
+    "/" (a provider/model), else gets a line of its own.
 
     >>> print(wrap_fields("m · temperature=0.0, json=schema, max_turns=6", 24))
     m · temperature=0.0,
     json=schema, max_turns=6
+    >>> print(wrap_fields("A: ollama/acme/reasoning-instruct · json=schema", 24))
+    A: ollama/acme/
+    reasoning-instruct ·
+    json=schema
     """
+    fields = re.split(r"(?<=, )|(?<= · )", text)
+    fields = [
+        part for field in fields for part in (re.split(r"(?<=/)", field) if len(field) > width else [field])
+    ]
     lines = [""]
-    for field in re.split(r"(?<=, )|(?<= · )", text):
+    for field in fields:
         if lines[-1] and len(lines[-1] + field.rstrip()) > width:
             lines.append("")
         lines[-1] += field
     return "\n".join(line.rstrip() for line in lines)
+
+
+def label_inches(labels: Sequence[str], fontsize: float = 10.0) -> float:
+    """About how wide the longest line of ``labels`` is, in inches, at ``fontsize`` points: for
+    figures to make room for long tick labels instead of squeezing their data.
+
+    >>> round(label_inches(["A: llama3.1:8b · strict (9c1f0a7)", "B"]), 2)
+    2.75
+    """
+    longest = max((len(line) for label in labels for line in str(label).splitlines()), default=0)
+    return longest * 0.6 * fontsize / 72
 
 
 def legend_outside(ax: Axes, **options: Any) -> None:
@@ -131,6 +158,21 @@ def legend_outside(ax: Axes, **options: Any) -> None:
         frameon=False,
         fontsize="small",
         title_fontsize="small",
+        **options,
+    )
+
+
+def legend_below(ax: Axes, **options: Any) -> None:
+    """The legend centred under the axis' tick labels and its label, small and frameless, in up
+    to three columns: for a figure whose data needs the whole width."""
+    below_ticks = offset_copy(ax.transAxes, fig=cast(Figure, ax.figure), y=-34, units="points")
+    ax.legend(
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.0),
+        bbox_transform=below_ticks,
+        ncol=3,
+        frameon=False,
+        fontsize="small",
         **options,
     )
 
@@ -185,16 +227,3 @@ def label_columns(frame: pd.DataFrame, by: Sequence[str], *, minimal: bool = Tru
         if rest and len(frame[rest].drop_duplicates()) == n_groups and col != "task":
             columns = rest
     return tuple(columns)
-
-
-def luminance(color: str | Sequence[float]) -> float:
-    """Perceived brightness of a colour in [0, 1]: write black text on it above 0.5, else white.
-
-    >>> round(luminance("#ffffff"), 6), luminance((0.0, 0.0, 0.0, 1.0))
-    (1.0, 0.0)
-    """
-    if isinstance(color, str):
-        r, g, b = (int(color[i : i + 2], 16) / 255 for i in (1, 3, 5))
-    else:
-        r, g, b = (float(v) for v in color[:3])
-    return 0.299 * r + 0.587 * g + 0.114 * b

@@ -44,17 +44,37 @@ def group_colors(n: int) -> list[str]:
     return [palette[i % len(palette)] for i in range(n)]
 
 
-#: One fixed colour per outcome, so a category looks the same in every figure.
+#: One fixed colour for every outcome of :data:`passk_nb.data.records.OUTCOMES`, so a category
+#: looks the same in every figure and no failure is drawn in a colour near pass's green. Chosen so
+#: that every pair stays apart (CIEDE2000) for normal vision and under simulated protanopia,
+#: deuteranopia and tritanopia: tests/view/test_outcome_colors.py measures it.
 OUTCOME_COLORS: dict[str, str] = {
-    "pass": "#009E73",
-    "wrong_state": "#E69F00",
-    "unrequested_change": "#D55E00",
-    "format_error": "#CC79A7",
-    "max_turns": "#56B4E9",
-    "infra_error": "#BBBBBB",
-    "wrong_output": "#0072B2",
-    "agent_error": "#000000",
+    "pass": "#009E73",  # bluish green
+    "wrong_state": "#E69F00",  # orange
+    "unrequested_change": "#D55E00",  # vermillion
+    "format_error": "#55DDFF",  # light cyan
+    "max_turns": "#2222BB",  # deep blue
+    "infra_error": "#BBBBBB",  # grey (hatched in the outcome chart: not the agent's fault)
+    "no_lookup": "#554400",  # dark olive
+    "false_claim": "#882255",  # wine
+    "agent_error": "#000000",  # black
+    "wrong_output": "#556699",  # slate blue
 }
+#: Failures a counts table did not break down by outcome: pale, edged, apart from every outcome.
+UNCOUNTED_COLOR = "#F2F2F2"
+
+
+def luminance(color: str | Sequence[float]) -> float:
+    """Perceived brightness of a colour in [0, 1]: write black text on it above 0.5, else white.
+
+    >>> round(luminance("#ffffff"), 6), luminance((0.0, 0.0, 0.0, 1.0))
+    (1.0, 0.0)
+    """
+    if isinstance(color, str):
+        r, g, b = (int(color[i : i + 2], 16) / 255 for i in (1, 3, 5))
+    else:
+        r, g, b = (float(v) for v in color[:3])
+    return 0.299 * r + 0.587 * g + 0.114 * b
 
 
 def group_labels(

@@ -6,10 +6,11 @@ draws on ``ax`` (a new figure when None) and returns the Axes. They share the ke
 vocabulary of :mod:`passk_nb.stats.params`: ``by`` (default None: every identity column, so
 configurations are never pooled; one colour, row or bar per group), ``k``, ``ci``, ``n_boot``,
 ``seed``, ``infra``, ``title`` (None: a default title; ``""``: none).
-Colours come from the Okabe–Ito palette (safe for colour-blind readers); legends sit
-outside the data area. Groups are labelled by the values that differ among them, with prompt
-hashes shown as ``name (hash)`` when the records carry ``prompt_name``; a figure of one group
-calls it "all trials" and says what it is once, in the title's last line.
+Group colours come from the Okabe–Ito palette and each outcome has a fixed colour, all safe for
+colour-blind readers; legends sit outside the data area. Groups are labelled by the values that
+differ among them, with prompt hashes shown as ``name (hash)`` when the records carry
+``prompt_name``; a figure of one group calls it "all trials" and says what it is once, in the
+title's last line.
 
 >>> from passk_nb.data.records import frame_from_records
 >>> df = frame_from_records(
@@ -29,7 +30,7 @@ from __future__ import annotations
 import io
 import warnings
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -39,32 +40,36 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.transforms import offset_copy
 
 from passk_nb.stats import paired as _paired
 from passk_nb.stats import summary as _summary
-from passk_nb.stats.counts import outcome_counts
+from passk_nb.stats.counts import UNCOUNTED_FAILURE, outcome_counts
 from passk_nb.stats.params import CI, INFRA, METHOD, MIN_TASKS, N_BOOT, SEED, default_by, share_docs
 from passk_nb.stats.result import result_by, result_ci
 from passk_nb.stats.summary import METRICS
 from passk_nb.view.axes import (
+    TICK_WIDTH,
     data_or_frame,
     label_columns,
+    label_inches,
+    legend_below,
     legend_outside,
-    luminance,
     new_axes,
     plain_text,
     reject_frame,
     require_frame,
     set_title,
+    wrap_fields,
 )
 from passk_nb.view.labels import (
     OUTCOME_COLORS,
     PALETTE,
+    UNCOUNTED_COLOR,
     figure_labels,
     format_value,
     group_colors,
     group_labels,
+    luminance,
     prompt_names,
 )
 
@@ -313,8 +318,10 @@ def plot_tasks(
     values = grid("pass^k").to_numpy(dtype=float)
     values = values.T if transpose else values
     rows, columns = (groups, tasks) if transpose else (tasks, groups)
+    row_labels = [wrap_fields(str(row), TICK_WIDTH) for row in rows]
     per_column = min(1.6, max(0.8, 0.1 * max((len(str(col)) for col in columns), default=1)))
-    ax = new_axes(ax, figsize=(max(4.5, per_column * len(columns) + 3.5), max(2.5, 0.5 * len(rows) + 1.5)))
+    width = per_column * len(columns) + max(3.5, 2.2 + label_inches(row_labels))  # room for the labels
+    ax = new_axes(ax, figsize=(max(4.5, width), max(2.5, 0.5 * len(rows) + 1.5)))
     colormap = plt.get_cmap(cmap).with_extremes(bad="0.92")
     image = ax.imshow(np.ma.masked_invalid(values), cmap=colormap, vmin=0, vmax=1, aspect="auto")
     for (row, col), value in np.ndenumerate(values):
@@ -336,7 +343,7 @@ def plot_tasks(
             color="black" if luminance(shade) > 0.5 else "white",
         )
     ax.set_xticks(range(len(columns)), columns, rotation=20, ha="right")
-    ax.set_yticks(range(len(rows)), rows)
+    ax.set_yticks(range(len(rows)), row_labels)
     group_name = "" if described else " · ".join(shown_by)
     ax.set_xlabel("task" if transpose else group_name)
     ax.set_ylabel(group_name if transpose else "task")
@@ -453,15 +460,7 @@ def plot_flips(
     ax.set_ylim(-0.7, len(table) - 0.3)
     ax.set_xlabel("success rate (successes / trials)")
     ax.grid(True, axis="x", alpha=0.3)
-    below_ticks = offset_copy(ax.transAxes, fig=cast(Figure, ax.figure), y=-34, units="points")
-    ax.legend(
-        loc="upper center",
-        bbox_to_anchor=(0.5, 0.0),
-        bbox_transform=below_ticks,
-        ncol=3,
-        frameon=False,
-        fontsize="small",
-    )
+    legend_below(ax)
     default = f"Per-task success, {label_a} vs {label_b}"
     if "min_p" in table.columns and (table["min_p"] >= alpha).all():
         default += f"\n(too few trials: no task can reach p < {alpha:g}, whatever the data)"
@@ -474,6 +473,140 @@ _FLIP_COLUMNS = frozenset(
     | {"p_value", "q_value", "min_p", "flip"}
     | {"tested"}
 )
+
+
+@plain_text
+@share_docs
+def plot_summary(
+    data: pd.DataFrame | None = None,
+    *,
+    summary: pd.DataFrame | None = None,
+    k: int | None = None,
+    by: str | Sequence[str] | None = None,
+    metric: str = "pass^k",
+    sort: bool = True,
+    ci: float = CI,
+    n_boot: int = N_BOOT,
+    seed: int = SEED,
+    infra: str = INFRA,
+    ax: Axes | None = None,
+    title: str | None = None,
+) -> Axes:
+    """One row per group of ``by``: its pass^k (or pass@k) and the interval, best at the top — the
+    overview of many configurations.
+
+    data: trial records; the values are computed with :func:`passk_nb.stats.summary.summarize`
+    at ``k``.
+    summary: instead of ``data``, a frame :func:`~passk_nb.stats.summary.summarize` (or
+    :func:`~passk_nb.stats.report.report_frame`) returned (``by`` then defaults to its grouping
+    columns, and ``ci`` should be the level it was computed at).
+    {k}
+    {by}
+    metric: ``"pass^k"`` or ``"pass@k"``.
+    sort: rows from the highest value to the lowest (:func:`~passk_nb.stats.summary.best_first`);
+    False: the frame's order, top to bottom.
+    {ci}
+    {n_boot}
+    {seed}
+    {infra}
+    {ax}
+    {title}
+
+    Each row is a dot at the value and a line over its ``ci`` interval for new tasks like these
+    (exact per-task intervals when ``by`` contains ``"task"``); where a group has too few tasks for
+    that interval, a hollow dot and a dashed line over the fixed-task interval (these tasks,
+    re-rolled), as the legend says. A row without a value says "n/a".
+
+    >>> from passk_nb.data.records import frame_from_records
+    >>> df = frame_from_records(
+    ...     {"run_id": m, "suite": "s", "task": task, "trial": i, "model": m,
+    ...      "passed": i < c, "outcome": "pass" if i < c else "wrong_state"}
+    ...     for m, cs in [("small", (4, 1, 0, 2, 0)), ("big", (4, 4, 3, 4, 2))]
+    ...     for task, c in zip("abcde", cs) for i in range(4))
+    >>> ax = plot_summary(df, k=2, n_boot=0)
+    >>> [t.get_text() for t in ax.get_yticklabels()]  # best first, at the top
+    ['big', 'small']
+    >>> import matplotlib.pyplot as plt; plt.close("all")
+    """
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {list(METRICS)}; got {metric!r}")
+    data_or_frame(data, summary, "summarize", "summary")
+    if summary is not None:
+        columns = ("k", metric, f"{metric}_lo", f"{metric}_hi", f"{metric}_fixed_lo", f"{metric}_fixed_hi")
+        require_frame(summary, columns, "summary", "passk_nb.summarize(df, k=...)")
+        frame = summary
+        minimal = by is None
+        by = tuple(frame.columns[: list(frame.columns).index("k")]) if by is None else default_by(frame, by)
+    else:
+        assert data is not None
+        reject_frame(data, ("pass^k", "pass^k_fixed_lo"), "summary")
+        if k is None:
+            raise ValueError("give k=: the k of pass^k and pass@k, e.g. k=2")
+        minimal = by is None
+        by = default_by(data, by)
+        frame = _summary.summarize(data, k=k, by=by, ci=ci, n_boot=n_boot, seed=seed, infra=infra)
+    labels, described = figure_labels(
+        frame, by, shown=label_columns(frame, by, minimal=minimal), names=prompt_names(frame)
+    )
+    frame = pd.DataFrame(frame).reset_index(drop=True).assign(_label=labels.to_numpy())
+    if sort:
+        frame = _summary.best_first(frame, metric)
+    n = len(frame)
+    y = np.arange(n)[::-1]
+    declined = (
+        (frame["ci_method"] == _summary.DECLINED).to_numpy()
+        if "ci_method" in frame
+        else np.zeros(n, dtype=bool)
+    )
+    lo = np.where(declined, frame[f"{metric}_fixed_lo"], frame[f"{metric}_lo"])
+    hi = np.where(declined, frame[f"{metric}_fixed_hi"], frame[f"{metric}_hi"])
+    value = frame[metric].to_numpy(dtype=float)
+    small = n > 20
+    ticks = frame["_label"].astype(str).tolist()
+    width = 5.0 + label_inches(ticks, 8.3 if small else 10.0)  # room for the labels, one line each
+    ax = new_axes(ax, figsize=(max(7.5, width), max(2.4, 0.3 * n + 1.6)))
+    color = PALETTE[0]
+    if "task" in by:
+        interval = f"{ci:.0%} interval, exact per task"
+    else:
+        interval = f"{ci:.0%} interval, new tasks like these"
+    if not declined.all():
+        ax.hlines(y[~declined], lo[~declined], hi[~declined], color=color, linewidth=2, label=interval)
+        ax.scatter(value[~declined], y[~declined], color=color, s=30, zorder=3, label=metric)
+    if declined.any():
+        ax.hlines(
+            y[declined],
+            lo[declined],
+            hi[declined],
+            color=color,
+            linewidth=1.5,
+            linestyles="dashed",
+            label=f"{ci:.0%} interval, these tasks re-rolled\n(too few tasks for new tasks)",
+        )
+        ax.scatter(
+            value[declined],
+            y[declined],
+            facecolor="white",
+            edgecolor=color,
+            s=30,
+            zorder=3,
+            label=metric if declined.all() else "_declined",
+        )
+    for yi in y[np.isnan(value)]:
+        ax.text(0.01, yi, "n/a", va="center", fontsize="small", color="0.3")
+    ax.set_yticks(y, ticks, fontsize="small" if small else None)
+    ax.set_ylim(-0.7, n - 0.3)
+    ax.set_xlim(-0.02, 1.02)
+    k_shown = int(frame["k"].iloc[0]) if n else k
+    ax.set_xlabel(_METRIC_NAME[metric].replace("k", str(k_shown)))
+    if n > 15:  # a tall figure: the scale at the top too
+        ax.tick_params(axis="x", labeltop=True)
+    ax.grid(True, axis="x", alpha=0.3)
+    legend_below(ax)
+    group = "" if described else " · ".join(label_columns(frame, by, minimal=minimal))
+    default = f"{metric.replace('k', str(k_shown))} by {group or 'group'}" + (", best first" if sort else "")
+    set_title(ax, title, default, note=described)
+    return ax
 
 
 @plain_text
@@ -521,17 +654,19 @@ def plot_outcomes(
     totals = table.sum(axis=1)
     shown = table.div(totals, axis=0) if normalize else table
     y = np.arange(len(table))[::-1]
-    ax = new_axes(ax, figsize=(8.0, max(2.2, 0.55 * len(table) + 1.4)))
+    ticks = [wrap_fields(f"{label} (n={total})", TICK_WIDTH) for label, total in totals.items()]
+    ax = new_axes(ax, figsize=(max(8.0, 6.5 + label_inches(ticks)), max(2.2, 0.55 * len(table) + 1.4)))
     left = np.zeros(len(table))
-    for i, outcome in enumerate(present):
+    colors = {**OUTCOME_COLORS, UNCOUNTED_FAILURE: UNCOUNTED_COLOR}
+    for outcome in present:
         widths = shown[outcome].to_numpy(dtype=float)
-        color = OUTCOME_COLORS.get(outcome, PALETTE[i % len(PALETTE)])
+        color = colors[outcome]
         bars = ax.barh(
             y,
             widths,
             left=left,
             color=color,
-            edgecolor="white",
+            edgecolor="0.55" if outcome == UNCOUNTED_FAILURE else "white",
             linewidth=0.8,
             label=outcome,
             hatch="//" if outcome == "infra_error" else None,
@@ -548,7 +683,8 @@ def plot_outcomes(
                     color="black" if luminance(color) > 0.5 else "white",
                 )
         left += widths
-    ax.set_yticks(y, [f"{label} (n={total})" for label, total in totals.items()])
+    ax.set_yticks(y, ticks)
+    ax.set_ylim(-0.6, len(table) - 0.4)
     ax.set_xlabel("share of trials" if normalize else "trials")
     if normalize:
         ax.set_xlim(0, 1)

@@ -25,9 +25,10 @@ from passk_nb.stats.counts import outcome_counts
 from passk_nb.stats.flags import claimed_unperformed_action
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
 from passk_nb.stats.report import report_frame
-from passk_nb.stats.summary import curve
+from passk_nb.stats.summary import best_first, curve
+from passk_nb.view.axes import wrap_fields
 from passk_nb.view.labels import ONE_GROUP, cut_text, text_or_none
-from passk_nb.view.plots import figure_png, plot_curve, plot_outcomes, plot_tasks
+from passk_nb.view.plots import figure_png, plot_curve, plot_outcomes, plot_summary, plot_tasks
 from passk_nb.view.tables import (
     render_table,
     report_display,
@@ -38,11 +39,12 @@ from passk_nb.view.tables import (
 from passk_nb.view.transcript_html import failed_first, transcript_html, trial_label
 
 _STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 75em; padding: 0 1em; color: #222; }
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 90em; padding: 0 1em; color: #222; }
 h1 { font-size: 1.6em; } h2 { font-size: 1.25em; margin-top: 1.8em; border-bottom: 1px solid #ddd; }
 table.passk-table { border-collapse: collapse; font-size: 14px; }
 table.passk-table th, table.passk-table td { border: 1px solid #ccc; padding: 3px 8px; text-align: left; }
-table.passk-table th { background: #f3f3f3; }
+table.passk-table th { background: #f3f3f3; position: sticky; top: 0; }
+div.wide { overflow-x: auto; }
 p.caption { color: #444; } ul.notes { color: #555; font-size: 13px; }
 img.figure { max-width: 100%; height: auto; display: block; margin: 0.5em 0; }
 details { margin: 4px 0; } summary { cursor: pointer; font-family: monospace; }
@@ -61,6 +63,7 @@ def report_html(
     infra: str = INFRA,
     report: pd.DataFrame | None = None,
     max_failures: int = 25,
+    sort: str | None = None,
     title: str = "passk report",
 ) -> str:
     """The whole report as one HTML document (a string), self-contained and escaped.
@@ -68,8 +71,11 @@ def report_html(
     ``report``: the :func:`passk_nb.stats.report.report_frame` of ``df`` when already
     computed. ``max_failures``: how many failed trials' transcripts to include, shared out
     evenly over the configurations (at least one each; failures whose answer claims an
-    undone action first). Several configurations get keys (A, B, …) in the table, which
-    the figures use, and the curve is drawn as one small panel per configuration.
+    undone action first). ``sort``: ``"pass^k"`` or ``"pass@k"`` orders the configurations from
+    the highest value to the lowest (:func:`~passk_nb.stats.summary.best_first`); None keeps the
+    report's order. Several configurations get keys (A, B, … Z, AA, …) in that order, which every
+    figure keeps and names them by; an overview chart shows each one's pass^k with its interval,
+    best first, and the curve is drawn as one small panel per configuration.
 
     {df}
     {k}
@@ -91,31 +97,55 @@ def report_html(
     by = default_by(df, by)
     if report is None:
         report = report_frame(df, k=k, by=by, ci=ci, n_boot=n_boot, seed=seed, infra=infra)
+    if sort is not None:
+        report = best_first(report, sort)
     display, caption = report_display(report, by=by, ci=ci)
     keys, names, labels = config_keys(df, report, by)
     many = len(keys) > 1
     if many:
         display.insert(0, "key", keys)
-    labelled = df.assign(configuration=labels.to_numpy())
+    one_line = "".join(  # a value with its interval, or a count of trials, never broken in two
+        f"div.report td:nth-child({i + 1}) {{ white-space: nowrap; }}"
+        for i, column in enumerate(display.columns)
+        if column.startswith(("pass@", "pass^", "these tasks", "trials", "cost/reliable"))
+    )
+    # One order everywhere: the report's (keys A … Z, AA …), never the names' alphabetical order.
+    labelled = df.assign(configuration=pd.Categorical(labels, categories=names, ordered=True))
     group = ("configuration",)
     tasks = df["task"].nunique()
 
     runs = df["run_id"].nunique()
     when = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    per_task = plot_tasks(labelled, by=group, k=k, infra=infra, transpose=len(keys) > tasks)
+    transpose = len(keys) > tasks
+    across = labelled
+    if not transpose and max(map(len, names)) > _SHORT:  # configurations as columns: keys only
+        by_key = labels.map(dict(zip(names, keys, strict=True)))
+        across = df.assign(configuration=pd.Categorical(by_key, categories=keys, ordered=True))
+    per_task = plot_tasks(across, by=group, k=k, infra=infra, transpose=transpose)
     curves = _curves(labelled, names, k=k, ci=ci, n_boot=n_boot, seed=seed, infra=infra)
+    overview = (
+        _figure(
+            plot_summary(summary=report.assign(configuration=names), by=group, ci=ci),
+            f"pass^{k} of every configuration with its {ci:.0%} interval, best first",
+        )
+        if many
+        else ""
+    )
     parts = [
         "<!DOCTYPE html>",
         "<html lang='en'><head><meta charset='utf-8'>",
         "<meta name='viewport' content='width=device-width, initial-scale=1'>",
-        f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>",
+        f"<title>{_e(title)}</title><style>{_STYLE}{one_line}</style></head><body>",
         f"<h1>{_e(title)}</h1>",
         f"<p>{len(df)} trials of {tasks} task{'s' * (tasks != 1)} in {runs} run{'s' * (runs != 1)}; "
         f"k = {k}, {ci:.0%} intervals. Written by passk-nb {_e(__version__)} on {when}.</p>",
         "<h2>pass@k and pass^k</h2>",
         f"<p class='caption'>{_e(caption)}</p>" if caption else "",
-        "<p class='caption'>Every figure below names a configuration by its key.</p>" if many else "",
-        render_table(display, "html"),
+        "<p class='caption'>Every figure below names a configuration by its key, in this order.</p>"
+        if many
+        else "",
+        overview,
+        "<div class='wide report'>" + render_table(display, "html") + "</div>",
         "<ul class='notes'>" + "".join(f"<li>{_e(n)}</li>" for n in report_notes(report, ci=ci)) + "</ul>",
         "<h2>As k grows</h2>",
         _figure(curves, f"pass@k and pass^k against k with {ci:.0%} intervals"),
@@ -138,8 +168,7 @@ def config_keys(
     each trial of ``df`` that name.
 
     Keys are ``A``, ``B``, … ``Z``, ``AA``, … in the report's order; a name is the key followed
-    by what the configuration is (the fields that differ) when every such description is short,
-    else the key alone. One configuration is named "all trials".
+    by what the configuration is (the fields that differ). One configuration is named "all trials".
 
     >>> import pandas as pd
     >>> df = pd.DataFrame({"model": ["m1", "m2", "m1"]})
@@ -152,12 +181,12 @@ def config_keys(
         return ["all trials"], ["all trials"], pd.Series("all trials", index=df.index)
     described = _described(varying)
     keys = [_key(i) for i in range(len(described))]
-    short = described.str.len().max() <= _SHORT
-    names = [f"{key}: {text}" if short else key for key, text in zip(keys, described, strict=True)]
+    names = [f"{key}: {text}" for key, text in zip(keys, described, strict=True)]
     trials = _described(split_fields(row_fields(df, by))[0])
     return keys, names, trials.map(dict(zip(described, names, strict=True)))
 
 
+#: Longest name a figure puts across (configurations as columns); longer ones show their key only.
 _SHORT = 24
 
 
@@ -183,17 +212,20 @@ def _key(i: int) -> str:
 def _curves(
     labelled: pd.DataFrame, names: list[str], *, k: int, ci: float, n_boot: int, seed: int, infra: str
 ) -> Axes:
-    """One small panel of pass@k and pass^k per configuration (a single axes for one), shared axes."""
+    """One small panel of pass@k and pass^k per configuration (a single axes for one), shared axes,
+    each titled with its configuration's name, wrapped between fields."""
     group = ("configuration",)
     frame = curve(labelled, by=group, ci=ci, n_boot=n_boot, seed=seed, infra=infra)
     if len(names) == 1:
         return plot_curve(curve=frame, by=group, k=k, ci=ci)
     columns = min(len(names), _PANELS_PER_ROW)
     rows = -(-len(names) // columns)
+    titles = [wrap_fields(name, _PANEL_TITLE) for name in names]
+    lines = max(title.count("\n") + 1 for title in titles)
     figure, grid = plt.subplots(
         rows,
         columns,
-        figsize=(3.0 * columns, 2.4 * rows + 0.9),
+        figsize=(3.0 * columns, (2.25 + 0.15 * lines) * rows + 0.9),
         sharex=True,
         sharey=True,
         layout="constrained",
@@ -202,8 +234,8 @@ def _curves(
     handles: dict[str, Artist] = {}
     legend_title = None
     configuration = frame["configuration"].astype(str)
-    for ax, name in zip(grid.flat, names, strict=False):
-        plot_curve(curve=frame[configuration == name], by=group, k=k, ci=ci, ax=ax, title=name)
+    for ax, name, title in zip(grid.flat, names, titles, strict=False):
+        plot_curve(curve=frame[configuration == name], by=group, k=k, ci=ci, ax=ax, title=title)
         legend = ax.get_legend()
         if legend is not None:
             legend_title = legend_title or legend.get_title().get_text()
@@ -233,6 +265,8 @@ def _curves(
 
 
 _PANELS_PER_ROW = 4
+#: Characters in a line of a panel's title (small type, a 3-inch panel).
+_PANEL_TITLE = 34
 
 
 def _failures(labelled: pd.DataFrame, names: list[str], limit: int) -> str:
@@ -241,7 +275,7 @@ def _failures(labelled: pd.DataFrame, names: list[str], limit: int) -> str:
     failed = labelled[~labelled["passed"].astype(bool)]
     if failed.empty:
         return "<p>No trial failed.</p>"
-    by_name = dict(tuple(failed.groupby("configuration", sort=False)))
+    by_name = {str(name): rows for name, rows in failed.groupby("configuration", sort=False, observed=True)}
     groups = [(name, by_name[name]) for name in names if name in by_name]
     each = max(1, limit // len(groups))
     many = len(names) > 1

@@ -305,7 +305,21 @@ def report_table(
 
 
 def report_display(report: pd.DataFrame, *, by: Sequence[str], ci: float = CI) -> tuple[pd.DataFrame, str]:
-    """The text cells of a report (one row per group) and the caption of what every row shares."""
+    """The text cells of a report (one row per group) and the caption of what every row shares:
+    the fields, and, in a table of several rows, the counts (infra excl., claimed not done, agent
+    errors) that are the same in each.
+
+    >>> from passk_nb.data.records import frame_from_records
+    >>> from passk_nb.stats.report import report_frame
+    >>> df = frame_from_records([{"run_id": m, "suite": "s", "task": t, "trial": i, "model": m,
+    ...     "passed": i < 1, "outcome": "pass" if i < 1 else "wrong_state"}
+    ...     for m in ("a", "b") for t in "xy" for i in range(2)])
+    >>> display, caption = report_display(report_frame(df, k=1, n_boot=0), by=["suite", "model"])
+    >>> caption
+    'suite: s, infra excl.: 0, claimed not done: 0, agent errors: 0'
+    >>> list(display.columns)
+    ['model', 'pass@1', 'pass^1', 'these tasks', 'trials']
+    """
     k = int(report["k"].iloc[0])
     varying, constant = split_fields(row_fields(report, by))
     caption = ", ".join(f"{name}: {value}" for name, value in constant.items())
@@ -340,7 +354,15 @@ def report_display(report: pd.DataFrame, *, by: Sequence[str], ci: float = CI) -
         rows = report.to_dict("records")
         out["cost/trial (USD)"] = [_cost_cell(row, "cost_usd_per_trial") for row in rows]
         out["cost/reliable success (USD)"] = [_reliable_cost_cell(row) for row in rows]
+    if len(out) > 1:  # a count the same in every row is said once, with the fields every row shares
+        same = [col for col in _COUNTS if out[col].nunique() == 1]
+        caption = ", ".join([caption] * bool(caption) + [f"{col}: {out[col].iloc[0]}" for col in same])
+        out = out.drop(columns=same)
     return out.reset_index(drop=True), caption
+
+
+#: Count columns of :func:`report_display` that leave the table when every row has the same one.
+_COUNTS: tuple[str, ...] = ("infra excl.", "claimed not done", "agent errors")
 
 
 def _cost_cell(row: dict, column: str) -> str:

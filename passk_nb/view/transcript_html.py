@@ -16,7 +16,7 @@ import pandas as pd
 
 from passk_nb.stats.divergence import KeyArgs, action_sequence
 from passk_nb.stats.flags import claimed_unperformed_action, false_claims
-from passk_nb.view.labels import OUTCOME_COLORS, join_nonempty, prompt_label, text_or_none
+from passk_nb.view.labels import OUTCOME_COLORS, join_nonempty, luminance, prompt_label, text_or_none
 
 #: Longest text shown for one transcript entry; the rest is cut with a note.
 MAX_SHOWN_CHARS = 4000
@@ -72,7 +72,7 @@ def _header_html(record: Mapping[str, Any] | pd.Series) -> str:
         if part
     )
     badge = (
-        f"<span style='background:{color};color:{'#fff' if outcome != 'max_turns' else '#000'};"
+        f"<span style='background:{color};color:{'#000' if luminance(color) > 0.5 else '#fff'};"
         f"padding:1px 6px;border-radius:3px'>{_e(outcome)}</span>"
     )
     parts = [f"<div style='margin-bottom:6px'><b>{ident}</b> {badge}</div>"]

@@ -114,12 +114,33 @@ def test_stdout_formats_parse_too(folder, capsys):
 def test_table_labels_rows_with_only_the_fields_that_differ(folder, capsys):
     out = passk(capsys, "report", folder, "--n-boot", 0, "--where", "model=small")
     lines = out.splitlines()
-    assert lines[0] == "suite: orders, provider/model: test/small, config: default"
+    # what every row shares is said once: the fields, and the counts that are the same in each row
+    shared = "suite: orders, provider/model: test/small, config: default"
+    assert lines[0] == f"{shared}, infra excl.: 0, claimed not done: 2"
     header = [c.strip() for c in lines[1].split(" | ")]
     assert header[:2] == ["prompt", "pass@2"]  # the model is the same in every row shown
     rows = [line for line in lines[3:] if " | " in line]
     assert [r.split(" | ")[0].strip() for r in rows] == ["default (default-hash)", "strict (strict-hash)"]
-    assert header[-2:] == ["claimed not done", "agent errors"]
+    assert header[-1] == "agent errors" and "claimed not done" not in header  # 3 and 2: it stays
+
+
+def test_sort_orders_the_rows_from_the_best(tmp_path, capsys):
+    passes = {"a-weak": (1, 0, 0, 1, 0), "b-strong": (4, 4, 3, 4, 4), "c-middle": (4, 2, 2, 3, 1)}
+    path = tmp_path / "records.parquet"
+    frame_from_records(
+        {"run_id": m, "suite": "s", "task": f"t{t}", "trial": i, "model": m, "passed": i < c,
+         "outcome": "pass" if i < c else "wrong_state"}
+        for m, cs in passes.items() for t, c in enumerate(cs) for i in range(4)
+    ).to_parquet(path)  # fmt: skip
+    plain = pd.read_csv(io.StringIO(passk(capsys, "report", path, "--format", "csv", "--n-boot", 0)))
+    assert plain["model"].tolist() == ["a-weak", "b-strong", "c-middle"]  # by configuration
+    for metric in ("pass^k", "pass@k"):
+        csv = passk(capsys, "report", path, "--format", "csv", "--n-boot", 0, "--sort", metric)
+        ranked = pd.read_csv(io.StringIO(csv))
+        assert ranked["model"].tolist() == ["b-strong", "c-middle", "a-weak"]
+        assert ranked[metric].is_monotonic_decreasing
+    table = passk(capsys, "report", path, "--n-boot", 0, "--sort", "pass^k").splitlines()
+    assert [line.split(" | ")[0].strip("/ ") for line in table[3:6]] == ["b-strong", "c-middle", "a-weak"]
 
 
 def test_where_is_or_within_a_column_and_across_columns_and(folder, capsys):
@@ -229,7 +250,7 @@ def test_html_report_is_self_contained_and_escapes_hostile_text(html_report):
     assert "script" not in parsed.tags and "onerror" not in {n for _, n, _ in parsed.attrs}
     text = "".join(parsed.text)
     assert HOSTILE in text  # shown as text, exactly
-    assert parsed.tags.count("img") == 3  # curve, heatmap, outcomes
+    assert parsed.tags.count("img") == 4  # overview, curve, heatmap, outcomes
     assert parsed.tags.count("table") == 2 and "claimed not done" in text and "pass^2" in text
     assert "default (default-hash)" in text and "small" in text
     failed = int((~records()["passed"]).sum())

@@ -14,7 +14,8 @@ from matplotlib.colors import to_hex  # noqa: E402
 
 from passk_nb.stats.counts import counts  # noqa: E402
 from passk_nb.stats.paired import flips  # noqa: E402
-from passk_nb.stats.summary import curve  # noqa: E402
+from passk_nb.stats.report import report_frame  # noqa: E402
+from passk_nb.stats.summary import DECLINED, curve, summarize  # noqa: E402
 from passk_nb.view.plots import (  # noqa: E402
     OUTCOME_COLORS,
     PALETTE,
@@ -22,6 +23,7 @@ from passk_nb.view.plots import (  # noqa: E402
     plot_curve,
     plot_flips,
     plot_outcomes,
+    plot_summary,
     plot_tasks,
 )
 from tests.helpers.records import records_from_marks as records  # noqa: E402
@@ -343,6 +345,71 @@ def test_outcomes_of_counts_from_elsewhere_show_the_failures_they_do_not_break_d
     assert bar_widths(ax) == {"pass": [3], "failed (outcome not counted)": [5]}
     with pytest.raises(ValueError, match="add up to more than its failures"):
         plot_outcomes(table.assign(n_wrong_state=[2, 5]), by="model")
+
+
+# ---- plot_summary -------------------------------------------------------------------------------
+
+
+def drawn_rows(ax):
+    """Per row, top first: (tick label, value, interval, dashed?) as drawn."""
+    ticks = dict(zip(ax.get_yticks(), [label.get_text() for label in ax.get_yticklabels()], strict=True))
+    rows = {}
+    for lines in ax.collections:
+        if hasattr(lines, "get_segments"):
+            dashed = lines.get_linestyle()[0][1] is not None
+            for segment in lines.get_segments():
+                if len(segment):  # no interval (n_boot=0): nothing drawn
+                    (x0, y0), (x1, _) = segment
+                    rows.setdefault(y0, {}).update(interval=(x0, x1), dashed=dashed)
+        else:
+            for x, y in lines.get_offsets():
+                rows.setdefault(y, {})["value"] = x
+    return [
+        (ticks[y], row["value"], row.get("interval"), row.get("dashed"))
+        for y, row in sorted(rows.items(), reverse=True)
+    ]
+
+
+def test_summary_draws_each_group_s_value_and_interval_from_stats_best_first():
+    many = records(
+        {
+            (f"m{i}", "p", t): marks
+            for i, marks in enumerate(["1100", "1111", "0000", "1110"])
+            for t in "abcdef"
+        }
+    )
+    report = report_frame(many, k=2, by=["model"], n_boot=100)
+    ax = plot_summary(summary=report, by=["model"])
+    expected = report.sort_values("pass^k", ascending=False, kind="stable")
+    assert drawn_rows(ax) == [
+        (m, pytest.approx(v), (pytest.approx(lo), pytest.approx(hi)), False)
+        for m, v, lo, hi in zip(
+            expected["model"], expected["pass^k"], expected["pass^k_lo"], expected["pass^k_hi"], strict=True
+        )
+    ]
+    assert [label for label, *_ in drawn_rows(ax)] == ["m1", "m3", "m0", "m2"]
+    unsorted = plot_summary(many, k=2, by="model", n_boot=0, sort=False, metric="pass@k")
+    assert [label for label, *_ in drawn_rows(unsorted)] == ["m0", "m1", "m2", "m3"]
+    assert unsorted.get_xlabel().startswith("pass@2")
+
+
+def test_summary_of_too_few_tasks_draws_the_fixed_task_interval_dashed():
+    with pytest.warns(UserWarning, match="no interval for new tasks"):
+        summary = summarize(TWO_MODELS, k=2, by="model", n_boot=100)
+    assert (summary["ci_method"] == DECLINED).all()  # three tasks
+    rows = drawn_rows(plot_summary(summary=summary, by="model"))
+    best = summary.sort_values("pass^k", ascending=False)
+    assert [(label, dashed) for label, *_, dashed in rows] == [("big", True), ("small", True)]
+    assert [interval for *_, interval, _ in rows] == [
+        (pytest.approx(lo), pytest.approx(hi))
+        for lo, hi in zip(best["pass^k_fixed_lo"], best["pass^k_fixed_hi"], strict=True)
+    ]
+    legend = [t.get_text() for t in plot_summary(summary=summary, by="model").get_legend().get_texts()]
+    assert legend == ["95% interval, these tasks re-rolled\n(too few tasks for new tasks)", "pass^k"]
+    fig, ax = plt.subplots()
+    assert plot_summary(summary=summary, by="model", ax=ax) is ax
+    with pytest.raises(ValueError, match="give k="):
+        plot_summary(TWO_MODELS)
 
 
 # ---- shared -------------------------------------------------------------------------------------

@@ -16,6 +16,10 @@ import pytest
 
 from passk_nb.data.records import frame_from_records
 from passk_nb.data.store import load
+from passk_nb.stats.params import default_by
+from passk_nb.stats.report import report_frame
+from passk_nb.stats.summary import best_first
+from passk_nb.view import report_html as report_html_module
 from passk_nb.view.report_html import _curves, config_keys, report_html
 from passk_nb.view.tables import row_fields
 from tests.helpers.fake_servers import require
@@ -57,10 +61,10 @@ def configurations(count: int, *, tasks: int = 5, trials: int = 4, seed: int = 0
     return frame_from_records(rows)
 
 
-def rendered_sizes(page: str, tmp_path: Path) -> list[dict]:
+def rendered_sizes(page: str, tmp_path: Path, script: str = MEASURE, width: int = 1280) -> list[dict]:
     require(CHROMIUM.exists(), "Debian's chromium (apt-get install chromium; .ci/run installs it)")
     path = tmp_path / "measured.html"
-    path.write_text(page.replace("</body>", MEASURE + "</body>"))
+    path.write_text(page.replace("</body>", script + "</body>"))
     dom = subprocess.run(
         [
             str(CHROMIUM),
@@ -72,7 +76,7 @@ def rendered_sizes(page: str, tmp_path: Path) -> list[dict]:
             "--disable-component-update",
             "--disable-sync",
             f"--user-data-dir={tmp_path / 'profile'}",
-            "--window-size=1280,2000",
+            f"--window-size={width},2000",
             "--virtual-time-budget=10000",
             "--dump-dom",
             path.as_uri(),
@@ -92,7 +96,7 @@ def test_figures_render_at_a_readable_size_in_chromium(count, tmp_path):
     df = load(SUITE_12) if count == 12 else configurations(2)
     assert df.groupby(["prompt_hash", "config"] if count == 12 else "model").ngroups == count
     sizes = rendered_sizes(report_html(df, k=2, n_boot=100), tmp_path)
-    assert len(sizes) == 3  # curve, heatmap, outcomes
+    assert len(sizes) == 4  # overview, curve, heatmap, outcomes
     for figure in sizes:
         (natural_w, _), (shown_w, shown_h) = figure["natural"], figure["shown"]
         assert natural_w > 0 and shown_h > 150, figure
@@ -191,3 +195,120 @@ def test_a_failed_trial_with_an_unreadable_transcript_or_diff_is_said_not_a_cras
     df.loc[failed, column] = value
     html = report_html(df, k=1, n_boot=0, max_failures=50)
     assert said in html
+
+
+def drawn_figures(monkeypatch, df, **options) -> tuple[str, dict[str, object]]:
+    """The page, and each figure's Axes by its alt text, caught as the page embeds it."""
+    figures = {}
+    embed = report_html_module._figure
+
+    def keep(ax, alt):
+        ax.figure.canvas.draw()
+        figures[alt.split(" ")[0]] = {
+            "ticks": [t.get_text() for t in ax.get_yticklabels()],
+            "titles": [a.get_title(loc="left") for a in ax.figure.axes if a.get_visible() and a.get_lines()],
+            "panels": [a for a in ax.figure.axes if a.get_visible() and a.get_lines()],
+            "ax": ax,
+        }
+        return embed(ax, alt)
+
+    monkeypatch.setattr(report_html_module, "_figure", keep)
+    monkeypatch.setattr(plt, "close", lambda *a: None)  # keep the figures to look at
+    return report_html_module.report_html(df, **options), figures
+
+
+def key_of(label: str) -> str:
+    return label.split(":")[0]
+
+
+def test_past_26_configurations_every_figure_keeps_the_table_s_order(monkeypatch):
+    """Keys A … Z, AA … AD in the table, and the same order in the heatmap, the outcome chart and
+    the curve panels, not the names' alphabetical one (A, AA, AB, … B)."""
+    page, figures = drawn_figures(monkeypatch, configurations(30, tasks=3, trials=2), k=1, n_boot=0)
+    keys = [report_html_module._key(i) for i in range(30)]
+    assert re.findall(r"<tr><td>([A-Z]+)</td>", page)[:30] == keys
+    assert [key_of(t) for t in figures["per-task"]["ticks"]] == keys  # one row per configuration
+    assert [key_of(t) for t in figures["outcome"]["ticks"]] == keys  # top first
+    assert [key_of(t) for t in figures["pass@k"]["titles"]] == keys
+    plt.close("all")
+
+
+def long_configurations(count: int, tasks: int = 3) -> pd.DataFrame:
+    df = configurations(count, tasks=tasks, trials=2)
+    temperature = df["model"].str[-2:].astype(int) % 5 / 4
+    return df.assign(
+        provider="ollama",
+        model="acme/reasoning-"
+        + df["model"].str[-2:].astype(int).floordiv(5).astype(str)
+        + "-instruct-q4_K_M",
+        config="json=schema, max_turns=6, temperature=" + temperature.astype(str),
+    )
+
+
+def test_the_overview_shows_each_configuration_s_pass_k_from_the_report_best_first(monkeypatch):
+    df = long_configurations(40)
+    report = report_frame(df, k=2, by=default_by(df, None), n_boot=100)
+    _, figures = drawn_figures(monkeypatch, df, k=2, n_boot=100, report=report)
+    keys, names, _ = config_keys(df, report, default_by(df, None))
+    ticks = figures["pass^2"]["ticks"]
+    assert sorted(ticks) == sorted(names)  # every configuration, named by key and what it is
+    assert names[0] == "A: ollama/acme/reasoning-0-instruct-q4_K_M · temperature=0.0"
+    values = report.set_index(pd.Index(names))["pass^k"]
+    shown = [offset[0] for c in figures["pass^2"]["ax"].collections if not hasattr(c, "get_segments")
+             for offset in c.get_offsets()]  # fmt: skip
+    assert shown == pytest.approx(values.loc[ticks].tolist())  # drawn from the report: no value of its own
+    assert values.loc[ticks].is_monotonic_decreasing  # best first
+    plt.close("all")
+
+
+def test_forty_curve_panels_say_what_each_configuration_is_within_their_width(monkeypatch):
+    df = long_configurations(40)
+    _, figures = drawn_figures(monkeypatch, df, k=2, n_boot=0)
+    curves = figures["pass@k"]
+    _, names, _ = config_keys(df, report_frame(df, k=2, n_boot=0), default_by(df, None))
+    assert ["".join(t.split()) for t in curves["titles"]] == [
+        "".join(n.split()) for n in names
+    ]  # not a key alone
+    panels = curves["panels"]
+    renderer = panels[0].figure.canvas.get_renderer()
+    gap = panels[1].get_window_extent().x0 - panels[0].get_window_extent().x1
+    for panel in panels:
+        title = panel.title if panel.get_title() else panel._left_title
+        assert title.get_window_extent(renderer).x1 <= panel.get_window_extent().x1 + gap  # not into the next
+    plt.close("all")
+
+
+def test_sorting_by_pass_k_gives_the_best_configuration_key_a(monkeypatch):
+    df = configurations(6)
+    page, figures = drawn_figures(monkeypatch, df, k=2, n_boot=0, sort="pass^k")
+    report = best_first(report_frame(df, k=2, n_boot=0))
+    models = report["model"].tolist()
+    assert models != sorted(models)
+    assert re.findall(r"<tr><td>([A-Z]+)</td><td>/?([^<]+)</td>", page)[:6] == list(
+        zip("ABCDEF", models, strict=True)
+    )
+    assert [t.split("/")[1].split(" ")[0] for t in figures["outcome"]["ticks"]] == models
+    plt.close("all")
+
+
+# Appended to a copy of the page: how many lines each cell of the report table's value columns takes.
+LINES = """<script>window.addEventListener('load', () => {
+  const table = document.querySelector('table.passk-table');
+  const heads = [...table.querySelectorAll('th')].map(th => th.textContent);
+  const cells = [];
+  for (const row of table.querySelectorAll('tbody tr')) {
+    [...row.children].forEach((td, i) => { if (/^(pass|these)/.test(heads[i])) {
+      const range = document.createRange(); range.selectNodeContents(td);
+      const tops = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
+      cells.push({column: heads[i], text: td.textContent, lines: tops.size}); } });
+  }
+  const pre = document.createElement('pre'); pre.id = 'sizes'; pre.textContent = JSON.stringify(cells);
+  document.body.appendChild(pre); });</script>"""
+
+
+def test_an_interval_stays_on_one_line_at_40_configurations_in_chromium(tmp_path):
+    page = report_html(long_configurations(40, tasks=5), k=2, n_boot=100)
+    cells = rendered_sizes(page, tmp_path, script=LINES, width=800)  # half a laptop's screen
+    assert len(cells) == 40 * 3 and all("[" in cell["text"] for cell in cells)  # value [lo, hi]
+    assert [cell for cell in cells if cell["lines"] != 1] == []
+    plt.close("all")

@@ -36,3 +36,21 @@ def test_the_report_prints_the_fixed_task_columns():
     display, _ = report_display(report, by=["model"])
     data = report.iloc[0]
     assert display.loc[0, "these tasks"] == f"[{data['pass^k_fixed_lo']:.3f}, {data['pass^k_fixed_hi']:.3f}]"
+
+
+def test_a_count_the_same_in_every_row_is_said_once_above_the_table():
+    """At 40 configurations a column of zeros is noise: with several rows, a count the same in each
+    leaves the table for the caption; one that differs stays; a single row keeps every column."""
+    two = records({("m1", "p", t): "1100" for t in "abc"} | {("m2", "p", t): "1110" for t in "abc"})
+    two.loc[(two["model"] == "m2") & (two["task"] == "a") & (two["trial"] == 3), "outcome"] = "agent_error"
+    report = report_frame(two, k=2, by=["model"], n_boot=0)
+    display, caption = report_display(report, by=["model"])
+    assert caption == "infra excl.: 0, claimed not done: 0"
+    assert list(display.columns[-2:]) == ["trials", "agent errors"]  # 0 and 1: it stays
+    assert display["agent errors"].tolist() == ["0", "1"]
+    one, caption = report_display(report.iloc[:1], by=["model"])
+    assert caption == "model: m1" and list(one.columns[-3:]) == [
+        "infra excl.",
+        "claimed not done",
+        "agent errors",
+    ]
