@@ -30,9 +30,9 @@ import pandas as pd
 from scipy import integrate, special
 from scipy import stats as sps
 
+from passk_nb.stats.design import Population, components, paired_power, plan
 from passk_nb.stats.estimators import pass_hat_k
 from passk_nb.stats.forecast import Mixture, forecast
-from passk_nb.stats.planning import Population, components, paired_power, plan
 
 KS = np.array([16, 64])
 Sampler = Callable[[tuple[int, ...], np.random.Generator], np.ndarray]

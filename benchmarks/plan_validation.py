@@ -39,9 +39,9 @@ import pandas as pd
 from scipy import optimize
 from scipy import stats as sps
 
+from passk_nb.stats.design import plan
 from passk_nb.stats.forecast import Mixture
 from passk_nb.stats.paired import compare, differs
-from passk_nb.stats.planning import plan
 from passk_nb.stats.summary import summarize
 
 TRUTHS = {

@@ -3,7 +3,7 @@
 Python-simulated agents of known per-task success (the truths of ``benchmarks/coverage.py``: one
 flaky task (p = ½) among certain ones, U-shaped Beta(0.3, 0.3), the three-point mixture, all
 p = 0.9) run in rounds: a first round of k trials per task, then each round the allocator of
-:mod:`passk_nb.stats.sequential` (:func:`status`, :func:`gains`, :func:`spread`: the numbers behind
+:mod:`passk_nb.stats.design` (:func:`status`, :func:`gains`, :func:`spread`: the numbers behind
 ``decide`` and ``allocate``) gives a round of trials (``--round`` × k per cell, 2 by default) to
 the cells where they move the deciding bound most, until the question is decided or the safety
 cap (8 × the fixed design) is spent.
@@ -23,7 +23,7 @@ The fixed design is what :func:`passk_nb.plan` recommends for the same question 
 a pilot of the same truth (T tasks × 8 trials): the fewest trials per task (from k, 2k, 3k, …,
 64k) whose predicted half-width of the these-tasks interval ``halfwidth_these`` is at most H; for
 a comparison at most H/√2 per arm (two independent arms' widths add in quadrature), × 2 arms; for
-a gate, decided with plan's power (80 %), at most :func:`~passk_nb.stats.planning.gate_halfwidth`
+a gate, decided with plan's power (80 %), at most :func:`~passk_nb.stats.design.gate_halfwidth`
 of |truth − m| (the estimate may err z_β standard errors toward the gate and the interval still
 clears it; ``ratio to power ½`` is against the design whose half-width is |truth − m|, which
 decides only about half the time).
@@ -53,8 +53,16 @@ import numpy as np
 import pandas as pd
 from coverage import PRIORS, Prior  # benchmarks/coverage.py (benchmarks/ is on sys.path)
 
-from passk_nb.stats.planning import gate_halfwidth, plan_trials
-from passk_nb.stats.sequential import Question, _verdict, fixed_look, gains, round_trials, status
+from passk_nb.stats.design import (
+    Question,
+    decision,
+    fixed_look,
+    gains,
+    gate_halfwidth,
+    plan_trials,
+    round_trials,
+    status,
+)
 
 TRUTHS = ("one flaky (½) among certain", "U-shaped Beta(0.3,0.3)", "three-point", "all p = 0.9")
 PILOT_TRIALS = 8
@@ -86,7 +94,7 @@ def simulate(
         state = status(n, c, w, q)
         if stop == "fixed":
             _, lo, hi = fixed_look(n.sum(axis=1), c.sum(axis=1), w, q.k, q.ci)
-            decided, verdict = _verdict(q, state.estimate, lo, hi)
+            decided, verdict = decision(q, state.estimate, lo, hi)
             state = replace(state, lo=lo, hi=hi, decided=decided, verdict=verdict)
         missed |= not state.lo <= truth <= state.hi
         spent = int(n.sum())

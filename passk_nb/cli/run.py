@@ -25,7 +25,7 @@ from passk_nb.harness.shards import parse_shard, select_shard
 from passk_nb.harness.suites.registry import SUITES
 
 if TYPE_CHECKING:
-    from passk_nb.stats.sequential import Until
+    from passk_nb.stats.design.allocation import Until
 
 _EPILOG_RUN = """examples:
   passk run --provider scripted --trials 3 --k 2
@@ -276,7 +276,7 @@ def _until(args: argparse.Namespace) -> Until | None:
                 "--max-trials caps a run that stops when its question is answered: give --until too"
             )
         return None
-    from passk_nb.stats.sequential import Question, Until
+    from passk_nb.stats.design import Question, Until
 
     try:
         question = Question.parse(args.until)

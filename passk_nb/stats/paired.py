@@ -123,7 +123,7 @@ class PairedTasks:
     ) -> PairedTasks:
         """The paired tasks from both arms' trials ``n`` and successes ``c`` per task (n ≥ k), task
         i in group ``gid[i]`` (a row of ``groups``): what :func:`compare` decides on, and what
-        :func:`~passk_nb.stats.planning.plan` simulates its power through."""
+        :func:`~passk_nb.stats.design.planner.plan` simulates its power through."""
 
         def arm(n: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             # computed once per distinct (n, c), then spread to the tasks: simulated suites repeat them

@@ -16,8 +16,8 @@ import pandas as pd
 from matplotlib.axes import Axes
 
 from passk_nb.stats import forecast as _forecast
-from passk_nb.stats import planning as _planning
 from passk_nb.stats import rank as _rank
+from passk_nb.stats.design import planner as _planner
 from passk_nb.stats.forecast import KS
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, share_docs
 from passk_nb.view.axes import data_or_frame, legend_outside, new_axes, plain_text, require_frame, set_title
@@ -129,7 +129,7 @@ def plot_plan(
     """A plan's ``y`` (half-width, detectable difference or power) against trials per task,
     one line per number of tasks.
 
-    data: pilot records (the plan is computed with :func:`passk_nb.stats.planning.plan`).
+    data: pilot records (the plan is computed with :func:`passk_nb.stats.design.planner.plan`).
     plan: instead of ``data``, the frame ``plan`` returned.
     {k}
     y: the column to draw: halfwidth_new, halfwidth_these, mdd_new, mdd_these, power_new, power_these.
@@ -149,7 +149,7 @@ def plot_plan(
     data_or_frame(data, plan, "plan")
     if plan is None:
         assert data is not None
-        plan = _planning.plan(data, k=k, tasks=tasks, trials=trials)
+        plan = _planner.plan(data, k=k, tasks=tasks, trials=trials)
     data = plan
     if y not in data.columns:
         raise ValueError(f"y must be a column of the plan, e.g. 'halfwidth_new'; got y={y!r}")

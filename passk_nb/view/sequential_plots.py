@@ -1,8 +1,9 @@
 """Plots of a run that stopped when its question was answered (``run(..., until=)``).
 
 Each takes the run's trial records (``data``, first) and computes its statistic, or the frame the
-statistic already returned, by its name (``path=`` from :func:`~passk_nb.stats.sequential.decide_by_round`,
-``trials=`` from :func:`~passk_nb.stats.sequential.trials_by_round`), draws on ``ax`` and returns it.
+statistic already returned, by its name (``path=`` from
+:func:`~passk_nb.stats.design.decisions.decide_by_round`, ``trials=`` from
+:func:`~passk_nb.stats.design.decisions.trials_by_round`), draws on ``ax`` and returns it.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 from matplotlib.axes import Axes
 
-from passk_nb.stats import sequential as _sequential
+from passk_nb.stats import design as _design
 from passk_nb.stats.params import INFRA
 from passk_nb.view.axes import data_or_frame, legend_outside, new_axes, plain_text, require_frame, set_title
 from passk_nb.view.labels import figure_labels, group_colors
@@ -25,7 +26,7 @@ _DECIDE_COLUMNS = frozenset({*_PATH_COLUMNS, "n_tasks", "verdict"})
 def plot_rounds(
     data: pd.DataFrame | None = None,
     *,
-    question: str | _sequential.Question | None = None,
+    question: str | _design.Question | None = None,
     path: pd.DataFrame | None = None,
     infra: str = INFRA,
     ax: Axes | None = None,
@@ -36,7 +37,7 @@ def plot_rounds(
     ringed, and the gate (or the precision asked) as a reference.
 
     data: the records of a run with ``until=`` (with ``question``, the question it ran until).
-    path: instead, the frame :func:`~passk_nb.stats.sequential.decide_by_round` returned.
+    path: instead, the frame :func:`~passk_nb.stats.design.decisions.decide_by_round` returned.
 
     >>> import pandas as pd
     >>> rows = [{"task": t, "trial": i, "round": 0 if i < 2 else 1, "passed": True, "outcome": "pass"}
@@ -50,13 +51,13 @@ def plot_rounds(
     if path is None:
         if question is None:
             raise ValueError("plot_rounds(data) needs the question the run ran until: question='gate=0.8'")
-        path = _sequential.decide_by_round(data, question, infra=infra)
+        path = _design.decide_by_round(data, question, infra=infra)
     require_frame(path, _PATH_COLUMNS, "path", "passk_nb.decide_by_round(df, question)")
     if question is None:
         question = path.attrs.get("question")
         if question is None:
             raise ValueError("plot_rounds(path=) needs the question too: question='gate=0.8'")
-    q = _sequential.as_question(question)
+    q = _design.as_question(question)
     keys = [c for c in path.columns if c not in _DECIDE_COLUMNS]
     labels, described = figure_labels(path, keys)
     ax = new_axes(ax)
@@ -103,7 +104,7 @@ def plot_round_trials(
     """Where a run with ``until=`` spent its trials: usable trials per task, stacked by round.
 
     data: the run's records. trials: instead, the frame
-    :func:`~passk_nb.stats.sequential.trials_by_round` returned.
+    :func:`~passk_nb.stats.design.decisions.trials_by_round` returned.
 
     >>> import pandas as pd
     >>> rows = [{"task": t, "trial": i, "round": min(i, 1), "passed": True, "outcome": "pass"}
@@ -115,7 +116,7 @@ def plot_round_trials(
     """
     data_or_frame(data, trials, "trials_by_round", "trials")
     if trials is None:
-        trials = _sequential.trials_by_round(data, infra=infra)
+        trials = _design.trials_by_round(data, infra=infra)
     require_frame(trials, _TRIALS_COLUMNS, "trials", "passk_nb.trials_by_round(df)")
     keys = [c for c in trials.columns if c not in _TRIALS_COLUMNS]
     labels, described = figure_labels(trials, keys)

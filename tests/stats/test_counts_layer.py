@@ -11,10 +11,10 @@ from scipy import stats as sps
 
 from passk_nb.stats import _grouping
 from passk_nb.stats.counts import counts
+from passk_nb.stats.design import plan
 from passk_nb.stats.forecast import forecast
 from passk_nb.stats.noise import noise_floor
 from passk_nb.stats.paired import compare, flips
-from passk_nb.stats.planning import plan
 from passk_nb.stats.rank import rank
 from passk_nb.stats.summary import METRICS, curve, summarize
 

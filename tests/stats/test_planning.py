@@ -12,13 +12,11 @@ import pytest
 from scipy import stats as sps
 
 from passk_nb.stats import summary
-from passk_nb.stats.estimators import pass_hat_k
-from passk_nb.stats.forecast import Mixture
-from passk_nb.stats.paired import compare
-from passk_nb.stats.planning import (
+from passk_nb.stats.design import (
     Population,
     components,
     detectable,
+    fixed_look,
     gate_halfwidth,
     paired_power,
     pilot_population,
@@ -26,7 +24,9 @@ from passk_nb.stats.planning import (
     plan_trials,
     two_arms,
 )
-from passk_nb.stats.sequential import fixed_look
+from passk_nb.stats.estimators import pass_hat_k
+from passk_nb.stats.forecast import Mixture
+from passk_nb.stats.paired import compare
 from passk_nb.stats.summary import summarize
 
 TRUTH = Mixture(0.3, 0.1, 2.0, 1.0)
@@ -253,7 +253,7 @@ def test_an_all_pass_pilot_still_has_within_task_noise() -> None:
 def draw_arms(
     mix: Mixture, r: float, shift: float, size: tuple[int, int], rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Two arms' p from the joint population, written out independently of planning.py: latent
+    """Two arms' p from the joint population, written out independently of stats/design/: latent
     normals with correlation r, the mixture's inverse CDF by scipy, arm b's log-odds + shift."""
     z_a = rng.standard_normal(size)
     z_b = r * z_a + np.sqrt(1 - r**2) * rng.standard_normal(size)

@@ -18,8 +18,7 @@ from scipy import stats as sps
 from scipy.special import betaln
 
 import passk_nb
-from passk_nb.stats import sequential
-from passk_nb.stats.sequential import (
+from passk_nb.stats.design import (
     Question,
     Status,
     allocate,
@@ -30,6 +29,7 @@ from passk_nb.stats.sequential import (
     gains,
     interval,
     round_trials,
+    sequence,
     status,
     tilts,
 )
@@ -188,9 +188,7 @@ def _crossings(ci, reps, looks, budget, rng):
         cum_n, cum_c = np.cumsum(n, axis=1), np.cumsum(c, axis=1)
         prod = [
             np.sum(
-                sequential._log_m(
-                    p, cum_n[:, r], cum_c[:, r], sequential.log_mixture(cum_n[:, r], cum_c[:, r])
-                )
+                sequence._log_m(p, cum_n[:, r], cum_c[:, r], sequence.log_mixture(cum_n[:, r], cum_c[:, r]))
             )
             for r in range(looks)
         ]
@@ -412,8 +410,8 @@ def test_trials_no_fixed_rate_fits_are_said_and_decide_nothing(question: str) ->
 def _dual_at(n, c, w, k, ci, lams, mu_tilt, mu_prod):
     """The dual bound at the multipliers (μ_tilt, μ_prod): each cell's term at its minimiser."""
     b_prod, b_tilt = budgets(ci)
-    dual = sequential.Dual(lams, mu_tilt, mu_prod, np.empty(0))
-    p = sequential._minimisers(dual, w, k, n, c)
+    dual = sequence.Dual(lams, mu_tilt, mu_prod, np.empty(0))
+    p = sequence._minimisers(dual, w, k, n, c)
     return float(dual.terms(w, k, n, c, p).sum() - mu_tilt * b_tilt - mu_prod * b_prod)
 
 

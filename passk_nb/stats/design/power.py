@@ -1,0 +1,288 @@
+"""Precision and power of a fixed design (T tasks × n trials), predicted by simulating what ships.
+
+:func:`halfwidths` are the mean half-widths of :func:`~passk_nb.stats.summary.summarize`'s
+intervals on suites simulated from a :class:`~passk_nb.stats.design.population.Population`;
+:func:`simulated_power` is the rejection rate of :func:`~passk_nb.stats.paired.compare`'s
+decision on simulated two-arm suites and :func:`detectable_new` the difference where it reaches
+the power asked for; :func:`paired_power`, :func:`detectable` and :func:`gate_halfwidth` are the
+z and t formulas. Why simulation rather than formulas: ``docs/methods/planning.md``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from passk_nb.stats.design.population import Population, TwoArms, reach, shifted, two_arms
+from passk_nb.stats.paired import PairedTasks, differs, paired_frame
+from passk_nb.stats.params import CI, MIN_TASKS, N_BOOT, PAIRED_METHOD, SEED
+from passk_nb.stats.summary import summarize
+
+#: Default power and two-sided test level of the detectable difference.
+POWER = 0.8
+ALPHA = 0.05
+#: Tasks simulated per plan row for the predicted half-widths (400 suites of 40 tasks).
+N_SIM = 16_000
+#: Two-arm suites simulated per plan row for the predicted new-task power (Monte-Carlo standard
+#: error at most 0.5/√800 = 0.018), fewer for large T so that a row simulates at most POWER_TASKS
+#: tasks (never fewer than 200 suites: standard error ≤ 0.035).
+POWER_SUITES = 800
+POWER_TASKS = 64_000
+
+
+def halfwidths(
+    pop: Population,
+    k: int,
+    designs: Sequence[tuple[int, int]],
+    *,
+    ci: float = CI,
+    n_sim: int = N_SIM,
+    seed: int = SEED,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Mean half-widths of :func:`summarize`'s pass^k intervals, for new tasks and for these tasks,
+    over suites drawn from ``pop`` for each design (tasks T, trials n): the intervals users get,
+    so the prediction follows them when they change. NaN for new tasks where summarize declines.
+
+    Each design gets about ``n_sim`` simulated tasks (n_sim / T suites, 100 to 1,000): the spread
+    of a half-width over suites shrinks like 1/√T, so the Monte-Carlo error is alike for every
+    T. All designs run through one :func:`summarize` call; each design's draw depends only on
+    ``seed``, T and n.
+
+    >>> pop = Population(atoms=np.array([0.6, 0.9, 1.0]))
+    >>> new, these = halfwidths(pop, 2, [(20, 8)], n_sim=4000)
+    >>> bool(0 < these[0] < new[0] < 0.5)
+    True
+    """
+    parts = []
+    for i, (tasks, trials) in enumerate(designs):
+        rng = np.random.default_rng([seed, tasks, trials])
+        suites = min(max(100, -(-n_sim // tasks)), 1000)
+        c = rng.binomial(trials, pop.sample((suites, tasks), rng)).ravel()
+        parts.append((np.full(c.size, i), np.repeat(np.arange(suites), tasks), np.full(c.size, trials), c))
+    design, sim, n, c = (np.concatenate(column) for column in zip(*parts, strict=True))
+    table = pd.DataFrame({"design": design, "sim": sim, "task": np.arange(design.size), "n": n, "c": c})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # a declined interval is the prediction: NaN
+        out = summarize(table, k=k, by=("design", "sim"), ci=ci)
+    widths = pd.DataFrame(
+        {
+            "design": out["design"],
+            "new": out["pass^k_hi"] - out["pass^k_lo"],
+            "these": out["pass^k_fixed_hi"] - out["pass^k_fixed_lo"],
+        }
+    )
+    mean = widths.groupby("design").mean() / 2  # NaN only where every suite's interval was declined
+    return mean["new"].to_numpy(), mean["these"].to_numpy()
+
+
+def paired_power(
+    diff: float,
+    var_diff: float,
+    tasks: int,
+    alpha: float = ALPHA,
+    new_tasks: bool = True,
+    floor: float = 0.0,
+) -> float:
+    """Power of the two-sided paired test of a difference ``diff`` in suite pass^k.
+
+    ``var_diff`` is the variance of one task's difference (between + both arms' within);
+    new tasks: paired t-test over tasks (noncentral t); these tasks: z-test. ``floor``: the
+    per-task variance the shipped test divides by at least (:func:`compare` floors the t test's
+    spread at both arms' fixed-task variance, and its these-tasks test uses that variance,
+    :func:`fixed_floor`); where it exceeds ``var_diff`` the test rejects beyond crit·√(floor/T)
+    while the mean difference varies by √(var_diff/T).
+
+    >>> round(paired_power(0.0, 0.04, 30), 3)  # no difference: the test's level
+    0.05
+    """
+    crit = sps.t.ppf(1 - alpha / 2, tasks - 1) if new_tasks else sps.norm.ppf(1 - alpha / 2)
+    sd = np.sqrt(var_diff / tasks)
+    if new_tasks and floor <= var_diff and sd > 0:
+        nc = diff / sd
+        return float(sps.nct.sf(crit, tasks - 1, nc) + sps.nct.cdf(-crit, tasks - 1, nc))
+    threshold = crit * np.sqrt(max(var_diff, floor) / tasks)
+    if sd == 0:
+        return (1.0 if diff != 0 else alpha) if threshold == 0 else float(abs(diff) > threshold)
+    return float(sps.norm.sf((threshold - diff) / sd) + sps.norm.cdf((-threshold - diff) / sd))
+
+
+def gate_halfwidth(gap: float, power: float = POWER, ci: float = CI) -> float:
+    """The widest *these tasks* half-width with which a fixed design's ``ci`` interval clears a
+    gate ``gap`` away from pass^k with probability ``power``: the estimate may land z_β standard
+    errors toward the gate and its interval, z standard errors wide, still clear it, so
+    (z + z_β)·se ≤ gap and the half-width z·se ≤ gap·z/(z + z_β) (the z formula of ``mdd_these``).
+    Size a gate's fixed design (or a run's ``final=N``) by the first ``plan()`` row whose
+    ``halfwidth_these`` is at most this.
+
+    >>> round(gate_halfwidth(0.1), 4)  # a gate 0.1 from pass^k, 80 % power, 95 %
+    0.07
+    """
+    if not 0 < power < 1 or not 0 < ci < 1:
+        raise ValueError(f"power and ci are between 0 and 1; got power={power}, ci={ci}")
+    z = float(sps.norm.ppf(0.5 + ci / 2))
+    return abs(gap) * z / (z + float(sps.norm.ppf(power)))
+
+
+def detectable(
+    var_diff: float,
+    tasks: int,
+    alpha: float = ALPHA,
+    power: float = POWER,
+    new_tasks: bool = True,
+    floor: float = 0.0,
+) -> float:
+    """Smallest difference the paired test detects with ``power`` (t quantiles for new tasks;
+    ``floor`` as in :func:`paired_power`)."""
+    if new_tasks and floor <= var_diff:
+        factor = sps.t.ppf(1 - alpha / 2, tasks - 1) + sps.t.ppf(power, tasks - 1)
+        return float(factor * np.sqrt(var_diff / tasks))
+    crit = sps.t.ppf(1 - alpha / 2, tasks - 1) if new_tasks else sps.norm.ppf(1 - alpha / 2)
+    return float(
+        crit * np.sqrt(max(var_diff, floor) / tasks) + sps.norm.ppf(power) * np.sqrt(var_diff / tasks)
+    )
+
+
+def simulated_power(
+    joint: TwoArms | Sequence[TwoArms],
+    k: int,
+    designs: Sequence[tuple[int, int]],
+    *,
+    alpha: float = ALPHA,
+    suites: int = POWER_SUITES,
+    tasks_cap: int = POWER_TASKS,
+    seed: int = SEED,
+) -> np.ndarray:
+    """The power of :func:`compare`'s new-task decision at two-sided level ``alpha``, for each
+    design (tasks T, trials n): the share of two-arm suites drawn from ``joint`` in which compare's
+    interval excludes 0. The suites go through compare's own paired machinery
+    (:meth:`PairedTasks.from_counts`, :func:`paired_frame`, :func:`differs`), so the prediction is
+    the test users get. NaN below :data:`MIN_TASKS` tasks, where compare declines.
+
+    ``joint``: one joint population for every design, or one per design (:func:`detectable_new`
+    asks each design at its own difference). ``suites`` per design, fewer where T·suites would pass
+    ``tasks_cap`` (never fewer than 200). The tasks' latent normals are drawn once per T (from
+    ``seed`` and T), their trials once per design, whatever the joint: common random numbers, so
+    the power at two differences differs by the difference, not by the draw.
+
+    >>> from passk_nb.stats.forecast import Mixture
+    >>> pop = Population(mixture=Mixture(0.2, 0.1, 2.0, 1.0))
+    >>> level = simulated_power(two_arms(pop, pop, 2, 0.0, 0.8), 2, [(40, 8)])
+    >>> bool(level[0] < 0.1)  # no difference: about the test's level
+    True
+    """
+    joints = [joint] * len(designs) if isinstance(joint, TwoArms) else list(joint)
+    if len(joints) != len(designs):
+        raise ValueError(f"one joint population per design: {len(joints)} for {len(designs)} designs")
+    normals: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    parts: list[tuple[np.ndarray, ...]] = []
+    sizes = []  # suites of each design
+    for (tasks, trials), arms in zip(designs, joints, strict=True):
+        if tasks not in normals:
+            rng = np.random.default_rng([seed, 2, tasks])
+            size = (min(suites, max(200, tasks_cap // tasks)), tasks)
+            normals[tasks] = (rng.standard_normal(size), rng.standard_normal(size))
+        p_a, p_b = arms.sample(*normals[tasks])
+        rng = np.random.default_rng([seed, 2, tasks, trials])
+        c_a, c_b = rng.binomial(trials, p_a), rng.binomial(trials, shifted(p_b, arms.shift))
+        parts.append((np.full(c_a.size, trials), c_a.ravel(), c_b.ravel()))
+        sizes.append(len(p_a))
+    n, c_a, c_b = (np.concatenate(column) for column in zip(*parts, strict=True))
+    per_suite = np.repeat([tasks for tasks, _ in designs], sizes)
+    gid = np.repeat(np.arange(sum(sizes)), per_suite)  # sorted: designs in order, suites within
+    groups = pd.DataFrame({"group": np.arange(sum(sizes))})
+    paired = PairedTasks.from_counts(("group",), k, gid, groups, n, c_a, n, c_b)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # a declined interval decides nothing
+        frame = paired_frame(
+            paired, ci=1 - alpha, n_boot=N_BOOT, seed=seed, method=PAIRED_METHOD, min_tasks=MIN_TASKS
+        )
+    new, _ = differs(frame[frame["metric"] == "pass^k"].sort_values("group"))
+    design = np.repeat(np.arange(len(designs)), sizes)
+    power_new = np.bincount(design, new, len(designs)) / np.asarray(sizes)
+    small = np.array([tasks < MIN_TASKS for tasks, _ in designs])
+    return np.where(small, np.nan, power_new)
+
+
+def detectable_new(
+    pop_a: Population,
+    pop_b: Population,
+    k: int,
+    designs: Sequence[tuple[int, int]],
+    rho: float,
+    start: np.ndarray,
+    *,
+    power: float = POWER,
+    alpha: float = ALPHA,
+    known: tuple[float, np.ndarray] | None = None,
+    suites: int = POWER_SUITES,
+    seed: int = SEED,
+    steps: int = 1,
+) -> np.ndarray:
+    """The difference (arm b better) at which :func:`simulated_power` reaches ``power``, per design:
+    the new-task mdd that, fed back as ``diff``, gives that power (up to its Monte-Carlo error).
+
+    Secant steps on the probit of the simulated power, from ``start`` (the paired-t formula,
+    :func:`detectable`) and ``known`` (a difference and the powers already simulated at it), each
+    step one :func:`simulated_power` of every design at its own difference; the last step's
+    estimate is returned (the power curve under a log-odds shift is steeper than the normal curve
+    the formula assumes, so the formula alone misses the power). NaN where T <
+    :data:`MIN_TASKS` or no shift of arm b reaches the power.
+
+    >>> from passk_nb.stats.forecast import Mixture
+    >>> pop = Population(mixture=Mixture(0.2, 0.1, 2.0, 1.0))
+    >>> d = detectable_new(pop, pop, 2, [(40, 8)], 0.8, np.array([0.1]))
+    >>> bool(0.02 < d[0] < 0.2)
+    True
+    """
+    target = sps.norm.ppf(power)
+    top = reach(pop_a, pop_b, k)[1]
+    out = np.full(len(designs), np.nan)
+    asked = [i for i, (tasks, _) in enumerate(designs) if tasks >= MIN_TASKS]
+    if not asked or top <= 0:
+        return out
+    # points (d, probit of power) per design; d = 0 gives one side of the level
+    points: list[list[tuple[float, float]]] = [[(0.0, float(sps.norm.ppf(alpha / 2)))] for _ in asked]
+    if known is not None and 0 < known[0] < top:
+        for row, value in zip(points, known[1][asked], strict=True):
+            if np.isfinite(value) and 0.01 < value < 0.995:
+                row.append((known[0], float(sps.norm.ppf(value))))
+    d = np.where(np.isfinite(start[asked]) & (start[asked] > 0), start[asked], top / 2)
+    below_top = np.full(len(asked), True)  # False: even the largest difference misses the power
+    chosen = [designs[i] for i in asked]
+    for step in range(steps + 1):
+        d = np.clip(d, 1e-4, 0.999 * top)
+        joints = [_joint_at(pop_a, pop_b, k, float(x), rho) for x in d]
+        values = simulated_power(joints, k, chosen, alpha=alpha, suites=suites, seed=seed)
+        for row, x, value in zip(points, d, values, strict=True):
+            row.append((float(x), float(sps.norm.ppf(np.clip(value, 1e-3, 1 - 1e-3)))))
+        below_top &= ~((d >= 0.99 * top) & (values < power))
+        if step < steps:
+            d = np.array([_secant(row, target) for row in points])
+    d = np.array([_secant(row, target) for row in points])
+    out[asked] = np.where(below_top & (d > 0) & (d < top), d, np.nan)
+    return out
+
+
+def _joint_at(pop_a: Population, pop_b: Population, k: int, diff: float, rho: float) -> TwoArms:
+    joint = two_arms(pop_a, pop_b, k, diff, rho)
+    assert joint is not None  # diff is kept inside the reach of a shift
+    return joint
+
+
+def _secant(points: list[tuple[float, float]], target: float) -> float:
+    """Where the probit-linear curve through the two points nearest ``target`` (in probit) meets
+    it; the points are (difference, probit of power), the first at difference 0. Where those two
+    give no rising line (one difference twice, or noise beyond the curve's shape), the line
+    through the nearest point and the first."""
+    (d1, y1), (d2, y2) = sorted(points, key=lambda point: abs(point[1] - target))[:2]
+    if d1 != d2 and y1 != y2:
+        if (y2 - y1) / (d2 - d1) > 0:
+            return d1 + (target - y1) * (d2 - d1) / (y2 - y1)
+    elif d1 == 0:
+        return d2
+    zero = points[0][1]
+    return d1 * (target - zero) / max(y1 - zero, 1e-3)
