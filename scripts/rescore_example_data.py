@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 
 from passk_nb.data.records import COLUMNS, DEFAULTS
 from passk_nb.data.store import write_part, write_spec
-from passk_nb.harness.regrade import regrade
+from passk_nb.harness import regrade
 from passk_nb.harness.spec import RunSpec, normalize_json_mode
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -215,7 +215,7 @@ def test_smollm2_counts_per_folder(folder):
     flagged = records["false_claims"].map(lambda v: bool(json.loads(v)) if v else False)
     assert int(flagged.sum()) == claims
     # the package's reading of the same column agrees
-    assert int(passk_nb.claimed_unperformed_action(passk_nb.load(DATA / folder)).sum()) == claims
+    assert int(passk_nb.stats.claimed_unperformed_action(passk_nb.load(DATA / folder)).sum()) == claims
 
 
 def test_smollm2_totals_and_the_refusal_task():

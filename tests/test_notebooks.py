@@ -184,9 +184,9 @@ def test_the_static_checks_tell_tables_from_text_and_figures():
     assert shows_a_table(parse("display(summary)"))
     assert not shows_a_table(parse('print("0 of 280 trials passed")'))
     assert not shows_a_table(parse('ax = plot_curve(df, title="t")'))
-    assert not shows_a_table(parse("passk_nb.show_transcript(df)"))
-    assert not shows_a_table(parse("display(passk_nb.show_transcript(df, row=3))"))
-    assert calls_in(parse("%matplotlib inline\nax = passk_nb.plot_flips(df)")) >= {"plot_flips"}
+    assert not shows_a_table(parse("passk_nb.view.show_transcript(df)"))
+    assert not shows_a_table(parse("display(passk_nb.view.show_transcript(df, row=3))"))
+    assert calls_in(parse("%matplotlib inline\nax = passk_nb.view.plot_flips(df)")) >= {"plot_flips"}
 
 
 @pytest.mark.parametrize(

@@ -17,15 +17,11 @@ pools two gradings of the same trials.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from passk_nb.cli.common import CliError
-from passk_nb.data.ids import content_id
-from passk_nb.data.records import COLUMNS
 from passk_nb.data.store import load
 
 #: Changed verdicts listed on screen (all of them are in the records).
@@ -52,34 +48,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     return p
 
 
-def regraded_records(df: pd.DataFrame, again: pd.DataFrame, grader: dict[str, str]) -> pd.DataFrame:
-    """The re-graded rows as records of new runs: new ``run_id``, ``suite_hash`` (the grading suite's
-    version), ``config`` and ``provider_meta``."""
-    out = again[list(COLUMNS)].copy()
-    new_ids = {old: content_id(["regrade", old, grader["checks"]]) for old in df["run_id"].unique()}
-    out["run_id"] = df["run_id"].map(new_ids).to_numpy()
-    out["suite_hash"] = grader["checks"]  # the verdicts are this suite version's
-    out["config"] = [
-        f"{c}, checks={grader['checks']}"
-        if isinstance(c, str) and c and c != "default"
-        else f"checks={grader['checks']}"
-        for c in df["config"]
-    ]
-    out["provider_meta"] = [
-        json.dumps({**_meta(meta), "grader": {**grader, "regraded_from": str(run)}}, default=str)
-        for meta, run in zip(df["provider_meta"], df["run_id"], strict=True)
-    ]
-    return out
-
-
-def _meta(text: object) -> dict[str, Any]:
-    try:
-        value = json.loads(text) if isinstance(text, str) else {}
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
 def _cmd_regrade(args: argparse.Namespace) -> int:
     import pyarrow as pa
 
@@ -87,13 +55,13 @@ def _cmd_regrade(args: argparse.Namespace) -> int:
     from passk_nb.data.records import SCHEMA
     from passk_nb.data.store import write_part
     from passk_nb.harness.fingerprint import suite_fingerprint
-    from passk_nb.harness.regrade import RegradeError, regrade
+    from passk_nb.harness.regrade import RegradeError, provider_meta, regrade, regraded_records
     from passk_nb.harness.suites.registry import SUITES, get_suite
 
     if not Path(args.path).is_dir():
         raise CliError(f"{args.path} is not a folder; give the data folder `passk run --out` wrote")
     df = load(args.path)
-    is_regrade = df["provider_meta"].map(lambda m: "grader" in _meta(m)).astype(bool)
+    is_regrade = df["provider_meta"].map(lambda m: "grader" in provider_meta(m)).astype(bool)
     skipped = int(is_regrade.sum())
     df = df[~is_regrade].reset_index(drop=True)
     if df.empty:
@@ -124,7 +92,7 @@ def _cmd_regrade(args: argparse.Namespace) -> int:
                 )
             table = pa.Table.from_pandas(rows, schema=SCHEMA, preserve_index=False)
             write_part(table, out_dir, str(run_id))
-            source = _meta(rows["provider_meta"].iloc[0])["grader"]["regraded_from"]
+            source = provider_meta(rows["provider_meta"].iloc[0])["grader"]["regraded_from"]
             written.append(f"{out_dir / str(run_id)} (re-graded run {source})")
         changed_rows.append(again[again["regrade_changed"]])
     changed = pd.concat(changed_rows, ignore_index=True)

@@ -1,7 +1,7 @@
 """Trial records summarised into MLflow runs: :func:`log_mlflow`.
 
 Every number logged is a column :func:`passk_nb.summarize` returned; the figure and the page are
-the view layer's own (:func:`passk_nb.plot_curve`, the ``passk report --format html`` page).
+the view layer's own (:func:`passk_nb.view.plot_curve`, the ``passk report --format html`` page).
 Written through MLflow's own client (``MlflowClient``), so any tracking URI MLflow accepts works.
 Install the extra: ``pip install "passk-nb[mlflow]"`` (``mlflow-skinny``: the client and the
 file store, no server).

@@ -22,6 +22,8 @@ from typing import Any
 
 import pandas as pd
 
+from passk_nb.data.ids import content_id
+from passk_nb.data.records import COLUMNS
 from passk_nb.data.transcript import parse_transcript
 from passk_nb.harness.grading import judge, tool_result_text
 from passk_nb.harness.suites import builtin_suite, get_suite
@@ -105,3 +107,32 @@ def _regrade_row(row: dict[str, Any], suite: Suite) -> dict[str, Any]:
         "error": None if verdict.outcome == "pass" else verdict.reason,
         "false_claims": verdict.false_claims_json,
     }
+
+
+def regraded_records(df: pd.DataFrame, again: pd.DataFrame, grader: dict[str, str]) -> pd.DataFrame:
+    """The re-graded rows as records of new runs: new ``run_id``, ``suite_hash`` (the grading suite's
+    version), ``config`` and ``provider_meta``."""
+    out = again[list(COLUMNS)].copy()
+    new_ids = {old: content_id(["regrade", old, grader["checks"]]) for old in df["run_id"].unique()}
+    out["run_id"] = df["run_id"].map(new_ids).to_numpy()
+    out["suite_hash"] = grader["checks"]  # the verdicts are this suite version's
+    out["config"] = [
+        f"{c}, checks={grader['checks']}"
+        if isinstance(c, str) and c and c != "default"
+        else f"checks={grader['checks']}"
+        for c in df["config"]
+    ]
+    out["provider_meta"] = [
+        json.dumps({**provider_meta(meta), "grader": {**grader, "regraded_from": str(run)}}, default=str)
+        for meta, run in zip(df["provider_meta"], df["run_id"], strict=True)
+    ]
+    return out
+
+
+def provider_meta(text: object) -> dict[str, Any]:
+    """A record's ``provider_meta`` as a dict (empty when missing or not a JSON object)."""
+    try:
+        value = json.loads(text) if isinstance(text, str) else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -43,7 +43,7 @@ from passk_nb.harness.fingerprint import blind_spots, suite_fingerprint
 from passk_nb.harness.pacing import Paced, RateLimit, RateLimiter
 from passk_nb.harness.perturb import PerturbPlan, parse_perturb
 from passk_nb.harness.preflight import check_backend
-from passk_nb.harness.providers import NATIVE_PROVIDERS, BaseProvider, make_provider
+from passk_nb.harness.providers import BaseProvider, make_provider, native_providers
 from passk_nb.harness.providers.batches import JOURNAL_FILE, TRIAL, BatchProvider
 from passk_nb.harness.shards import parse_shard, select_shard
 from passk_nb.harness.spec import (
@@ -397,7 +397,7 @@ def run(
         if created:
             backend.close()
         raise ValueError(
-            f"protocol='native' needs a backend with native tool calling ({', '.join(NATIVE_PROVIDERS)}); "
+            f"protocol='native' needs a backend with native tool calling ({', '.join(native_providers())}); "
             f"the {backend.name} provider has none: use protocol='json'"
         )
     try:

@@ -1,8 +1,8 @@
 """The ``df.passk`` accessor: the statistics as methods of a frame of trial records.
 
-Importing :mod:`passk_nb` registers it. A frame without the columns the analysis
-needs has no ``passk`` accessor (an ``AttributeError`` naming the missing columns,
-pandas' rule for accessors). Each method is the function of the same name with the
+Importing :mod:`passk_nb` registers it (this class loads on the first ``df.passk``). A frame
+without the columns the analysis needs has no ``passk`` accessor (an ``AttributeError`` naming
+the missing columns, pandas' rule for accessors). Each method is the function of the same name with the
 same keywords and defaults.
 
 >>> import pandas as pd
@@ -41,8 +41,8 @@ class PasskAccessor:
         missing = [col for col in REQUIRED if col not in df.columns]
         if missing:
             raise AttributeError(
-                f"df.passk needs trial records: the frame lacks columns {missing} "
-                f"(needs {list(REQUIRED)}); build frames with passk_nb.frame_from_records or passk_nb.load"
+                f"df.passk needs trial records: the frame lacks columns {missing} (needs "
+                f"{list(REQUIRED)}); build frames with passk_nb.data.frame_from_records or passk_nb.load"
             )
         self._df = df
 

@@ -6,7 +6,7 @@ broke the protocol as ``<format error>``). For one task and configuration, every
 trial is walked along the passing trials' sequences: it *diverges* at the first step
 where its action differs from the action of every passing trial that shared its prefix so
 far. :func:`divergence` counts the failing trials per divergence point; :func:`action_tree`
-gives the branching of all sequences (the numbers :func:`passk_nb.plot_divergence` draws).
+gives the branching of all sequences (the numbers :func:`passk_nb.view.plot_divergence` draws).
 
 The same walk compares two arms (prompt A passes, prompt B fails): with ``on=``, ``a=`` and
 ``b=``, arm A's trials are the reference and arm B's trials are walked along them.

@@ -24,7 +24,17 @@ from passk_nb.stats.intervals import (
     nan_interval,
     population_interval,
 )
-from passk_nb.stats.params import CI, INFRA, MIN_TASKS, N_BOOT, PAIRED_METHODS, SEED, default_by, share_docs
+from passk_nb.stats.params import (
+    CI,
+    INFRA,
+    MIN_TASKS,
+    N_BOOT,
+    PAIRED_METHOD,
+    PAIRED_METHODS,
+    SEED,
+    default_by,
+    share_docs,
+)
 from passk_nb.stats.result import described
 from passk_nb.stats.summary import DECLINED, METRICS, warn_declined
 
@@ -49,7 +59,7 @@ def compare(
     n_boot: int = N_BOOT,
     seed: int = SEED,
     infra: str = INFRA,
-    method: str = PAIRED_METHODS[0],
+    method: str = PAIRED_METHOD,
     min_tasks: int = MIN_TASKS,
 ) -> pd.DataFrame:
     """Paired comparison of arm ``b`` against arm ``a`` (values of column ``on``), over tasks.

@@ -1,4 +1,4 @@
-"""Suite statistics from trial records: :func:`summarize`, :func:`curve`, :func:`compare`, :func:`flips`.
+"""Suite statistics from trial records: :func:`summarize` (one k) and :func:`curve` (every k).
 
 Every function takes a DataFrame of trial records (one row per trial, see
 :mod:`passk_nb.data.records`; the columns ``task``, ``passed`` and ``outcome`` plus any
@@ -192,7 +192,7 @@ def summarize(
     n_boot: int = N_BOOT,
     seed: int = SEED,
     infra: str = INFRA,
-    method: str = METHODS[0],
+    method: str = METHOD,
     min_tasks: int = MIN_TASKS,
 ) -> Summary:
     """pass@k and pass^k with both intervals, one row per group of ``by``.
@@ -345,7 +345,7 @@ def curve(
     n_boot: int = N_BOOT,
     seed: int = SEED,
     infra: str = INFRA,
-    method: str = METHODS[0],
+    method: str = METHOD,
     min_tasks: int = MIN_TASKS,
 ) -> pd.DataFrame:
     """pass@k and pass^k against k, as a tidy long frame.

@@ -15,11 +15,11 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from passk_nb.stats import forecast as _forecast
-from passk_nb.stats import rank as _rank
 from passk_nb.stats.design import planner as _planner
 from passk_nb.stats.forecast import KS
+from passk_nb.stats.forecast import forecast as forecast_of
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, share_docs
+from passk_nb.stats.rank import rank as rank_of
 from passk_nb.view.axes import data_or_frame, legend_outside, new_axes, plain_text, require_frame, set_title
 from passk_nb.view.labels import PALETTE, figure_labels, group_colors
 
@@ -72,7 +72,7 @@ def plot_forecast(
     data_or_frame(data, forecast, "forecast")
     if forecast is None:
         assert data is not None
-        forecast = _forecast.forecast(data, ks=ks, by=by, ci=ci, n_boot=n_boot, seed=seed, infra=infra)
+        forecast = forecast_of(data, ks=ks, by=by, ci=ci, n_boot=n_boot, seed=seed, infra=infra)
     require_frame(forecast, _FORECAST_COLUMNS, "forecast", "passk_nb.forecast(df)")
     data = forecast
     group_cols = _group_columns(data)
@@ -209,7 +209,7 @@ def plot_rank(
     data_or_frame(data, rank, "rank")
     if rank is None:
         assert data is not None
-        rank = _rank.rank(data, on=on, k=k, n_boot=n_boot, seed=seed)
+        rank = rank_of(data, on=on, k=k, n_boot=n_boot, seed=seed)
     data = rank.sort_values("rank").reset_index(drop=True)
     ax = new_axes(ax, (7.5, 0.45 * len(data) + 1.2))
     y = np.arange(len(data))[::-1]

@@ -167,7 +167,7 @@ def plot_robustness_tasks(
             raise ValueError("give k=: the k of pass^k that each task is compared on")
         table = _robustness_tasks(data, k=k, on=on, base=base, by=by, infra=infra)
     else:
-        require_frame(tasks, _TASK_COLUMNS, "tasks", "passk_nb.robustness_tasks(df, ...)")
+        require_frame(tasks, _TASK_COLUMNS, "tasks", "passk_nb.stats.robustness_tasks(df, ...)")
         table = tasks
     arm = _arm_column(table)
     skip = {"task", "fault_class", "breaks", arm}

@@ -52,7 +52,7 @@ def plot_rounds(
         if question is None:
             raise ValueError("plot_rounds(data) needs the question the run ran until: question='gate=0.8'")
         path = _design.decide_by_round(data, question, infra=infra)
-    require_frame(path, _PATH_COLUMNS, "path", "passk_nb.decide_by_round(df, question)")
+    require_frame(path, _PATH_COLUMNS, "path", "passk_nb.stats.decide_by_round(df, question)")
     if question is None:
         question = path.attrs.get("question")
         if question is None:
@@ -117,7 +117,7 @@ def plot_round_trials(
     data_or_frame(data, trials, "trials_by_round", "trials")
     if trials is None:
         trials = _design.trials_by_round(data, infra=infra)
-    require_frame(trials, _TRIALS_COLUMNS, "trials", "passk_nb.trials_by_round(df)")
+    require_frame(trials, _TRIALS_COLUMNS, "trials", "passk_nb.stats.trials_by_round(df)")
     keys = [c for c in trials.columns if c not in _TRIALS_COLUMNS]
     labels, described = figure_labels(trials, keys)
     cells = (

@@ -240,7 +240,7 @@ class Explorer(_Rendered):
             self.image.value = png
 
     def consistency_summary(self) -> pd.DataFrame | None:
-        """:func:`passk_nb.consistency_summary` of the selection (None without transcripts)."""
+        """:func:`passk_nb.stats.consistency_summary` of the selection (None without transcripts)."""
         if self.show_consistency.disabled:
             return None
         if self._consistency is None:

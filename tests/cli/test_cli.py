@@ -59,7 +59,7 @@ def test_run_prints_the_table_and_where_records_went(tmp_path, capsys):
     )
     out = capsys.readouterr().out
     caption, header, [row] = table(out)
-    prompt_hash = passk_nb.prompt_hash(passk_nb.get_suite("orders").prompts["default"])
+    prompt_hash = passk_nb.data.prompt_hash(passk_nb.get_suite("orders").prompts["default"])
     run_id = passk_nb.load(tmp_path)["run_id"].iloc[0]
     # one row: every field is the same for all rows, so it is said once, above the table
     identity = f"provider/model: scripted/known-good, prompt: default ({prompt_hash}), config: default"

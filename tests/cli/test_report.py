@@ -96,7 +96,7 @@ def test_csv_and_json_parse_back_to_summarize(folder, capsys, fmt, tmp_path):
         np.testing.assert_allclose(got[column].astype(float), expected[column].astype(float), rtol=1e-12)
     for column in expected.columns.difference(numbers):
         assert got[column].astype(str).tolist() == expected[column].astype(str).tolist()
-    flags = passk_nb.claimed_unperformed_action(df)
+    flags = passk_nb.stats.claimed_unperformed_action(df)
     by = ["model", "prompt_name"]
     claimed = df.assign(flag=flags).groupby(by)["flag"].sum().to_numpy()
     agent = df.assign(flag=df["outcome"] == "agent_error").groupby(by)["flag"].sum().to_numpy()

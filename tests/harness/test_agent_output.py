@@ -7,7 +7,7 @@ import sys
 import pytest
 
 import passk_nb
-from passk_nb import Reply
+from passk_nb.harness import Reply
 
 TRIALS = 10  # 5 tasks x 10 = 50 trials
 

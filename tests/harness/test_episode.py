@@ -36,7 +36,7 @@ def answer(text):
 
 def episode(task_id, agent, **options):
     return run_episode(
-        SUITE, SUITE.task(task_id), passk_nb.make_provider(agent), system_prompt=PROMPT, **options
+        SUITE, SUITE.task(task_id), passk_nb.harness.make_provider(agent), system_prompt=PROMPT, **options
     )
 
 

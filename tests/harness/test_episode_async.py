@@ -56,7 +56,7 @@ def both(task_id, make_agent, **options):
 
 CASES = [
     *[
-        (task_id, (lambda a=agent: passk_nb.make_provider(a)), outcome)
+        (task_id, (lambda a=agent: passk_nb.harness.make_provider(a)), outcome)
         for task_id, agent, outcome in CLASSIC_MISTAKES
     ],
     *[(task.id, (lambda: ScriptedProvider(suite=SUITE)), "pass") for task in SUITE.tasks],
@@ -84,7 +84,7 @@ def test_an_agent_error_is_the_agents_under_both_drivers():
     def agent(messages):
         raise KeyError("tool_calls")
 
-    blocking, via_loop, in_thread, _ = both("refund-delivered", lambda: passk_nb.make_provider(agent))
+    blocking, via_loop, in_thread, _ = both("refund-delivered", lambda: passk_nb.harness.make_provider(agent))
     for record in (blocking, via_loop, in_thread):
         assert record["outcome"] == "agent_error"
         assert record["error"].startswith("the agent raised KeyError: 'tool_calls'")

@@ -22,7 +22,10 @@ def replay(*steps):
 
 def episode(task_id, agent):
     return run_episode(
-        SUITE, SUITE.task(task_id), passk_nb.make_provider(agent), system_prompt=SUITE.prompts["default"]
+        SUITE,
+        SUITE.task(task_id),
+        passk_nb.harness.make_provider(agent),
+        system_prompt=SUITE.prompts["default"],
     )
 
 

@@ -349,11 +349,13 @@ def test_native_needs_a_backend_that_has_it(tmp_path):
     assert not list(tmp_path.iterdir())  # nothing was run
 
 
-def test_registered_native_backends_say_so():
-    from passk_nb.harness.providers import NATIVE_PROVIDERS, PROVIDERS, _load
+def test_the_native_backends_named_are_those_whose_class_says_so(tmp_path, monkeypatch):
+    from passk_nb.harness.providers import PROVIDERS
 
-    speaking = {name for name in PROVIDERS if _load(name).native_tools}
-    assert speaking == set(NATIVE_PROVIDERS)
+    monkeypatch.setitem(PROVIDERS, "my-native", "passk_nb.harness.providers.scripted:ScriptedProvider")
+    named = r"native tool calling \(anthropic, my-native, ollama, openai, scripted\)"
+    with pytest.raises(ValueError, match=named):
+        passk_nb.run(lambda messages: '{"answer": "hi"}', out=tmp_path, protocol="native", progress=False)
 
 
 def test_a_prompt_of_your_own_is_sent_as_given(tmp_path):

@@ -72,3 +72,15 @@ def test_a_tampered_record_cannot_be_regraded_silently(tmp_path):
     tampered.loc[0, "state_diff"] = "[]"
     with pytest.raises(RegradeError, match="does not rebuild the stored final state"):
         regrade(tampered)
+
+
+def test_regraded_records_are_a_new_run_naming_the_checks_they_were_graded_with(tmp_path):
+    from passk_nb.harness.regrade import provider_meta, regraded_records
+
+    df = passk_nb.run("scripted", trials=1, out=tmp_path, progress=False)
+    grader = {"suite": "orders", "checks": "abc123", "passk_nb": "x"}
+    out = regraded_records(df, regrade(df), grader)
+    assert out["run_id"].nunique() == 1 and set(out["run_id"]).isdisjoint(df["run_id"])
+    assert (out["suite_hash"] == "abc123").all() and out["config"].str.endswith("checks=abc123").all()
+    assert provider_meta(out["provider_meta"].iloc[0])["grader"]["regraded_from"] == df["run_id"].iloc[0]
+    assert regraded_records(df, regrade(df), grader)["run_id"].equals(out["run_id"])  # same checks, same id

@@ -29,7 +29,9 @@ def test_scripted_run_gives_fifteen_passing_rows(tmp_path):
     assert set(df["outcome"]) == {"pass"}
     assert df.groupby("task").size().to_dict() == dict.fromkeys(TASKS, 3)
     assert df["run_id"].nunique() == 1
-    assert df["prompt_hash"].iloc[0] == passk_nb.prompt_hash(passk_nb.get_suite("orders").prompts["default"])
+    assert df["prompt_hash"].iloc[0] == passk_nb.data.prompt_hash(
+        passk_nb.get_suite("orders").prompts["default"]
+    )
     assert len(df["prompt_hash"].iloc[0]) == 12
     assert sorted(df["seed"].unique().tolist()) == [0, 1, 2]
     assert (df["provider"] == "scripted").all() and (df["harness_version"] != "").all()

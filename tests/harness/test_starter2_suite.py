@@ -30,7 +30,7 @@ def episode(task_id, *steps, prompt="default", max_turns=3):
     return run_episode(
         STARTER2,
         STARTER2.task(task_id),
-        passk_nb.make_provider(replay(*steps)),
+        passk_nb.harness.make_provider(replay(*steps)),
         system_prompt=STARTER2.prompts[prompt],
         max_turns=max_turns,
     )

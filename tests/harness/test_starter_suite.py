@@ -22,7 +22,7 @@ def outcome(task_id, *steps, prompt="default"):
     result = run_episode(
         STARTER,
         STARTER.task(task_id),
-        passk_nb.make_provider(replay(*steps)),
+        passk_nb.harness.make_provider(replay(*steps)),
         system_prompt=STARTER.prompts[prompt],
     )
     return result["outcome"], result["error"]

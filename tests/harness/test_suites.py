@@ -73,7 +73,7 @@ def test_the_bank_traps_catch_the_classic_mistakes(task_id, steps, outcome):
     result = run_episode(
         BANK,
         BANK.task(task_id),
-        passk_nb.make_provider(replay(*steps)),
+        passk_nb.harness.make_provider(replay(*steps)),
         system_prompt=BANK.prompts["default"],
     )
     assert result["outcome"] == outcome, result["error"]

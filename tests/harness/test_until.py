@@ -133,28 +133,28 @@ def test_the_progress_bar_shows_where_the_question_stands_after_each_round(tmp_p
 def test_decide_by_round_and_trials_by_round_follow_the_run(tmp_path):
     until = passk_nb.Until("gate=0.6 ci=0.9", max_trials=200)
     df = passk_nb.run("scripted", trials=1, out=tmp_path, progress=False, until=until)
-    path = passk_nb.decide_by_round(df, until.question)
+    path = passk_nb.stats.decide_by_round(df, until.question)
     assert path["round"].tolist() == list(range(int(df["round"].max()) + 1))
     assert path["decided"].tolist() == [False] * (len(path) - 1) + [True]  # it stopped when decided
     assert path["trials"].is_monotonic_increasing and path["trials"].iloc[-1] == len(df)
     assert (path["hi"] - path["lo"]).is_monotonic_decreasing or path["lo"].iloc[-1] > path["lo"].iloc[0]
-    spent = passk_nb.trials_by_round(df)
+    spent = passk_nb.stats.trials_by_round(df)
     assert spent["trials"].sum() == len(df)
     assert spent.groupby("round")["trials"].sum().cumsum().tolist() == path["trials"].tolist()
     final = passk_nb.decide(df, until.question).iloc[0]
     assert path.iloc[-1][["lo", "hi"]].tolist() == final[["lo", "hi"]].tolist()
     # the folder (read for its counts and rounds only) decides as the frame does
     assert passk_nb.decide(tmp_path, until.question).equals(passk_nb.decide(df, until.question))
-    assert passk_nb.decide_by_round(tmp_path, until.question).equals(path)
-    assert passk_nb.trials_by_round(tmp_path).equals(spent)
+    assert passk_nb.stats.decide_by_round(tmp_path, until.question).equals(path)
+    assert passk_nb.stats.trials_by_round(tmp_path).equals(spent)
 
 
 def test_a_by_round_view_needs_records_of_an_until_run(tmp_path):
     df = passk_nb.run("scripted", trials=1, out=tmp_path, progress=False)
     with pytest.raises(ValueError, match="round column"):
-        passk_nb.decide_by_round(df.drop(columns=["round"], errors="ignore"), "gate=0.6")
+        passk_nb.stats.decide_by_round(df.drop(columns=["round"], errors="ignore"), "gate=0.6")
     with pytest.raises(ValueError, match="did not use until="):
-        passk_nb.trials_by_round(df.assign(round=None))
+        passk_nb.stats.trials_by_round(df.assign(round=None))
 
 
 def test_a_run_with_final_ends_on_its_last_look_with_every_task_at_n(tmp_path):

@@ -23,7 +23,7 @@ def transcript(*calls: tuple[str, str]) -> str:
 
 def test_the_scripted_agent_does_the_same_thing_every_time(tmp_path):
     df = passk_nb.run("scripted", trials=4, out=tmp_path, progress=False)
-    out = passk_nb.consistency(df)
+    out = passk_nb.stats.consistency(df)
     assert len(out) == 5 and (out["n_pass"] == 4).all()
     assert (out[["same_tools", "same_arguments", "same_turns"]] == 1.0).all().all()
     assert (out["n_sequences"] == 1).all()
@@ -49,7 +49,7 @@ def test_shares_follow_the_passing_trials_only():
             "n_turns": np.array([3] * 9 + [4] + [2] * 5)[order],
         }
     )
-    row = passk_nb.consistency(df).iloc[0]
+    row = passk_nb.stats.consistency(df).iloc[0]
     assert row["model"] == "m" and row["n_trials"] == 15 and row["n_pass"] == 10
     assert row["same_tools"] == 0.9  # the extra lookup is the only other tool sequence
     assert row["same_arguments"] == 0.7 and row["n_sequences"] == 3
@@ -65,15 +65,15 @@ def test_a_task_that_never_passed_has_no_consistency():
             "n_turns": 2,
         }
     )
-    out = passk_nb.consistency(df, by=()).set_index("task")
+    out = passk_nb.stats.consistency(df, by=()).set_index("task")
     assert np.isnan(out.loc["a", "same_tools"]) and out.loc["a", "n_pass"] == 0
     assert out.loc["b", "same_tools"] == 1.0
 
 
 def test_consistency_summary_weights_tasks_by_their_passing_trials_and_the_explorer_shows_it(tmp_path):
     df = passk_nb.run("scripted", trials=2, out=tmp_path, progress=False)
-    table = passk_nb.consistency(df)
-    total = passk_nb.consistency_summary(table)
+    table = passk_nb.stats.consistency(df)
+    total = passk_nb.stats.consistency_summary(table)
     assert len(total) == 1 and total["n_pass"].iloc[0] == 10 and total["tasks_passed"].iloc[0] == 5
     assert total["same_arguments"].iloc[0] == 1.0
     explorer = passk_nb.explore(df, k=2, n_boot=0, static=True)
@@ -95,7 +95,7 @@ def test_a_large_explorer_reads_no_transcript_until_its_checkbox_is_ticked(tmp_p
     monkeypatch.setattr(widgets, "CONSISTENCY_ROWS", len(df) - 1)  # this frame counts as large
     read = []
     monkeypatch.setattr(
-        widgets, "consistency", lambda *a, **k: read.append(1) or passk_nb.consistency(*a, **k)
+        widgets, "consistency", lambda *a, **k: read.append(1) or passk_nb.stats.consistency(*a, **k)
     )
     explorer = passk_nb.explore(df, k=2, n_boot=0, static=True)
     assert not read and "Consistency when it succeeds" not in explorer.static_html()

@@ -367,7 +367,11 @@ def test_a_gate_run_spends_on_the_tasks_that_lift_its_lower_bound():
 
 
 def test_the_flat_api_exports_the_sequential_functions():
-    assert passk_nb.decide is decide and passk_nb.allocate is allocate and passk_nb.Question is Question
+    assert (
+        passk_nb.decide is decide
+        and passk_nb.stats.allocate is allocate
+        and passk_nb.stats.Question is Question
+    )
 
 
 def test_until_stops_a_run_on_its_budget_and_cuts_the_last_round():

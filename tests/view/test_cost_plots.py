@@ -121,5 +121,5 @@ def test_errors_say_what_to_give():
 
 def test_draws_on_the_given_axes_and_is_in_the_flat_api():
     _, ax = plt.subplots()
-    assert passk_nb.plot_cost(records(), k=K, prices=PRICES, n_boot=0, ax=ax) is ax
+    assert passk_nb.view.plot_cost(records(), k=K, prices=PRICES, n_boot=0, ax=ax) is ax
     assert np.isfinite(points(ax)["dear"][0])

@@ -61,7 +61,7 @@ def test_wrong_input_is_refused():
         plot_robustness(df, robustness=robustness(df, k=1, n_boot=0))
     with pytest.raises(ValueError, match="give k="):
         plot_robustness(df)
-    with pytest.raises(ValueError, match=r"tasks= takes the frame passk_nb.robustness_tasks"):
+    with pytest.raises(ValueError, match=r"tasks= takes the frame passk_nb.stats.robustness_tasks"):
         plot_robustness_tasks(tasks=df)
     with pytest.raises(ValueError, match="metric must be"):
         plot_robustness(df, k=1, metric="pass@2")

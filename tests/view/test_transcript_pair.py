@@ -107,7 +107,7 @@ def test_compare_transcripts_sets_a_failure_beside_a_success_of_its_task():
     page = compare_transcripts(frame()).data
     assert "first difference at step 1" in page
     assert page.index("trial 0") < page.index("trial 1")  # the passing trial on the left
-    assert passk_nb.compare_transcripts is compare_transcripts
+    assert passk_nb.view.compare_transcripts is compare_transcripts
 
 
 def test_compare_transcripts_says_when_there_is_no_pair():

@@ -30,9 +30,9 @@ __all__ = [
     "ProviderError",
     "Reply",
     "PROVIDERS",
-    "NATIVE_PROVIDERS",
     "NETWORK_PROVIDERS",
     "make_provider",
+    "native_providers",
 ]
 
 #: Registered backend names -> "module:class" (imported only when used).
@@ -45,8 +45,6 @@ PROVIDERS: dict[str, str] = {
     "llama-cpp": "passk_nb.harness.providers.local:LlamaCppProvider",
 }
 
-#: The registered backends with native tool calling (``run(protocol="native")``).
-NATIVE_PROVIDERS: tuple[str, ...] = ("anthropic", "ollama", "openai", "scripted")
 
 #: The registered backends that talk to a server over HTTP (subclasses of
 #: :class:`~passk_nb.harness.providers.http.RemoteProvider`): each must pass the hostile-server
@@ -57,6 +55,16 @@ NETWORK_PROVIDERS: tuple[str, ...] = ("anthropic", "ollama", "openai")
 def _load(name: str) -> type[BaseProvider]:
     module, _, cls = PROVIDERS[name].partition(":")
     return getattr(importlib.import_module(module), cls)
+
+
+def native_providers() -> tuple[str, ...]:
+    """The registered backends with native tool calling (``run(protocol="native")``): those whose
+    class says ``native_tools``.
+
+    >>> native_providers()
+    ('anthropic', 'ollama', 'openai', 'scripted')
+    """
+    return tuple(sorted(name for name in PROVIDERS if _load(name).native_tools))
 
 
 def make_provider(provider: Any, model: str | None = None, **options: Any) -> BaseProvider:

@@ -1,30 +1,17 @@
-"""What every network backend shares: retries with backoff, a provider-wide rate-limit pause, and secrets.
+"""What every network backend shares: its base URL and credentials, one connection pool, retries
+(:mod:`passk_nb.harness.providers.retry`), and secrets kept out of every message.
 
-One retry loop serves all backends (Ollama, OpenAI-compatible servers, the
-Anthropic SDK), so they behave alike under faults and record attempts alike:
+:class:`RemoteProvider` is the base of the network backends (Ollama, OpenAI-compatible servers,
+the Anthropic SDK): the URL and API key, the retry loop, the redaction of secrets (API keys,
+passwords in URLs, bearer tokens become ``[REDACTED]`` in every error and log message).
+:class:`HTTPProvider` adds JSON over HTTP through a :class:`ConnectionPool` shared by every
+thread of the run, and :func:`get_field` reads a reply's fields with an error naming the one
+missing.
 
-- a request that fails with 429, a 5xx, a dropped connection or a timeout is
-  retried, up to ``max_attempts`` requests in all, after an exponential backoff
-  with full jitter; a ``Retry-After`` header is honoured (capped);
-- a 429 or a ``Retry-After`` pauses *every* request of the provider (and of its
-  ``with_seed`` copies) until the pause is over, so a run backs off as a whole
-  instead of hammering a rate-limited server from each worker thread;
-- any other 4xx, or a reply without the expected fields, is not retried;
-- when the attempts are used up the request raises :class:`ProviderError` with
-  an ``attempts`` attribute and a reason such as ``"HTTP 500 after 4 attempts:
-  <short body>"``; the runner turns it into an ``infra_error`` row;
-- secrets (API keys, passwords in URLs, bearer tokens) are replaced by
-  ``[REDACTED]`` in every error and log message.
-
->>> policy = RetryPolicy(max_attempts=3, backoff_base=0.0)
->>> calls = []
->>> def flaky():
-...     calls.append(1)
-...     if len(calls) < 3:
-...         raise Transient("HTTP 503", "busy")
-...     return "ok"
->>> Retrier(policy).call(flaky)
-('ok', 3)
+>>> basic_credentials("user", "pass")
+'dXNlcjpwYXNz'
+>>> get_field({"choices": [{"message": {"content": "hi"}}]}, "choices.0.message.content", str, where="reply")
+'hi'
 """
 
 from __future__ import annotations

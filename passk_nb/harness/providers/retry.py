@@ -1,4 +1,29 @@
-"""Retrying transient backend failures: backoff with jitter, Retry-After, a provider-wide pause on 429."""
+"""Retrying transient backend failures: backoff with jitter, Retry-After, a provider-wide pause on 429.
+
+One retry loop serves all backends (Ollama, OpenAI-compatible servers, the
+Anthropic SDK), so they behave alike under faults and record attempts alike:
+
+- a request that fails with 429, a 5xx, a dropped connection or a timeout is
+  retried, up to ``max_attempts`` requests in all, after an exponential backoff
+  with full jitter; a ``Retry-After`` header is honoured (capped);
+- a 429 or a ``Retry-After`` pauses *every* request of the provider (and of its
+  ``with_seed`` copies) until the pause is over, so a run backs off as a whole
+  instead of hammering a rate-limited server from each worker thread;
+- any other 4xx, or a reply without the expected fields, is not retried;
+- when the attempts are used up the request raises :class:`ProviderError` with
+  an ``attempts`` attribute and a reason such as ``"HTTP 500 after 4 attempts:
+  <short body>"``; the runner turns it into an ``infra_error`` row.
+
+>>> policy = RetryPolicy(max_attempts=3, backoff_base=0.0)
+>>> calls = []
+>>> def flaky():
+...     calls.append(1)
+...     if len(calls) < 3:
+...         raise Transient("HTTP 503", "busy")
+...     return "ok"
+>>> Retrier(policy).call(flaky)
+('ok', 3)
+"""
 
 from __future__ import annotations
 
