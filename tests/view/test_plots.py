@@ -439,12 +439,12 @@ def test_a_dollar_in_a_task_or_model_name_is_drawn_as_written(name: str) -> None
     # "$$d" made matplotlib's mathtext raise; "$x$" came out italic, without its dollars
     import io
 
-    import passk_nb
+    import passk_nb.view
 
     marks = {"a$b": "1101", "$$d": "1111", "$x$": "0101", "e": "1111", "f": "1100"}
     df = records({(model, "p", t): m for t, m in marks.items() for model in ("m$1", "$$m")})
     options = {"plot_flips": {"on": "model", "a": "m$1", "b": "$$m"}, "plot_outcomes": {}}.get(name, {"k": 2})
-    ax = getattr(passk_nb, name)(df, **options)
+    ax = getattr(passk_nb.view, name)(df, **options)
     ax.figure.savefig(io.BytesIO(), format="png")  # draws every text
     shown = [t.get_text() for t in ax.figure.findobj(matplotlib.text.Text) if "$" in t.get_text()]
     shown += [str(t.get_text()) for t in ax.get_yticklabels() + ax.get_xticklabels() if "$" in t.get_text()]
