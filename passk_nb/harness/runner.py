@@ -14,6 +14,7 @@ terminal and inside a running Jupyter kernel, whose own loop it never touches.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import logging
 import os
@@ -44,6 +45,7 @@ from passk_nb.harness.pacing import Paced, RateLimit, RateLimiter
 from passk_nb.harness.perturb import PerturbPlan, parse_perturb
 from passk_nb.harness.preflight import check_backend
 from passk_nb.harness.providers import NATIVE_PROVIDERS, BaseProvider, make_provider
+from passk_nb.harness.providers.base import delay_scope
 from passk_nb.harness.providers.batches import JOURNAL_FILE, TRIAL, BatchProvider
 from passk_nb.harness.shards import parse_shard, select_shard
 from passk_nb.harness.spec import (
@@ -212,7 +214,8 @@ def run(
     to the backend; a function agent that takes a ``seed`` keyword receives it.
 
     ``trial_timeout`` (seconds) bounds one trial: a trial still running then is
-    recorded (``infra_error`` for a backend, ``agent_error`` for a Python agent)
+    recorded (``infra_error`` for a backend, ``agent_error`` for a Python agent; ``infra_error``
+    for both when its time ran out inside an injected ``latency`` fault, the harness's own time)
     and the run goes on. ``on_record`` is called with each new record as it
     completes. A provider that ``run`` created is closed when it returns.
 
@@ -536,26 +539,39 @@ def _run_trials(
         """The episode's options; fault and perturbation draws seeded by the task and trial alone."""
         return {**episode_options, "trial_key": f"{task_id}:{trial}"}
 
+    delaying: set[tuple[str, int]] = set()  # trials inside the harness's own injected delay
+
+    def note_delay(task_id: str, trial: int, active: bool) -> None:
+        (delaying.add if active else delaying.discard)((task_id, trial))
+
     def one_trial(task_id: str, trial: int) -> dict[str, Any]:
         fields, options = fields_of(task_id, trial), options_of(task_id, trial)
-        if elsewhere is None:
-            return _trial_record(the_suite, backend, fields, task_id, trial, seed, options, limiter)
-        started = dt.datetime.now(dt.UTC)
-        try:
-            return elsewhere.call(_trial_in_worker, task_id, trial, fields, options)
-        except WorkerLost as exc:  # the agent's own process died each time it ran this trial
-            lost = {**_infra(started, str(exc)), "outcome": "agent_error"}
-            return _record(fields, task_id, trial, seed, lost)
+        with delay_scope(functools.partial(note_delay, task_id, trial)):
+            if elsewhere is None:
+                return _trial_record(the_suite, backend, fields, task_id, trial, seed, options, limiter)
+            started = dt.datetime.now(dt.UTC)
+            try:
+                return elsewhere.call(_trial_in_worker, task_id, trial, fields)
+            except WorkerLost as exc:  # the agent's own process died each time it ran this trial
+                lost = {**_infra(started, str(exc)), "outcome": "agent_error"}
+                return _record(fields, task_id, trial, seed, lost)
 
     async def one_async_trial(task_id: str, trial: int) -> dict[str, Any]:
         fields, options = fields_of(task_id, trial), options_of(task_id, trial)
-        return await _atrial_record(the_suite, backend, fields, task_id, trial, seed, options, limiter)
+        with delay_scope(functools.partial(note_delay, task_id, trial)):
+            return await _atrial_record(the_suite, backend, fields, task_id, trial, seed, options, limiter)
 
     def timed_out(task_id: str, trial: int, elapsed: float) -> dict[str, Any]:
         started = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=elapsed)
         error = f"trial timed out after {elapsed:.1f} s (trial_timeout={trial_timeout}): no answer in time"
         fields = _infra(started, error, elapsed)
-        if backend.user_code:  # a Python agent that hangs is the agent's failure
+        if (task_id, trial) in delaying:  # the harness's own time, whatever the backend
+            delaying.discard((task_id, trial))
+            fields["error"] = (
+                f"trial timed out after {elapsed:.1f} s (trial_timeout={trial_timeout}) inside the "
+                f"harness's injected latency (faults={plan.label!r}): infrastructure, not the agent"
+            )
+        elif backend.user_code:  # a Python agent that hangs is the agent's failure
             fields["outcome"] = "agent_error"
         return _record(fields_of(task_id, trial), task_id, trial, seed, fields)
 
@@ -584,7 +600,7 @@ def _run_trials(
         )
 
     name, workers, address = executor
-    state = {"suite": the_suite, "backend": backend, "seed": seed}
+    state = {"suite": the_suite, "backend": backend, "seed": seed, "options": episode_options}
     elsewhere = (
         None if name == "threads" else make_executor(name, workers=workers, state=state, address=address)
     )
@@ -612,9 +628,11 @@ def _run_trials(
 
 
 def _trial_in_worker(
-    state: dict[str, Any], task_id: str, trial: int, fields: dict[str, Any], options: dict[str, Any]
+    state: dict[str, Any], task_id: str, trial: int, fields: dict[str, Any]
 ) -> dict[str, Any]:
-    """One trial in a worker process or Ray task, from what the run gave the worker."""
+    """One trial in a worker process or Ray task, from what the run gave the worker once (the agent,
+    suite and episode options, a perturbation rule of your own among them: never pickled per trial)."""
+    options = {**state["options"], "trial_key": f"{task_id}:{trial}"}
     return _trial_record(state["suite"], state["backend"], fields, task_id, trial, state["seed"], options)
 
 
