@@ -350,6 +350,7 @@ def run(
     temperature = normalize_temperature(temperature)
     mode = normalize_json_mode(json_mode)
     protocol = normalize_protocol(protocol)
+    plan.check_reachable(max_turns, protocol)
     if protocol == "native":
         if mode != "off":
             raise ValueError(

@@ -254,7 +254,7 @@ def test_a_killed_ray_driver_resumes_with_every_stored_trial_kept(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "RAY_ADDRESS": ""}
     out, marker = tmp_path / "runs", tmp_path / "stalled"
     command = [sys.executable, "-c", RAY_RUN, str(out)]
-    driver = subprocess.Popen([*command, str(marker)], env=env, start_new_session=True)
+    driver = subprocess.Popen([*command, str(marker)], env=env, start_new_session=True, cwd=tmp_path)
     try:
         deadline = time.monotonic() + 180
         while not (marker.exists() and list(out.glob("*/part-*.parquet"))) and time.monotonic() < deadline:
@@ -268,7 +268,7 @@ def test_a_killed_ray_driver_resumes_with_every_stored_trial_kept(tmp_path):
         driver.wait()
     before = passk_nb.load(out)
     assert len(before) == 2 and before["passed"].all()  # the two trials run before the stall
-    resumed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    resumed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert resumed.stdout.split() == ["12", "12", "12"]  # every trial once, all passed
     after = passk_nb.load(out).set_index(["task", "trial"])

@@ -246,11 +246,26 @@ def test_the_label_is_canonical_and_objects_equal_specs():
         ("timeout:*:when=1", "unknown option 'when'"),
         ("timeout:*,,noop:*", "empty fault in the spec"),
         ("timeout:*:n=1:get_order", "the tool comes right after the kind"),
+        (f"timeout:*:n={10**23}", "n=100000000000000000000000 can never fire"),
+        ("", "faults='' names no fault: leave faults out"),
+        ("  ", "names no fault"),
     ],
 )
 def test_a_bad_spec_says_what_is_wrong(spec, message):
     with pytest.raises(ValueError, match=message):
         parse_faults(spec)
+
+
+def test_a_fault_that_can_never_fire_is_refused_before_any_trial(tmp_path):
+    with pytest.raises(ValueError, match="'timeout:\\*:n=11' can never fire: .* max_turns=10"):
+        passk_nb.run("scripted", trials=1, out=tmp_path, progress=False, faults="timeout:*:n=11")
+    with pytest.raises(ValueError, match="names no fault"):
+        passk_nb.run("scripted", trials=1, out=tmp_path, progress=False, faults="")
+    assert not list(tmp_path.iterdir())
+    df = passk_nb.run(  # native replies may call several tools: only the fixed bound applies
+        "scripted", trials=1, out=tmp_path, progress=False, faults="timeout:*:n=11", protocol="native"
+    )
+    assert len(df) == 5
 
 
 def test_a_tool_the_suite_lacks_is_refused_before_any_trial(tmp_path):
