@@ -42,7 +42,7 @@ from passk_nb.harness.executors import EXECUTORS, WorkerLost, make_executor
 from passk_nb.harness.faults import Fault, FaultPlan, parse_faults
 from passk_nb.harness.fingerprint import blind_spots, suite_fingerprint
 from passk_nb.harness.pacing import Paced, RateLimit, RateLimiter
-from passk_nb.harness.perturb import PerturbPlan, parse_perturb
+from passk_nb.harness.perturb import PerturbationError, PerturbPlan, parse_perturb
 from passk_nb.harness.preflight import check_backend
 from passk_nb.harness.providers import NATIVE_PROVIDERS, BaseProvider, make_provider
 from passk_nb.harness.providers.base import delay_scope
@@ -105,6 +105,8 @@ def _trial_record(
         )
     except SuiteError:  # the suite's own check is wrong: no trial can be judged; stop the run
         raise
+    except PerturbationError as exc:  # a rule of your own, named: no harness error, no traceback
+        return _rule_error(base, task_id, trial, seed, started, exc)
     except Exception as exc:  # a harness bug must not stop the run; it is kept, visibly, as infra
         return _harness_error(base, task_id, trial, seed, started, exc)
 
@@ -128,6 +130,8 @@ async def _atrial_record(
         return _record(base, task_id, trial, seed, fields)
     except SuiteError:
         raise
+    except PerturbationError as exc:
+        return _rule_error(base, task_id, trial, seed, started, exc)
     except Exception as exc:
         return _harness_error(base, task_id, trial, seed, started, exc)
 
@@ -144,6 +148,15 @@ def _harness_error(
     log.exception("harness error in task %s trial %d", task_id, trial)
     error = f"harness error: {type(exc).__name__}: {exc}"
     return _record(base, task_id, trial, seed, _infra(started, error))
+
+
+def _rule_error(
+    base: dict[str, Any], task_id: str, trial: int, seed: int | None, started: dt.datetime, exc: Exception
+) -> dict[str, Any]:
+    """A perturbation rule failed in this trial though its draw passed the dry run: ``infra_error``
+    (the trial never ran as specified; a resume tries it again), named by the rule."""
+    log.warning("task %s trial %d: %s", task_id, trial, exc)
+    return _record(base, task_id, trial, seed, _infra(started, str(exc)))
 
 
 def run(
@@ -582,8 +595,10 @@ def _run_trials(
         return "; ".join(part for part in (standing[0], status() if status else "") if part)
 
     merged: dict[str, Any] = {}  # the part the last merge left and what it holds: not read back
+    prompts = {task.id: task.prompt for task in the_suite.tasks}
 
     def execute(jobs: list[tuple[str, int]]) -> None:
+        rewording.check_draws(prompts, jobs)  # a rule failing on a draw is refused before the trials
         execute_trials(
             one_async_trial if backend.speaks_asyncio else one_trial,
             jobs,
