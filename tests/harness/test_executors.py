@@ -274,3 +274,9 @@ def test_a_killed_ray_driver_resumes_with_every_stored_trial_kept(tmp_path):
     after = passk_nb.load(out).set_index(["task", "trial"])
     for _, row in before.iterrows():  # the stored trials were kept, not run again
         assert after.loc[(row["task"], row["trial"]), "started_at"] == row["started_at"]
+
+
+def test_workers_take_a_perturbation_rule_that_does_not_pickle(tmp_path):
+    df = agent_run(Agent(), tmp_path, workers=2, perturb={"thanks": lambda text, rng: text + " Thanks!"})
+    assert len(df) == 6 and df["passed"].all(), df[["task", "outcome", "error"]]
+    assert set(df["perturbation_applied"]) == {"thanks"}
