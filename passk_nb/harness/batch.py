@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import inspect
 import logging
@@ -35,7 +36,7 @@ from tqdm.auto import tqdm
 from passk_nb.data.records import frame_from_records, storable_record, table_from_records
 from passk_nb.data.redact import Redactor
 from passk_nb.data.store import StoredTrials, TrialClaims, load, load_merged, merge_known, write_part
-from passk_nb.harness.providers.base import STOPS_RUN, cancel_scope
+from passk_nb.harness.providers.base import STOPS_RUN, cancel_scope, clock_scope
 from passk_nb.harness.providers.transport import shared_loop
 
 log = logging.getLogger("passk_nb")
@@ -153,8 +154,10 @@ def _run_concurrently(
     for which ``is_done(job)`` holds is skipped (another process stored it).
 
     Jobs run on daemon threads, so a backend that never answers cannot keep
-    the process alive. A job still running after ``timeout`` seconds is
-    abandoned: its cancel event is set (see
+    the process alive. This is the one owner of every job's deadline, whatever runs it: a job's
+    clock starts when its thread takes it, or, when the job waits for a worker process or Ray task
+    slot, when a worker takes it (:func:`~passk_nb.harness.providers.base.trial_clock`). A job
+    still running after ``timeout`` seconds is abandoned: its cancel event is set (see
     :func:`passk_nb.harness.providers.base.cancel_scope`; the built-in backends
     stop their requests), ``on_timeout(*job, elapsed)`` is yielded in its
     place, a new worker takes over, and the late result is dropped. At most
@@ -210,7 +213,7 @@ def _run_concurrently(
             with lock:
                 started[job], cancels[job] = time.monotonic(), event
             try:
-                with cancel_scope(event):
+                with cancel_scope(event), clock_scope(functools.partial(set_clock, job)):
                     outcome: tuple[Any, Any, Any] = (job, fn(*job), None)
             except BaseException as exc:  # re-raised in the caller's thread
                 outcome = (job, None, exc)
@@ -225,6 +228,17 @@ def _run_concurrently(
                     count["workers"] += 1
         with lock:
             count["workers"] -= 1
+
+    def set_clock(job: tuple[Any, int], running: bool) -> None:
+        """The job's clock stops while it waits for a worker and starts when one takes it
+        (:func:`~passk_nb.harness.providers.base.trial_clock`)."""
+        with lock:
+            if job in abandoned or job not in cancels:
+                return
+            if running:
+                started[job] = time.monotonic()
+            else:
+                started.pop(job, None)
 
     def spawn() -> None:
         threading.Thread(target=worker, daemon=True, name="passk-trial").start()

@@ -39,7 +39,15 @@ from passk_nb.harness.protocol import (
     parse_action,
     parse_native_call,
 )
-from passk_nb.harness.providers.base import STOPS_RUN, AgentError, ChatProvider, Message, Reply
+from passk_nb.harness.providers.base import (
+    STOPS_RUN,
+    AgentError,
+    ChatProvider,
+    Message,
+    Reply,
+    injected_delay,
+    note_injected_delay,
+)
 from passk_nb.harness.suites.base import Suite, Task
 
 __all__ = ["run_episode", "arun_episode", "episode_steps", "ChatRequest", "Delay"]
@@ -76,8 +84,9 @@ class ChatRequest:
 
 @dataclass(frozen=True)
 class Delay:
-    """A pause the episode asks its driver for (a ``latency`` fault): ``time.sleep`` under
-    :func:`run_episode`, ``asyncio.sleep`` under :func:`arun_episode`; it is sent nothing back."""
+    """A pause the episode asks its driver for (a ``latency`` fault): slept under :func:`run_episode`
+    (:func:`~passk_nb.harness.providers.base.injected_delay`), ``asyncio.sleep`` under
+    :func:`arun_episode`, each noted as the harness's own time; it is sent nothing back."""
 
     seconds: float
 
@@ -121,7 +130,7 @@ def run_episode(
     request, result = _resume(steps)
     while request is not None:
         if isinstance(request, Delay):
-            time.sleep(request.seconds)
+            injected_delay(request.seconds)
             request, result = _resume(steps)
             continue
         try:
@@ -151,7 +160,9 @@ async def arun_episode(suite: Suite, task: Task, provider: Any, **options: Any) 
     request, result = _resume(steps)
     while request is not None:
         if isinstance(request, Delay):
-            await asyncio.sleep(request.seconds)
+            note_injected_delay(True)
+            await asyncio.sleep(request.seconds)  # a timeout cancels it here: its end stays unnoted
+            note_injected_delay(False)
             request, result = _resume(steps)
             continue
         try:

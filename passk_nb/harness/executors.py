@@ -3,17 +3,25 @@
 A Python agent that spends its time computing holds the GIL, so threads run one trial at a time
 however high ``concurrency`` is. ``run(..., workers=N)`` runs each trial in one of N worker
 processes; ``run(..., executor="ray")`` runs each as a Ray task on a cluster. Either way the
-calling process keeps everything else: the scheduler, claims, timeouts, the progress bar and the
-run folder, of which it stays the single writer (no shared filesystem is needed, and every
-crash-safety guarantee holds). A trial that the workers cannot finish because its process died
-(the agent called ``os._exit``, ran out of memory, its node was lost) is run again on another
-worker: Ray re-runs a lost task (up to ``max_retries`` times); the process pool is rebuilt and the
-trial resubmitted once. One that dies every time is recorded as the agent's failure.
+calling process keeps everything else: the scheduler, claims, the trials' deadlines, the progress
+bar and the run folder, of which it stays the single writer (no shared filesystem is needed, and
+every crash-safety guarantee holds).
+
+Every trial's deadline has one owner, the batch layer's scheduler, whatever runs the trial: its
+clock starts when a worker takes it (a trial waiting behind busy workers is not timed), and a
+trial given up on (``trial_timeout``) is ended where it runs: its worker process is killed with
+everything the agent started there (each worker is its own process group) and replaced, its Ray
+task cancelled and its worker killed. One hung trial costs one worker ``trial_timeout`` seconds,
+never the run, and the process exits as soon as the run ends.
+
+A trial whose process died (the agent called ``os._exit``, was killed by a signal such as the
+OOM killer's SIGKILL, its node was lost) is run again: on a fresh worker once in the process pool,
+up to ``max_retries`` times by Ray. One that dies every time is the agent's failure; the trials
+running on the other workers are not touched.
 
 Processes are forked on Linux (the agent, a notebook's function included, need not pickle);
 elsewhere they are spawned, and the agent must pickle (a module-level function). Ray pickles the
-agent with cloudpickle. A trial given up on (``trial_timeout``) is recorded at once; its worker
-finishes it in the background.
+agent with cloudpickle.
 
 >>> trials = make_executor("processes", workers=2, state={"offset": 10})
 >>> trials.call(_add_offset, 5)
@@ -23,20 +31,34 @@ finishes it in the background.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import multiprocessing
 import os
 import pickle
+import queue
+import signal
 import threading
-from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from collections.abc import Callable, Iterator
+from multiprocessing.connection import Connection
+from multiprocessing.reduction import ForkingPickler
 from typing import Any
+
+from passk_nb.harness.providers.base import (
+    TrialGivenUp,
+    cancel_event,
+    delay_scope,
+    note_injected_delay,
+    trial_clock,
+)
 
 __all__ = ["EXECUTORS", "WorkerLost", "make_executor"]
 
 #: The places trials can run.
 EXECUTORS = ("threads", "processes", "ray")
+
+#: How often a thread waiting on a worker looks whether its trial was given up on (seconds).
+POLL_S = 0.05
 
 #: What a worker process was given (its run's agent, suite and options), set once per process.
 _STATE: dict[str, Any] = {}
@@ -51,16 +73,94 @@ def _init(state: dict[str, Any]) -> None:
     _STATE.update(state)
 
 
-def _in_worker(fn: Callable[..., Any], *args: Any) -> Any:
-    return fn(_STATE, *args)
-
-
 def _add_offset(state: dict[str, Any], value: int) -> int:  # the doctest's trial
     return int(state["offset"]) + value
 
 
+def _serve(conn: Connection, state: dict[str, Any]) -> None:
+    """A worker process: run each ``(fn, args)`` sent down ``conn`` as ``fn(state, *args)`` and send
+    back ``("done", result)`` or ``("raised", exception)``, noting injected delays on the way, until
+    the pipe closes. A process the agent forked that comes back here ends instead of answering."""
+    with contextlib.suppress(OSError):
+        os.setpgid(0, 0)  # its own process group: ending it ends whatever the agent started
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the calling process's handler
+    _init(state)
+    me = os.getpid()
+
+    def answer(message: tuple[str, Any]) -> None:
+        if os.getpid() != me:
+            os._exit(0)
+        try:
+            conn.send(message)
+        except Exception as exc:  # the result does not pickle
+            conn.send(("raised", RuntimeError(f"the trial's result cannot leave its worker: {exc!r}")))
+
+    while True:
+        try:
+            fn, args = conn.recv()
+        except (EOFError, OSError):
+            return
+        with delay_scope(lambda active: answer(("delay", active))):
+            try:
+                reply: tuple[str, Any] = ("done", fn(state, *args))
+            except BaseException as exc:  # re-raised in the calling process
+                reply = ("raised", exc)
+        answer(reply)
+
+
+class _Worker:
+    """One worker process, its own process group, and the calling process's end of its pipe."""
+
+    def __init__(self, context: Any, state: dict[str, Any]):
+        self.conn, child = context.Pipe()
+        self.process = context.Process(target=_serve, args=(child, state), name="passk-worker")
+        self.process.start()
+        child.close()
+        with contextlib.suppress(OSError):  # also here: the group exists before any kill
+            os.setpgid(self.process.pid, self.process.pid)
+        self.ended = False
+
+    def end(self) -> None:
+        """Kill the process and everything in its process group, and reap it."""
+        if self.ended:
+            return
+        self.ended = True
+        with contextlib.suppress(OSError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            self.process.kill()
+        self.process.join(10)
+        self.conn.close()
+
+    def run(
+        self, fn: Callable[..., Any], args: tuple[Any, ...], event: threading.Event | None
+    ) -> tuple[str, Any]:
+        """Run ``fn(state, *args)`` here: ``("done", result)``, ``("raised", exception)``,
+        ``("died", None)`` when the process died, ``("given up", None)`` once ``event`` is set."""
+        payload = bytes(ForkingPickler.dumps((fn, args)))  # a pickling error is the caller's, raised here
+        try:
+            self.conn.send_bytes(payload)
+            while True:
+                if self.conn.poll(POLL_S):
+                    kind, value = self.conn.recv()
+                    if kind != "delay":
+                        return kind, value
+                    if event is None or not event.is_set():
+                        note_injected_delay(value)
+                elif not self.process.is_alive():
+                    if not self.conn.poll(0):  # its last words read first, if any
+                        return "died", None
+                elif event is not None and event.is_set():
+                    return "given up", None
+        except (EOFError, OSError):
+            return "died", None
+        except Exception as exc:  # its answer did not unpickle here
+            return "raised", RuntimeError(f"the trial's result could not be read from its worker: {exc!r}")
+
+
 class ProcessTrials:
-    """Trials in a pool of ``workers`` processes, each given ``state`` once."""
+    """Trials in ``workers`` processes of our own, each given ``state`` once; each trial has a
+    worker to itself until it ends, dies or is given up on (then the worker is replaced)."""
 
     def __init__(self, workers: int, state: dict[str, Any]):
         methods = multiprocessing.get_all_start_methods()
@@ -74,40 +174,95 @@ class ProcessTrials:
                     f"defined at module level, not in a notebook or a closure): {exc}"
                 ) from None
         self.workers, self.state = workers, state
-        self._lock = threading.Lock()
-        self._pool = self._new_pool()
+        self._lock = threading.Condition()
+        self._closed = False
+        self._busy: set[_Worker] = set()
+        self._idle = [_Worker(self._context, state) for _ in range(workers)]
 
-    def _new_pool(self) -> ProcessPoolExecutor:
-        return ProcessPoolExecutor(
-            self.workers, mp_context=self._context, initializer=_init, initargs=(self.state,)
-        )
+    def _take(self, event: threading.Event | None) -> _Worker:
+        """An idle worker, once one is free; TrialGivenUp if the trial is given up on first."""
+        with self._lock:
+            while not self._idle:
+                if self._closed or (event is not None and event.is_set()):
+                    raise TrialGivenUp("the trial was given up on while it waited for a worker")
+                self._lock.wait(POLL_S)
+            worker = self._idle.pop()
+            self._busy.add(worker)
+            return worker
+
+    def _give_back(self, worker: _Worker, healthy: bool) -> None:
+        """``worker`` free again; one that died or was given up on is ended and replaced."""
+        if not healthy:
+            worker.end()
+        with self._lock:
+            self._busy.discard(worker)
+            if self._closed:
+                worker.end()
+                return
+        if not healthy:
+            worker = _Worker(self._context, self.state)
+        with self._lock:
+            if self._closed:
+                worker.end()
+                return
+            self._idle.append(worker)
+            self._lock.notify()
 
     def call(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """``fn(state, *args)`` in a worker; run again once in a new pool if its process died."""
+        """``fn(state, *args)`` in a worker; run again once on a fresh worker if its process died."""
+        event = cancel_event()
         for attempt in (1, 2):
-            with self._lock:
-                pool = self._pool
+            trial_clock(False)  # waiting for a worker is not the trial's time
+            worker = self._take(event)
+            trial_clock(True)
+            kind: str = "died"
             try:
-                return pool.submit(_in_worker, fn, *args).result()
-            except BrokenProcessPool:
-                with self._lock:
-                    if self._pool is pool:  # the first thread to see it replaces the pool
-                        pool.shutdown(wait=False, cancel_futures=True)
-                        self._pool = self._new_pool()
-                if attempt == 2:
-                    raise WorkerLost(
-                        "the worker process running this trial died twice (the agent may call os._exit, "
-                        "crash the interpreter or run out of memory)"
-                    ) from None
+                kind, value = worker.run(fn, args, event)
+            finally:
+                self._give_back(worker, healthy=kind in ("done", "raised"))
+            if kind == "done":
+                return value
+            if kind == "raised":
+                raise value
+            if kind == "given up":
+                raise TrialGivenUp("the trial was given up on: its worker was ended")
+            if attempt == 2:
+                raise WorkerLost(
+                    "the worker process running this trial died twice (the agent may call os._exit, "
+                    "crash the interpreter or run out of memory)"
+                )
         raise AssertionError("unreachable")
 
     def close(self) -> None:
+        """End every worker (a trial still running was given up on), so the process can exit."""
         with self._lock:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._closed = True
+            workers = [*self._idle, *self._busy]
+            self._idle.clear()
+            self._lock.notify_all()
+        for worker in workers:
+            worker.end()
 
 
-def _ray_trial(state: dict[str, Any], fn: Callable[..., Any], *args: Any) -> Any:
-    return fn(state, *args)
+def _ray_trial(state: dict[str, Any], fn: Callable[..., Any], *args: Any) -> Iterator[tuple[str, Any]]:
+    """A trial as a streaming Ray task: ``("started", None)`` once a worker runs it, each injected
+    delay's ``("delay", active)``, then ``("done", result)`` or ``("raised", exception)``."""
+    yield "started", None
+    messages: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+
+    def work() -> None:
+        with delay_scope(lambda active: messages.put(("delay", active))):
+            try:
+                messages.put(("done", fn(state, *args)))
+            except BaseException as exc:  # re-raised in the calling process
+                messages.put(("raised", exc))
+
+    threading.Thread(target=work, daemon=True, name="passk-trial").start()
+    while True:
+        kind, value = messages.get()
+        yield kind, value
+        if kind != "delay":
+            return
 
 
 class RayTrials:
@@ -132,11 +287,31 @@ class RayTrials:
                 options["num_cpus"] = num_cpus
             self.ray.init(address=address, **options)
         self._state = self.ray.put(state)
-        self._remote = self.ray.remote(max_retries=self.MAX_RETRIES)(_ray_trial)
+        self._remote = self.ray.remote(num_returns="streaming", max_retries=self.MAX_RETRIES)(_ray_trial)
 
     def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(state, *args)`` as a Ray task, timed from when a worker starts it, cancelled (its
+        worker killed) when the trial is given up on."""
+        event = cancel_event()
+        trial_clock(False)  # waiting in Ray's queue (a worker starting) is not the trial's time
+        stream = self._remote.remote(self._state, fn, *args)
         try:
-            return self.ray.get(self._remote.remote(self._state, fn, *args))
+            while True:
+                if not self.ray.wait([stream], timeout=POLL_S)[0]:
+                    if event is not None and event.is_set():
+                        self.ray.cancel(stream, force=True)
+                        raise TrialGivenUp("the trial was given up on: its Ray task was cancelled")
+                    continue
+                kind, value = self.ray.get(next(stream))
+                if kind == "started":
+                    trial_clock(True)
+                elif kind == "delay":
+                    if event is None or not event.is_set():
+                        note_injected_delay(value)
+                elif kind == "done":
+                    return value
+                else:
+                    raise value
         except (self.ray.exceptions.WorkerCrashedError, self.ray.exceptions.NodeDiedError) as exc:
             raise WorkerLost(
                 f"the Ray worker running this trial was lost {self.MAX_RETRIES + 1} times: {exc}"

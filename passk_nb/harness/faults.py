@@ -65,6 +65,9 @@ FAULT_KINDS: dict[str, tuple[str, str]] = {
 #: Latency when ``s=`` is not given.
 DEFAULT_LATENCY_S = 0.5
 _OPTIONS = {"n", "p", "s", "field", "to"}
+#: The largest ``n=``: a trial's calls of one tool never reach it (a run also refuses an ``n=``
+#: beyond its ``max_turns`` under the JSON protocol, one call per turn: :meth:`FaultPlan.check_reachable`).
+MAX_NTH_CALL = 100_000
 _ALL = "*"
 
 
@@ -96,6 +99,10 @@ class Fault:
             raise ValueError(f"{where}: give n= (the n-th call) or p= (a probability per call), not both")
         if self.n is not None and (isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1):
             raise ValueError(f"{where}: n= is the n-th call of the tool, an integer ≥ 1; got {self.n!r}")
+        if self.n is not None and self.n > MAX_NTH_CALL:
+            raise ValueError(
+                f"{where}: n={self.n} can never fire: no trial calls a tool more than {MAX_NTH_CALL:,} times"
+            )
         if self.p is not None and not (
             isinstance(self.p, int | float) and not isinstance(self.p, bool) and 0 < self.p <= 1
         ):
@@ -164,6 +171,16 @@ class FaultPlan:
                     f"its tools: {', '.join(suite.tools)} (or '*' for every tool)"
                 )
 
+    def check_reachable(self, max_turns: int, protocol: str) -> None:
+        """Every ``n=`` can fire: under the JSON protocol a trial calls at most ``max_turns`` tools
+        (one per reply); else a ValueError."""
+        for fault in self.faults:
+            if protocol == "json" and fault.n is not None and fault.n > max_turns:
+                raise ValueError(
+                    f"fault {fault.label!r} can never fire: under the JSON protocol a trial makes at most "
+                    f"max_turns={max_turns} tool calls; lower n= or raise max_turns"
+                )
+
     def injector(self, key: str) -> FaultInjector | None:
         """A fresh injector for one trial (``key``: the task and trial, seeding its draws); None
         without faults."""
@@ -188,7 +205,12 @@ def parse_faults(spec: str | Fault | Sequence[Fault] | FaultPlan | None) -> Faul
         return FaultPlan((spec,))
     if isinstance(spec, str):
         text = spec.strip()
-        if text in ("", NO_FAULTS):
+        if not text:
+            raise ValueError(
+                f"faults={spec!r} names no fault: leave faults out (or pass 'none') for a run without "
+                "faults, or write a spec such as 'timeout:get_order'"
+            )
+        if text == NO_FAULTS:
             return FaultPlan()
         return FaultPlan(tuple(_parse_one(item.strip()) for item in text.split(",")))
     if isinstance(spec, list | tuple) and all(isinstance(f, Fault) for f in spec):

@@ -45,7 +45,7 @@ from passk_nb.data.ids import content_id
 from passk_nb.data.records import NO_PERTURBATION
 from passk_nb.harness.fingerprint import fingerprint
 
-__all__ = ["RULES", "PerturbPlan", "parse_perturb", "NO_PERTURBATION"]
+__all__ = ["RULES", "PerturbPlan", "PerturbationError", "parse_perturb", "NO_PERTURBATION"]
 
 Rule = Callable[[str, random.Random], str]
 
@@ -183,6 +183,10 @@ RULES: dict[str, Rule] = {
 }
 
 
+class PerturbationError(ValueError):
+    """A perturbation rule failed on a trial's draw (it raised, or returned no prompt text)."""
+
+
 @dataclass(frozen=True)
 class PerturbPlan:
     """What a run does to its task prompts: rules (one drawn per trial) or variant lists per task."""
@@ -235,10 +239,27 @@ class PerturbPlan:
             i = rng.randrange(len(texts))
             return texts[i], f"variant {i}"
         name = rng.choice(sorted(self.rules)) if len(self.rules) > 1 else next(iter(self.rules))
-        text = self.rules[name](prompt, rng)
+        where = f"on trial {key!r}"  # task:trial
+        try:
+            text = self.rules[name](prompt, rng)
+        except Exception as exc:
+            raise PerturbationError(
+                f"perturbation rule {name!r} failed {where}: {type(exc).__name__}: {exc}"
+            ) from exc
         if not isinstance(text, str) or not text.strip():
-            raise ValueError(f"perturbation rule {name!r} returned {text!r:.60}, not a prompt text")
+            raise PerturbationError(
+                f"perturbation rule {name!r} returned {text!r:.60} {where}, not a prompt text"
+            )
         return text, name
+
+    def check_draws(self, prompts: Mapping[str, str], jobs: Sequence[tuple[str, int]]) -> None:
+        """Before trials run: each of their draws made once (``jobs``: (task id, trial)), so a rule
+        that fails on some draws is refused naming the rule, the task and the trial, before any of
+        them runs. A rule draws from the trial's seeded ``rng`` alone, so the trial's draw is the same;
+        one that fails in a trial anyway (it reads something else) is that trial's ``infra_error``."""
+        if self.rules:
+            for task_id, trial in jobs:
+                self.apply(task_id, prompts[task_id], f"{task_id}:{trial}")
 
 
 def parse_perturb(

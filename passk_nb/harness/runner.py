@@ -14,6 +14,7 @@ terminal and inside a running Jupyter kernel, whose own loop it never touches.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import logging
 import os
@@ -41,9 +42,10 @@ from passk_nb.harness.executors import EXECUTORS, WorkerLost, make_executor
 from passk_nb.harness.faults import Fault, FaultPlan, parse_faults
 from passk_nb.harness.fingerprint import blind_spots, suite_fingerprint
 from passk_nb.harness.pacing import Paced, RateLimit, RateLimiter
-from passk_nb.harness.perturb import PerturbPlan, parse_perturb
+from passk_nb.harness.perturb import PerturbationError, PerturbPlan, parse_perturb
 from passk_nb.harness.preflight import check_backend
 from passk_nb.harness.providers import BaseProvider, make_provider, native_providers
+from passk_nb.harness.providers.base import delay_scope
 from passk_nb.harness.providers.batches import JOURNAL_FILE, TRIAL, BatchProvider
 from passk_nb.harness.shards import parse_shard, select_shard
 from passk_nb.harness.spec import (
@@ -103,6 +105,8 @@ def _trial_record(
         )
     except SuiteError:  # the suite's own check is wrong: no trial can be judged; stop the run
         raise
+    except PerturbationError as exc:  # a rule of your own, named: no harness error, no traceback
+        return _rule_error(base, task_id, trial, seed, started, exc)
     except Exception as exc:  # a harness bug must not stop the run; it is kept, visibly, as infra
         return _harness_error(base, task_id, trial, seed, started, exc)
 
@@ -126,6 +130,8 @@ async def _atrial_record(
         return _record(base, task_id, trial, seed, fields)
     except SuiteError:
         raise
+    except PerturbationError as exc:
+        return _rule_error(base, task_id, trial, seed, started, exc)
     except Exception as exc:
         return _harness_error(base, task_id, trial, seed, started, exc)
 
@@ -142,6 +148,15 @@ def _harness_error(
     log.exception("harness error in task %s trial %d", task_id, trial)
     error = f"harness error: {type(exc).__name__}: {exc}"
     return _record(base, task_id, trial, seed, _infra(started, error))
+
+
+def _rule_error(
+    base: dict[str, Any], task_id: str, trial: int, seed: int | None, started: dt.datetime, exc: Exception
+) -> dict[str, Any]:
+    """A perturbation rule failed in this trial though its draw passed the dry run: ``infra_error``
+    (the trial never ran as specified; a resume tries it again), named by the rule."""
+    log.warning("task %s trial %d: %s", task_id, trial, exc)
+    return _record(base, task_id, trial, seed, _infra(started, str(exc)))
 
 
 def run(
@@ -213,7 +228,8 @@ def run(
     to the backend; a function agent that takes a ``seed`` keyword receives it.
 
     ``trial_timeout`` (seconds) bounds one trial: a trial still running then is
-    recorded (``infra_error`` for a backend, ``agent_error`` for a Python agent)
+    recorded (``infra_error`` for a backend, ``agent_error`` for a Python agent; ``infra_error``
+    for both when its time ran out inside an injected ``latency`` fault, the harness's own time)
     and the run goes on. ``on_record`` is called with each new record as it
     completes. A provider that ``run`` created is closed when it returns.
 
@@ -350,6 +366,7 @@ def run(
     temperature = normalize_temperature(temperature)
     mode = normalize_json_mode(json_mode)
     protocol = normalize_protocol(protocol)
+    plan.check_reachable(max_turns, protocol)
     if protocol == "native":
         if mode != "off":
             raise ValueError(
@@ -549,26 +566,39 @@ def _run_trials(
         """The episode's options; fault and perturbation draws seeded by the task and trial alone."""
         return {**episode_options, "trial_key": f"{task_id}:{trial}"}
 
+    delaying: set[tuple[str, int]] = set()  # trials inside the harness's own injected delay
+
+    def note_delay(task_id: str, trial: int, active: bool) -> None:
+        (delaying.add if active else delaying.discard)((task_id, trial))
+
     def one_trial(task_id: str, trial: int) -> dict[str, Any]:
         fields, options = fields_of(task_id, trial), options_of(task_id, trial)
-        if elsewhere is None:
-            return _trial_record(the_suite, backend, fields, task_id, trial, seed, options, limiter)
-        started = dt.datetime.now(dt.UTC)
-        try:
-            return elsewhere.call(_trial_in_worker, task_id, trial, fields, options)
-        except WorkerLost as exc:  # the agent's own process died each time it ran this trial
-            lost = {**_infra(started, str(exc)), "outcome": "agent_error"}
-            return _record(fields, task_id, trial, seed, lost)
+        with delay_scope(functools.partial(note_delay, task_id, trial)):
+            if elsewhere is None:
+                return _trial_record(the_suite, backend, fields, task_id, trial, seed, options, limiter)
+            started = dt.datetime.now(dt.UTC)
+            try:
+                return elsewhere.call(_trial_in_worker, task_id, trial, fields)
+            except WorkerLost as exc:  # the agent's own process died each time it ran this trial
+                lost = {**_infra(started, str(exc)), "outcome": "agent_error"}
+                return _record(fields, task_id, trial, seed, lost)
 
     async def one_async_trial(task_id: str, trial: int) -> dict[str, Any]:
         fields, options = fields_of(task_id, trial), options_of(task_id, trial)
-        return await _atrial_record(the_suite, backend, fields, task_id, trial, seed, options, limiter)
+        with delay_scope(functools.partial(note_delay, task_id, trial)):
+            return await _atrial_record(the_suite, backend, fields, task_id, trial, seed, options, limiter)
 
     def timed_out(task_id: str, trial: int, elapsed: float) -> dict[str, Any]:
         started = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=elapsed)
         error = f"trial timed out after {elapsed:.1f} s (trial_timeout={trial_timeout}): no answer in time"
         fields = _infra(started, error, elapsed)
-        if backend.user_code:  # a Python agent that hangs is the agent's failure
+        if (task_id, trial) in delaying:  # the harness's own time, whatever the backend
+            delaying.discard((task_id, trial))
+            fields["error"] = (
+                f"trial timed out after {elapsed:.1f} s (trial_timeout={trial_timeout}) inside the "
+                f"harness's injected latency (faults={plan.label!r}): infrastructure, not the agent"
+            )
+        elif backend.user_code:  # a Python agent that hangs is the agent's failure
             fields["outcome"] = "agent_error"
         return _record(fields_of(task_id, trial), task_id, trial, seed, fields)
 
@@ -578,8 +608,10 @@ def _run_trials(
         return "; ".join(part for part in (standing[0], status() if status else "") if part)
 
     merged: dict[str, Any] = {}  # the part the last merge left and what it holds: not read back
+    prompts = {task.id: task.prompt for task in the_suite.tasks}
 
     def execute(jobs: list[tuple[str, int]]) -> None:
+        rewording.check_draws(prompts, jobs)  # a rule failing on a draw is refused before the trials
         execute_trials(
             one_async_trial if backend.speaks_asyncio else one_trial,
             jobs,
@@ -598,7 +630,7 @@ def _run_trials(
         )
 
     name, workers, address = executor
-    state = {"suite": the_suite, "backend": backend, "seed": seed}
+    state = {"suite": the_suite, "backend": backend, "seed": seed, "options": episode_options}
     elsewhere = (
         None if name == "threads" else make_executor(name, workers=workers, state=state, address=address)
     )
@@ -627,9 +659,11 @@ def _run_trials(
 
 
 def _trial_in_worker(
-    state: dict[str, Any], task_id: str, trial: int, fields: dict[str, Any], options: dict[str, Any]
+    state: dict[str, Any], task_id: str, trial: int, fields: dict[str, Any]
 ) -> dict[str, Any]:
-    """One trial in a worker process or Ray task, from what the run gave the worker."""
+    """One trial in a worker process or Ray task, from what the run gave the worker once (the agent,
+    suite and episode options, a perturbation rule of your own among them: never pickled per trial)."""
+    options = {**state["options"], "trial_key": f"{task_id}:{trial}"}
     return _trial_record(state["suite"], state["backend"], fields, task_id, trial, state["seed"], options)
 
 

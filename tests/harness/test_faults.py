@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import time
 
 import pandas as pd
 import pytest
@@ -245,11 +246,26 @@ def test_the_label_is_canonical_and_objects_equal_specs():
         ("timeout:*:when=1", "unknown option 'when'"),
         ("timeout:*,,noop:*", "empty fault in the spec"),
         ("timeout:*:n=1:get_order", "the tool comes right after the kind"),
+        (f"timeout:*:n={10**23}", "n=100000000000000000000000 can never fire"),
+        ("", "faults='' names no fault: leave faults out"),
+        ("  ", "names no fault"),
     ],
 )
 def test_a_bad_spec_says_what_is_wrong(spec, message):
     with pytest.raises(ValueError, match=message):
         parse_faults(spec)
+
+
+def test_a_fault_that_can_never_fire_is_refused_before_any_trial(tmp_path):
+    with pytest.raises(ValueError, match="'timeout:\\*:n=11' can never fire: .* max_turns=10"):
+        passk_nb.run("scripted", trials=1, out=tmp_path, progress=False, faults="timeout:*:n=11")
+    with pytest.raises(ValueError, match="names no fault"):
+        passk_nb.run("scripted", trials=1, out=tmp_path, progress=False, faults="")
+    assert not list(tmp_path.iterdir())
+    df = passk_nb.run(  # native replies may call several tools: only the fixed bound applies
+        "scripted", trials=1, out=tmp_path, progress=False, faults="timeout:*:n=11", protocol="native"
+    )
+    assert len(df) == 5
 
 
 def test_a_tool_the_suite_lacks_is_refused_before_any_trial(tmp_path):
@@ -286,3 +302,31 @@ def test_robustness_of_faulted_runs_names_the_tasks_each_fault_breaks(tmp_path):
     assert rows.loc["latency:*:s=0.001", "n_broken"] == 0
     assert rows.loc["noop:*", "diff"] == pytest.approx(-len(MUTATING) / len(SUITE.tasks))
     assert rows.loc["timeout:refund_order", "fault_class"] == "explicit transient"
+
+
+def script_agent(messages):
+    """The orders suite's known-good script as a Python agent."""
+    task = next(t for t in SUITE.tasks if t.prompt == messages[1]["content"])
+    return json.dumps(task.script[sum(1 for m in messages if m["role"] == "assistant")])
+
+
+@pytest.mark.parametrize(
+    ("agent", "options"),
+    [("scripted", {}), (script_agent, {"version": "v1"}), (script_agent, {"version": "v1", "workers": 2})],
+    ids=["backend", "python-agent", "python-agent-in-workers"],
+)
+def test_a_trial_timed_out_inside_an_injected_delay_is_infra_whatever_the_backend(tmp_path, agent, options):
+    start = time.monotonic()
+    df = passk_nb.run(
+        agent,
+        trials=1,
+        tasks=["refund-delivered", "cancel-shipped-refusal"],
+        out=tmp_path,
+        progress=False,
+        faults="latency:*:s=30",
+        trial_timeout=1.5,
+        **options,
+    )
+    assert set(df["outcome"]) == {"infra_error"}, df[["outcome", "error"]]
+    assert df["error"].str.contains("inside the harness's injected latency").all()
+    assert time.monotonic() - start < 25  # the delays given up on were cut short, not slept out

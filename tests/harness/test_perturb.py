@@ -2,6 +2,7 @@
 
 import json
 import re
+import threading
 
 import pandas as pd
 import pytest
@@ -178,3 +179,33 @@ def test_a_suites_own_rule_is_named_like_a_built_in_and_replaces_it(tmp_path):
     assert (df["perturbation_applied"] == "synonyms").all()
     with pytest.raises(ValueError, match="choose from .*shop"):
         passk_nb.run("scripted", suite=own, trials=1, out=tmp_path, progress=False, perturb="shpo")
+
+
+def flaky(text, rng):
+    """A rule of your own that raises on half its draws."""
+    if rng.random() < 0.5:
+        raise RuntimeError("no synonym for that")
+    return text.upper()
+
+
+def test_a_rule_failing_on_some_draws_is_refused_before_any_trial_naming_it(tmp_path):
+    with pytest.raises(
+        ValueError, match=r"perturbation rule 'flaky' failed on trial '[a-z-]+:\d': RuntimeError: no synonym"
+    ):
+        passk_nb.run("scripted", trials=4, out=tmp_path, progress=False, perturb={"flaky": flaky})
+    assert not list(tmp_path.glob("**/*.parquet"))  # no trial ran
+
+
+def off_main(text, rng):
+    """A rule of your own that reads something besides its draw: it fails in a trial's thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        raise RuntimeError("only works in the main thread")
+    return text.upper()
+
+
+def test_a_rule_failing_inside_a_trial_is_named_not_a_harness_error(tmp_path, caplog):
+    df = passk_nb.run("scripted", trials=1, out=tmp_path, progress=False, perturb={"off_main": off_main})
+    assert set(df["outcome"]) == {"infra_error"}
+    assert df["error"].str.startswith("perturbation rule 'off_main' failed on trial").all()
+    assert not df["error"].str.contains("harness error").any()
+    assert not [r for r in caplog.records if r.exc_info]  # a line each, no traceback

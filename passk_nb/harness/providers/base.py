@@ -54,6 +54,12 @@ __all__ = [
     "url_host",
     "cancel_scope",
     "cancelled",
+    "clock_scope",
+    "trial_clock",
+    "delay_scope",
+    "note_injected_delay",
+    "injected_delay",
+    "TrialGivenUp",
     "pace_scope",
     "pace_request",
     "apace_scope",
@@ -69,6 +75,12 @@ _pace: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVa
 _apace: contextvars.ContextVar[Callable[[], Awaitable[None]] | None] = contextvars.ContextVar(
     "passk_apace", default=None
 )
+#: The trial's deadline owner told when its clock runs (:func:`trial_clock`), and the harness's own
+#: injected delays (:func:`note_injected_delay`), per thread and per asyncio task.
+_clock: contextvars.ContextVar[Callable[[bool], None] | None]
+_clock = contextvars.ContextVar("passk_clock", default=None)
+_delay: contextvars.ContextVar[Callable[[bool], None] | None]
+_delay = contextvars.ContextVar("passk_delay", default=None)
 
 
 @contextlib.contextmanager
@@ -152,6 +164,59 @@ def cancelled() -> bool:
     """Whether the trial running in this thread was given up on (see :func:`cancel_scope`)."""
     event = _cancel.get()
     return event is not None and event.is_set()
+
+
+class TrialGivenUp(BaseException):
+    """The trial running in this thread was given up on while the harness itself waited (for a
+    worker, or an injected delay): it stops there, and the record its deadline owner wrote stands."""
+
+
+@contextlib.contextmanager
+def clock_scope(set_running: Callable[[bool], None]) -> Iterator[None]:
+    """Run a trial with ``set_running`` told when its clock runs (see :func:`trial_clock`)."""
+    with _scoped(_clock, set_running):
+        yield
+
+
+def trial_clock(running: bool) -> None:
+    """Tell the trial's deadline owner that the trial waits for a worker (False: its clock stops)
+    or that a worker took it (True: its clock starts now). Without an owner, nothing happens.
+
+    >>> seen = []
+    >>> with clock_scope(seen.append):
+    ...     trial_clock(False); trial_clock(True)
+    >>> trial_clock(True); seen
+    [False, True]
+    """
+    set_running = _clock.get()
+    if set_running is not None:
+        set_running(running)
+
+
+@contextlib.contextmanager
+def delay_scope(note: Callable[[bool], None]) -> Iterator[None]:
+    """Run a trial with ``note`` told when the harness's own injected delay starts (True) and ends
+    (False): a trial whose time runs out inside one is timed out by the harness, not the agent."""
+    with _scoped(_delay, note):
+        yield
+
+
+def note_injected_delay(active: bool) -> None:
+    """Tell the trial's :func:`delay_scope` that an injected delay starts or ends (if it has one)."""
+    note = _delay.get()
+    if note is not None:
+        note(active)
+
+
+def injected_delay(seconds: float) -> None:
+    """Sleep the harness's own injected delay (a latency fault), noted (:func:`note_injected_delay`)
+    and cut short when the trial is given up on: it then raises :class:`TrialGivenUp` (the delay's
+    end is not noted, so the timeout stays the harness's)."""
+    note_injected_delay(True)
+    cancellable_sleep(seconds)
+    if cancelled():
+        raise TrialGivenUp("the trial was given up on during an injected delay")
+    note_injected_delay(False)
 
 
 def cancel_event() -> threading.Event | None:
