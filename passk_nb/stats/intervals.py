@@ -183,6 +183,24 @@ def student_t(
     return t_interval(sizes[:, None], means, s2, ci=ci)
 
 
+def student_t_p_value(gid: np.ndarray, values: np.ndarray, floor: np.ndarray, n_groups: int) -> np.ndarray:
+    """The two-sided p-value of a zero mean under :func:`student_t`, per group and column: p ≤ 1 − ci
+    exactly when student_t's interval at ``ci`` excludes 0, so a multiple-testing correction can be
+    applied to p-values computed once. 1 for groups with fewer than two tasks (no interval).
+
+    >>> gid, values, floor = np.zeros(4, dtype=int), np.array([[0.1], [0.2], [0.3], [0.2]]), np.zeros((4, 1))
+    >>> p = student_t_p_value(gid, values, floor, 1)
+    >>> lo, _ = student_t(gid, values, floor, 1, ci=1 - float(p[0, 0]))  # at ci = 1 − p it touches 0
+    >>> round(float(p[0, 0]), 4), round(float(lo[0, 0]), 10)
+    (0.0163, 0.0)
+    """
+    sizes, means, s2 = _spread(gid, values, floor, n_groups)
+    sizes = sizes[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = 2 * sps.t.sf(np.abs(means) / np.sqrt(s2 / sizes), sizes - 1)
+    return np.where((sizes < 2) | np.isnan(p), 1.0, p)
+
+
 def t_interval(
     sizes: np.ndarray, means: np.ndarray, s2: np.ndarray, *, ci: float
 ) -> tuple[np.ndarray, np.ndarray]:

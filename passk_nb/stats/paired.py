@@ -23,6 +23,7 @@ from passk_nb.stats.intervals import (
     group_corr,
     nan_interval,
     population_interval,
+    student_t_p_value,
 )
 from passk_nb.stats.params import (
     CI,
@@ -243,6 +244,18 @@ def paired_frame(
     out = pd.concat([keys, pd.DataFrame(columns)], axis=1)
     warn_declined(out.rename(columns={"n_tasks": "n_tasks_covered"}), by, min_tasks)
     return out.sort_values([*by, "metric"], kind="stable").reset_index(drop=True)
+
+
+def paired_p_values(tasks: PairedTasks, *, min_tasks: int) -> np.ndarray:
+    """Per group and metric (groups, METRICS): the two-sided p-value of compare's default interval
+    (the paired t, ``method="t"``) for a zero difference: p ≤ 1 − ci exactly when compare's
+    interval at ``ci`` excludes 0. 1 where compare declines (fewer than ``min_tasks`` tasks), as a
+    declined pair never differs. :func:`~passk_nb.stats.rank.rank` corrects these for multiplicity."""
+    n_groups = len(tasks.groups)
+    p = student_t_p_value(tasks.gid, tasks.vb - tasks.va, tasks.var_a + tasks.var_b, n_groups)
+    sizes = np.bincount(tasks.gid, minlength=n_groups)
+    p[sizes < min_tasks] = 1.0
+    return p
 
 
 def differs(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:

@@ -1,17 +1,19 @@
-"""Rank many arms (models, prompts) at once, and say which of them are tied.
+"""Rank many arms (models, prompts) at once: an order, rank intervals and tiers.
 
-Each arm's pass^k and interval are :func:`~passk_nb.stats.summary.summarize`'s, and every pair of
-arms is compared by :func:`~passk_nb.stats.paired.compare` over the same tasks; a pair differs
-when compare's interval at the multiplicity-corrected level (Holm, or Benjamini–Hochberg) excludes
-0. Tiers are the finest split of the ranking that keeps every pair that does not differ inside one
-tier, so two arms whose compare interval contains 0 are never in different tiers. Rank intervals
-come from the same decisions: an arm ranks below the arms that differ from it from above, and
-above those that differ from it from below (simultaneous, as the correction is).
+Every pair of arms is compared by :func:`~passk_nb.stats.paired.compare` (pass^k, paired t) on the
+tasks both arms ran at least k times, all pairs at once: each pair's p-value is computed once, and
+Holm's step-down (or Benjamini–Hochberg's step-up) is applied to the p-values; a pair differs when
+compare's interval at the corrected level excludes 0. Each arm's pass^k and interval are
+:func:`~passk_nb.stats.summary.summarize`'s on its own tasks. The order is by each arm's mean paired
+difference against the others (by pass^k itself when every arm ran the same tasks). Rank intervals
+come from the decisions (an arm ranks below the arms shown better, above those shown worse), and so
+do tiers: tier 1 is the arms not shown worse than the top arm, each later tier the same among the
+arms left, so every arm is shown worse than the top arm of each tier above its own, and no tier
+claims that two tied arms differ.
 """
 
 from __future__ import annotations
 
-import itertools
 import os
 import warnings
 from collections.abc import Sequence
@@ -22,10 +24,10 @@ import pandas as pd
 from passk_nb.stats._grouping import shared_columns
 from passk_nb.stats.checks import check_k, check_options
 from passk_nb.stats.counts import Counts, as_counts
-from passk_nb.stats.paired import PairedTasks, differs, paired_frame, paired_tasks
+from passk_nb.stats.paired import PairedTasks, paired_frame, paired_p_values
 from passk_nb.stats.params import CI, INFRA, MIN_TASKS, N_BOOT, PAIRED_METHOD, SEED, default_by, share_docs
 from passk_nb.stats.result import described
-from passk_nb.stats.summary import summarize
+from passk_nb.stats.summary import METRICS, summarize
 
 CORRECTIONS = ("holm", "bh")
 
@@ -45,18 +47,22 @@ def rank(
     correction: str = "holm",
     pairs: bool = False,
 ) -> pd.DataFrame:
-    """Rank the arms (values of column ``on``) by pass^k, with tiers of tied arms.
+    """Rank the arms (values of column ``on``) by pass^k, with rank intervals and tiers.
 
-    Only tasks with at least k usable trials under every arm are used (a warning says how
-    many were left out). One row per (group, arm), best first: ``pass^k`` with its ``ci``
-    interval (``lo``, ``hi``, ``ci_method``: summarize's on these tasks), ``rank`` (1 = best),
-    ``rank_lo`` / ``rank_hi`` (1 + the arms that differ from it from above; the arms less those
-    that differ from it from below: a bootstrap of ranks over few tasks is too narrow), ``tier`` (a new
-    tier starts only where every arm above differs from every arm below: compare's interval of
-    the pair at the level that ``correction``, "holm" or "bh", gives ``alpha`` excludes 0),
-    ``n_tasks``. With ``pairs=True``: one row per pair of arms instead, with ``diff`` (b − a),
-    compare's ``lo``/``hi`` at ``ci``, ``ci_adjusted`` (the corrected level the decision used)
-    and ``significant``. Pairs compare declines (fewer than its ``min_tasks``) never differ.
+    Each pair of arms is compared on the tasks both ran at least k times (a warning says when
+    pairs use different tasks); a pair differs when compare's interval at the level that
+    ``correction`` ("holm" or "bh") gives ``alpha`` over all pairs excludes 0. One row per
+    (group, arm), best first: ``pass^k`` with its ``ci`` interval (``lo``, ``hi``, ``ci_method``:
+    summarize's on the arm's ``n_tasks`` tasks), ``vs_field`` (the arm's mean paired difference
+    against the other arms, each on the tasks both ran: the order; pass^k's order when every arm
+    ran the same tasks), ``rank`` (1 = best), ``rank_lo`` / ``rank_hi`` (1 + the arms shown
+    better; the arms less those shown worse), ``tier`` (tier 1 is the arms not shown worse than
+    the top arm, tier 2 the same among the arms left, and so on: every arm is shown worse than
+    the top arm of each tier above its own, while arms of neighbouring tiers may be tied).
+    With ``pairs=True``: one row per pair of arms instead, with ``n_tasks`` (the tasks the pair
+    shares), ``diff`` (b − a), compare's ``lo``/``hi`` at ``ci``, ``p_value`` (compare's interval
+    at ``ci = 1 − p`` touches 0), ``ci_adjusted`` (the corrected level the decision used) and
+    ``significant``. Pairs compare declines (fewer than its ``min_tasks``) never differ.
 
     {df_or_folder}
     on: the column whose values are the arms.
@@ -98,15 +104,9 @@ def rank(
     options = {"k": k, "ci": ci, "n_boot": n_boot, "seed": seed}
     frames = []
     for g in range(len(keys)):
-        sub = table[gid == g]
         group = {col: keys.iloc[g][col] for col in by_}
-        arms, data = _common_tasks(sub, on, k)
-        if len(arms) < 2:
-            raise ValueError(
-                f"rank needs at least two arms (values of {on!r}) sharing tasks; got {list(arms)}"
-            )
-        data = data[[*by_, on, "task", "n", "c"]]
-        tests = _pairs(data, arms, on, by_, options, alpha, correction)
+        arms, data = _usable(table[gid == g], on, k)
+        tests = _pairs(data, arms, on, k, ci, alpha, correction)
         out = tests if pairs else _ranking(data, arms, on, by_, options, tests)
         frames.append(out.assign(**group)[[*by_, *out.columns]])
     out = pd.concat(frames, ignore_index=True)
@@ -122,111 +122,102 @@ def _shared_by(df: pd.DataFrame, by: str | Sequence[str] | None, on: str) -> tup
     return tuple(shared_columns((col for col in default_by(df, None) if col != on), arms))
 
 
-def _common_tasks(sub: pd.DataFrame, on: str, k: int) -> tuple[list[object], pd.DataFrame]:
-    """The arms and the counts of the tasks every arm ran at least k times."""
+def _usable(sub: pd.DataFrame, on: str, k: int) -> tuple[list[object], pd.DataFrame]:
+    """The arms with a task of at least k usable trials, and those tasks' counts; arms without one
+    are left out with a warning (they have no pass^k)."""
     usable = sub[sub["n"] >= k]
-    arms = list(dict.fromkeys(sub[on]))
-    tasks_per_arm = usable.groupby(on, sort=False)["task"].apply(set)
-    common = set.intersection(*(tasks_per_arm.get(a, set()) for a in arms))
-    all_tasks = set(sub["task"])
-    if len(common) < len(all_tasks):
+    arms = list(dict.fromkeys(usable[on]))
+    empty = [arm for arm in dict.fromkeys(sub[on]) if arm not in set(arms)]
+    if len(arms) < 2:
+        raise ValueError(
+            f"rank needs at least two arms (values of {on!r}) with a task of at least k={k} usable "
+            f"trials; got {arms}{f', and {empty} without one' if empty else ''}. Choose a smaller k"
+        )
+    if empty:
         warnings.warn(
-            f"{len(all_tasks) - len(common)} of {len(all_tasks)} tasks lack {k} usable trials under some arm "
-            "and were left out of the ranking",
+            f"{on}={empty} have no task with {k} usable trials and are left out of the ranking",
             UserWarning,
             stacklevel=3,
         )
-    if len(common) < 2:
-        raise ValueError(
-            f"rank needs at least 2 tasks every arm ran at least k={k} times; found {len(common)}"
-        )
-    return arms, usable[usable["task"].isin(common)].sort_values([on, "task"])
+    return arms, usable.sort_values([on, "task"], kind="stable")
 
 
 def _pairs(
-    data: pd.DataFrame,
-    arms: list[object],
-    on: str,
-    by: tuple[str, ...],
-    options: dict[str, int | float],
-    alpha: float,
-    correction: str,
+    data: pd.DataFrame, arms: list[object], on: str, k: int, ci: float, alpha: float, correction: str
 ) -> pd.DataFrame:
-    """Every pair of arms by :func:`compare` (pass^k), decided at Holm's or Benjamini–Hochberg's
-    level. Both are run on compare's intervals alone: a pair's p ≤ level exactly when its
-    interval at ``ci = 1 − level`` excludes 0, so no p-value is computed here."""
-    pair_list = list(itertools.combinations(arms, 2))
-    m = len(pair_list)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # declines and left-out tasks: said once by rank
-        prepared = [
-            paired_tasks(
-                data[data[on].isin(pair)],
-                on=on,
-                a=pair[0],
-                b=pair[1],
-                k=int(options["k"]),
-                by=by,
-                infra=INFRA,
-            )
-            for pair in pair_list
-        ]  # data is counted already (with rank's infra=): compare's default reads it as it is
-
-    def excludes_zero(chosen: list[int], level: float) -> dict[int, bool]:
-        out = {}
-        for i in chosen:
-            row = _compare_row(prepared[i], {**options, "ci": 1 - level})
-            out[i] = bool(differs(row.to_frame().T)[0][0])  # compare's own decision; declined: never
-        return out
-
-    significant, level_used = np.zeros(m, dtype=bool), np.full(m, alpha / m)
-    if correction == "holm":  # step down: reject all p ≤ alpha/(remaining), until none is
-        while not significant.all():
-            remaining = [int(j) for j in np.flatnonzero(~significant)]
-            level = alpha / len(remaining)
-            level_used[remaining] = level
-            new = [i for i, rejected in excludes_zero(remaining, level).items() if rejected]
-            if not new:
-                break
-            significant[new] = True
-    else:  # step up: the largest i with #(p ≤ i·alpha/m) ≥ i, found by i ← #(p ≤ i·alpha/m)
-        i = m
-        while i > 0:
-            decided = excludes_zero(list(range(m)), i * alpha / m)
-            count = sum(decided.values())
-            if count >= i:
-                significant[[j for j, rejected in decided.items() if rejected]] = True
-                break
-            i = count
-        level_used[:] = max(i, 1) * alpha / m
-    rows = [_compare_row(tasks, options) for tasks in prepared]
+    """Every pair of arms by :func:`compare` (pass^k) on the tasks both ran, all pairs at once (the
+    pairs are the groups of one :class:`PairedTasks`), decided by Holm or Benjamini–Hochberg on
+    compare's p-values, each computed once."""
+    index = {arm: i for i, arm in enumerate(arms)}
+    tasks, task_id = np.unique(data["task"].to_numpy(dtype=str), return_inverse=True)
+    arm_id = data[on].map(index).to_numpy()
+    n, c = np.zeros((len(arms), len(tasks)), np.int64), np.zeros((len(arms), len(tasks)), np.int64)
+    n[arm_id, task_id], c[arm_id, task_id] = data["n"].to_numpy(), data["c"].to_numpy()
+    first, second = np.triu_indices(len(arms), 1)
+    shared = (n[first] > 0) & (n[second] > 0)  # (pairs, tasks)
+    n_tasks = shared.sum(axis=1)
+    pair_id, task = np.nonzero(shared)
+    ran = np.flatnonzero(n_tasks > 0)  # pairs sharing no task have no comparison
+    gid = np.searchsorted(ran, pair_id)
+    a, b = first[pair_id], second[pair_id]
+    m = len(first)
+    diff, lo, hi, p_value = (np.full(m, np.nan) for _ in range(4))
+    p_value[:] = 1.0
+    if ran.size:
+        paired = PairedTasks.from_counts(
+            ("pair",), k, gid, pd.DataFrame({"pair": ran}), n[a, task], c[a, task], n[b, task], c[b, task]
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # declines: said once by rank
+            frame = paired_frame(paired, ci=ci, n_boot=1, seed=0, method=PAIRED_METHOD, min_tasks=MIN_TASKS)
+        frame = frame[frame["metric"] == "pass^k"].sort_values("pair")
+        diff[ran], lo[ran], hi[ran] = (frame[col].to_numpy(dtype=float) for col in ("diff", "lo", "hi"))
+        p_value[ran] = paired_p_values(paired, min_tasks=MIN_TASKS)[:, METRICS.index("pass^k")]
+    significant, level_used = _correct(p_value, alpha, correction)
+    if n_tasks.min() < len(tasks):
+        warnings.warn(
+            f"some tasks lack {k} usable trials under some arm: each pair is compared on the "
+            f"tasks both ran, {n_tasks.min()} to {n_tasks.max()} of {len(tasks)} "
+            f"({int((n_tasks < MIN_TASKS).sum())} pairs share fewer than {MIN_TASKS} and never differ; "
+            "rank(..., pairs=True) gives each pair's n_tasks)",
+            UserWarning,
+            stacklevel=3,
+        )
     return pd.DataFrame(
         {
-            "a": [a for a, _ in pair_list],
-            "b": [b for _, b in pair_list],
-            "diff": [row["diff"] for row in rows],
-            "lo": [row["lo"] for row in rows],
-            "hi": [row["hi"] for row in rows],
+            "a": [arms[i] for i in first],
+            "b": [arms[j] for j in second],
+            "n_tasks": n_tasks,
+            "diff": diff,
+            "lo": lo,
+            "hi": hi,
+            "p_value": p_value,
             "ci_adjusted": 1 - level_used,
             "significant": significant,
         }
     )
 
 
-def _compare_row(tasks: PairedTasks, options: dict[str, int | float]) -> pd.Series:
-    """compare()'s pass^k row for one pair of arms (b − a), from the pair's paired tasks: the same
-    code as :func:`~passk_nb.stats.paired.compare`, which prepares the tasks once per pair."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # declines: said once by rank
-        out = paired_frame(
-            tasks,
-            ci=float(options["ci"]),
-            n_boot=int(options["n_boot"]),
-            seed=int(options["seed"]),
-            method=PAIRED_METHOD,
-            min_tasks=MIN_TASKS,
-        )
-    return out[out["metric"] == "pass^k"].iloc[0]
+def _correct(p: np.ndarray, alpha: float, correction: str) -> tuple[np.ndarray, np.ndarray]:
+    """Which p-values a multiple-testing correction rejects, and the level each decision used:
+    Holm's step-down (the i-th smallest p is rejected, with all before it, while p ≤ alpha/(m − i))
+    or Benjamini–Hochberg's step-up (the r smallest, r the largest i with p_(i) ≤ i·alpha/m)."""
+    m = len(p)
+    order = np.argsort(p, kind="stable")
+    sorted_p = p[order]
+    significant, level = np.zeros(m, dtype=bool), np.empty(m)
+    if correction == "holm":
+        steps = alpha / (m - np.arange(m))
+        passed = sorted_p <= steps
+        r = m if passed.all() else int(np.argmin(passed))
+        level[order[:r]] = steps[:r]
+        level[order[r:]] = alpha / (m - r) if r < m else alpha
+    else:
+        below = np.flatnonzero(sorted_p <= alpha * np.arange(1, m + 1) / m)
+        r = int(below[-1]) + 1 if below.size else 0
+        level[:] = max(r, 1) * alpha / m
+    significant[order[:r]] = True
+    return significant, level
 
 
 def _ranking(
@@ -237,38 +228,48 @@ def _ranking(
     options: dict[str, int | float],
     tests: pd.DataFrame,
 ) -> pd.DataFrame:
+    """One row per arm: summarize's pass^k on its tasks, the order, rank intervals and tiers."""
     summary = summarize(data, by=(*by, on), **options).set_index(on).loc[arms]  # type: ignore[arg-type]
-    mean = summary["pass^k"].to_numpy(dtype=float)
-    order = np.argsort(-mean, kind="stable")
-    point_rank = np.empty(len(arms), dtype=int)
-    point_rank[order] = np.arange(1, len(arms) + 1)
-    index = {arm: i for i, arm in enumerate(arms)}
-    above, below = np.zeros(len(arms), dtype=int), np.zeros(len(arms), dtype=int)
-    # A cut between ranking positions r − 1 and r is allowed only if no tied pair straddles it.
-    cut = np.ones(len(arms), dtype=bool)
-    for pair in tests.itertuples():
-        i, j = index[pair.a], index[pair.b]
-        better, worse = (i, j) if point_rank[i] < point_rank[j] else (j, i)
-        if pair.significant:
-            above[worse] += 1
-            below[better] += 1
-        else:
-            cut[point_rank[better] : point_rank[worse]] = False
-    cut[0] = True
-    tier_at = np.cumsum(cut)
+    n_arms = len(arms)
+    first, second = (tests[col].map({arm: i for i, arm in enumerate(arms)}).to_numpy() for col in ("a", "b"))
+    diff = tests["diff"].to_numpy(dtype=float)  # b − a
+    ran = ~np.isnan(diff)
+    advantage, pairs_of = np.zeros(n_arms), np.zeros(n_arms)
+    np.add.at(advantage, first[ran], -diff[ran])
+    np.add.at(advantage, second[ran], diff[ran])
+    np.add.at(pairs_of, first[ran], 1)
+    np.add.at(pairs_of, second[ran], 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        vs_field = advantage / pairs_of
+    # rounded: with every task shared, the mean paired difference orders exactly as pass^k does
+    order = np.lexsort((np.arange(n_arms), -np.nan_to_num(np.round(vs_field, 12), nan=-np.inf)))
+    point_rank = np.empty(n_arms, dtype=int)
+    point_rank[order] = np.arange(1, n_arms + 1)
+    # worse[i, j]: arm j is shown worse than arm i (the pair differs and its difference says so)
+    worse = np.zeros((n_arms, n_arms), dtype=bool)
+    sig = tests["significant"].to_numpy()
+    worse[first[sig & (diff < 0)], second[sig & (diff < 0)]] = True
+    worse[second[sig & (diff > 0)], first[sig & (diff > 0)]] = True
+    tier, left, t = np.zeros(n_arms, dtype=int), list(order), 0
+    while left:  # the arms not shown worse than the top arm left form the next tier
+        t += 1
+        top = left[0]
+        tier[[i for i in left if not worse[top, i]]] = t
+        left = [i for i in left if worse[top, i]]
     out = pd.DataFrame(
         {
             "arm": arms,
             "k": options["k"],
-            "pass^k": mean,
+            "pass^k": summary["pass^k"].to_numpy(dtype=float),
             "lo": summary["pass^k_lo"].to_numpy(dtype=float),
             "hi": summary["pass^k_hi"].to_numpy(dtype=float),
             "ci_method": summary["ci_method"].to_numpy(),
+            "vs_field": vs_field,
             "rank": point_rank,
-            "rank_lo": 1 + above,
-            "rank_hi": len(arms) - below,
-            "tier": tier_at[point_rank - 1],
-            "n_tasks": data["task"].nunique(),
+            "rank_lo": 1 + worse.sum(axis=0),
+            "rank_hi": n_arms - worse.sum(axis=1),
+            "tier": tier,
+            "n_tasks": data.groupby(on, sort=False)["task"].nunique().loc[arms].to_numpy(),
         }
     )
     return out.sort_values("rank").reset_index(drop=True)

@@ -183,8 +183,9 @@ def plot_rank(
     ax: Axes | None = None,
     title: str | None = None,
 ) -> Axes:
-    """A forest plot of the arms' pass^k with intervals, best first, coloured by tier (arms in
-    one tier are statistically indistinguishable), with each arm's rank interval.
+    """A forest plot of the arms' pass^k with intervals, best first, coloured by tier (a tier holds
+    the arms not shown worse than its top arm; see :func:`~passk_nb.stats.rank.rank`), with each
+    arm's rank interval.
 
     data: trial records (the ranking is computed with :func:`passk_nb.stats.rank.rank`).
     rank: instead of ``data``, the frame ``rank`` returned.
@@ -230,7 +231,7 @@ def plot_rank(
     ax.set_xlabel(f"pass^{int(data['k'].iloc[0])}")
     ax.set_xlim(-0.02, 1.02)
     legend_outside(ax)
-    set_title(ax, title, "Ranking: arms in one tier are statistically tied")
+    set_title(ax, title, "Ranking: a tier holds the arms not shown worse than its top arm")
     return ax
 
 
