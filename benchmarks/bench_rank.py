@@ -12,7 +12,11 @@ shared difficulty, trials independent), given as trial records. For each size ``
 
 Targets (issue 47): 13×80×5 ≤ 1 s, 50×500×5 ≤ 10 s. Prints times and ratios measured in this run.
 
-    python benchmarks/bench_rank.py [--sizes 13x80x5,50x500x5] [--sample 20]
+``--null N``: instead, rank's family-wise error on N suites per null shape (equal arms: the same
+per-task success, independent trials; the shapes of ``tests/stats/test_rank.py`` at a larger
+scale): how often any two equal arms are presented as different, with a 95 % Wilson interval.
+
+    python benchmarks/bench_rank.py [--sizes 13x80x5,50x500x5] [--sample 20] [--null 500]
 """
 
 from __future__ import annotations
@@ -103,11 +107,54 @@ def run(arms: int, tasks: int, trials: int, sample: int) -> None:
     )
 
 
+NULL_SHAPES: dict[str, Callable[[np.random.Generator, int], np.ndarray]] = {
+    "u-shaped": lambda rng, t: rng.beta(0.3, 0.3, t),
+    "mostly easy": lambda rng, t: rng.beta(5, 1, t),
+    "one flaky among certain": lambda rng, t: np.r_[np.ones(t - 1), 0.5],
+    "point masses": lambda rng, t: rng.choice([0.0, 0.5, 1.0], t),
+    "uniform": lambda rng, t: rng.uniform(0, 1, t),
+}
+
+
+def null_error(suites: int, seed: int = 0) -> None:
+    """Family-wise error of rank on equal arms: 6 arms, 10–60 tasks, 3–10 trials, k = 1 or 2."""
+    rng = np.random.default_rng(seed)
+    for name, shape in NULL_SHAPES.items():
+        for correction in ("holm", "bh"):
+            hits = 0
+            for _ in range(suites):
+                tasks, trials, k = (
+                    int(rng.integers(10, 61)),
+                    int(rng.integers(3, 11)),
+                    int(rng.integers(1, 3)),
+                )
+                p = shape(rng, tasks)
+                c = rng.binomial(trials, np.tile(p, 6))
+                table = pd.DataFrame(
+                    {
+                        "model": np.repeat([f"m{a}" for a in range(6)], tasks),
+                        "task": np.tile(np.arange(tasks), 6),
+                    }
+                ).assign(task=lambda f: "t" + f["task"].astype(str), n=trials, c=c)
+                hits += bool(rank(table, k=k, pairs=True, correction=correction)["significant"].any())
+            rate, z = hits / suites, 1.96
+            centre = (rate + z**2 / (2 * suites)) / (1 + z**2 / suites)
+            half = z * np.sqrt(rate * (1 - rate) / suites + z**2 / (4 * suites**2)) / (1 + z**2 / suites)
+            print(
+                f"{name:>24} {correction:>4}: any pair different in {hits} of {suites} "
+                f"({rate:.1%}, 95 % {max(centre - half, 0):.1%}–{centre + half:.1%}; nominal ≤ 5 %)"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="13x80x5,50x500x5", help="arms×tasks×trials, comma-separated")
     parser.add_argument("--sample", type=int, default=20, help="pairs timed and checked against compare")
+    parser.add_argument("--null", type=int, default=0, help="suites per null shape for the error check")
     args = parser.parse_args()
+    if args.null:
+        null_error(args.null)
+        return
     for size in args.sizes.split(","):
         arms, tasks, trials = (int(x) for x in size.lower().split("x"))
         run(arms, tasks, trials, args.sample)

@@ -149,7 +149,7 @@ def _pairs(
     pairs are the groups of one :class:`PairedTasks`), decided by Holm or Benjamini–Hochberg on
     compare's p-values, each computed once."""
     index = {arm: i for i, arm in enumerate(arms)}
-    tasks, task_id = np.unique(data["task"].to_numpy(dtype=str), return_inverse=True)
+    task_id, tasks = pd.factorize(data["task"])
     arm_id = data[on].map(index).to_numpy()
     n, c = np.zeros((len(arms), len(tasks)), np.int64), np.zeros((len(arms), len(tasks)), np.int64)
     n[arm_id, task_id], c[arm_id, task_id] = data["n"].to_numpy(), data["c"].to_numpy()
@@ -169,17 +169,19 @@ def _pairs(
         )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # declines: said once by rank
+            # the paired t does not resample: n_boot ≥ 1 only asks for the interval
             frame = paired_frame(paired, ci=ci, n_boot=1, seed=0, method=PAIRED_METHOD, min_tasks=MIN_TASKS)
         frame = frame[frame["metric"] == "pass^k"].sort_values("pair")
         diff[ran], lo[ran], hi[ran] = (frame[col].to_numpy(dtype=float) for col in ("diff", "lo", "hi"))
         p_value[ran] = paired_p_values(paired, min_tasks=MIN_TASKS)[:, METRICS.index("pass^k")]
     significant, level_used = _correct(p_value, alpha, correction)
     if n_tasks.min() < len(tasks):
+        few = int((n_tasks < MIN_TASKS).sum())
         warnings.warn(
             f"some tasks lack {k} usable trials under some arm: each pair is compared on the "
-            f"tasks both ran, {n_tasks.min()} to {n_tasks.max()} of {len(tasks)} "
-            f"({int((n_tasks < MIN_TASKS).sum())} pairs share fewer than {MIN_TASKS} and never differ; "
-            "rank(..., pairs=True) gives each pair's n_tasks)",
+            f"tasks both ran, {n_tasks.min()} to {n_tasks.max()} of {len(tasks)}"
+            + (f"; {few} pairs share fewer than {MIN_TASKS} and never differ" if few else "")
+            + " (rank(..., pairs=True) gives each pair's n_tasks)",
             UserWarning,
             stacklevel=3,
         )
