@@ -1,7 +1,7 @@
 """The batch layer: run many trials concurrently and stream their records to disk.
 
 With an output folder, every trial is claimed before it runs
-(:class:`passk_nb.data.store.TrialClaims`): two processes running the same
+(:class:`passk_nb.data.trial_claims.TrialClaims`): two processes running the same
 spec into one folder split the trials between them instead of running each
 twice. Records reach disk at least every second; the claim of a trial is
 released once its record is on disk. SIGINT (Ctrl-C) and SIGTERM both stop
@@ -35,7 +35,8 @@ from tqdm.auto import tqdm
 
 from passk_nb.data.records import frame_from_records, storable_record, table_from_records
 from passk_nb.data.redact import Redactor
-from passk_nb.data.store import StoredTrials, TrialClaims, load, load_merged, merge_known, write_part
+from passk_nb.data.store import StoredTrials, load, load_merged, merge_known, write_part
+from passk_nb.data.trial_claims import TrialClaims
 from passk_nb.harness.providers.base import STOPS_RUN, cancel_scope, clock_scope
 from passk_nb.harness.providers.transport import shared_loop
 
