@@ -468,8 +468,17 @@ def separate_intervals(
     for k in ks:
         check_k(k)
     counted = as_counts(df, by=by, infra=infra)
-    options = {"ci": ci, "n_boot": n_boot, "seed": seed, "method": method, "min_tasks": min_tasks}
-    return _summary(counted.table, counted.by, ks, grouping=counted.groups(), **options)
+    return _summary(
+        counted.table,
+        counted.by,
+        ks,
+        grouping=counted.groups(),
+        ci=ci,
+        n_boot=n_boot,
+        seed=seed,
+        method=method,
+        min_tasks=min_tasks,
+    )
 
 
 #: Every bound of a curve and how it runs in k: pass@k's as running maxima, pass^k's as running
