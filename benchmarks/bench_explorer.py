@@ -31,10 +31,10 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from passk_nb.stats.summary import summarize  # noqa: E402
-from passk_nb.view.labels import value_label  # noqa: E402
+from passk_nb.view.labels import format_value, value_label  # noqa: E402
 from passk_nb.view.plots import figure_png, plot_curve  # noqa: E402
-from passk_nb.view.tables import summary_table  # noqa: E402
-from passk_nb.view.widgets import Explorer, _table_html, explore  # noqa: E402
+from passk_nb.view.tables import render_table, summary_table  # noqa: E402
+from passk_nb.view.widgets import Explorer, explore  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
 from tests.helpers.records import synthetic_trials  # noqa: E402
@@ -63,6 +63,16 @@ def previous_k_change(ex: Explorer, k: int) -> tuple[str, bytes]:
     png = figure_png(figure)
     plt.close(figure)
     return table, png
+
+
+def table_html(summary: pd.DataFrame, ex: Explorer) -> str:
+    """The explorer's table step, from public names: the summary table, its group values
+    labelled, rendered as HTML."""
+    shown = summary_table(summary, ci=ex.ci)
+    for column in ex.by:
+        if column in shown.columns:
+            shown[column] = [format_value(column, v, ex.names) for v in shown[column]]
+    return render_table(shown, "html")
 
 
 def main() -> int:
@@ -101,7 +111,7 @@ def main() -> int:
     assert image is not None
     steps = {
         "summarize from the cached counts": ex.summary,
-        "summary_table + HTML": lambda: _table_html(summary_table(summary, ci=ex.ci), ex.by, ex.names),
+        "summary_table + HTML": lambda: table_html(summary, ex),
         "k marker painted + PNG encoded": lambda: image.png(k),
     }
     for name, step in steps.items():

@@ -37,8 +37,7 @@ import numpy as np
 import pandas as pd
 from coverage import PRIORS  # noqa: E402  (benchmarks/ is on sys.path)
 
-from passk_nb.stats._grouping import group_ids
-from passk_nb.stats.summary import METRICS, _summary, curve
+from passk_nb.stats.summary import METRICS, curve, separate_intervals
 
 
 @dataclass(frozen=True)
@@ -77,16 +76,8 @@ EDGES = ("lo", "hi", "fixed_lo", "fixed_hi")
 
 def raw_bands(counts: pd.DataFrame, ks: list[int]) -> dict[str, np.ndarray]:
     """Each band edge, (suites, metric, k), from the separate intervals at each k (no envelope)."""
-    wide = _summary(
-        counts.assign(n_infra=0),
-        ("sim",),
-        ks,
-        grouping=group_ids(counts, ("sim",)),
-        ci=0.95,
-        n_boot=2000,
-        seed=0,
-        method="korn-graubard",
-        min_tasks=5,
+    wide = separate_intervals(
+        counts, ks, by="sim", ci=0.95, n_boot=2000, seed=0, method="korn-graubard", min_tasks=5
     )
     return {
         edge: np.stack(

@@ -1,7 +1,7 @@
 """The batch layer: run many trials concurrently and stream their records to disk.
 
 With an output folder, every trial is claimed before it runs
-(:class:`passk_nb.data.store.TrialClaims`): two processes running the same
+(:class:`passk_nb.data.trial_claims.TrialClaims`): two processes running the same
 spec into one folder split the trials between them instead of running each
 twice. Records reach disk at least every second; the claim of a trial is
 released once its record is on disk. SIGINT (Ctrl-C) and SIGTERM both stop
@@ -35,7 +35,8 @@ from tqdm.auto import tqdm
 
 from passk_nb.data.records import frame_from_records, storable_record, table_from_records
 from passk_nb.data.redact import Redactor
-from passk_nb.data.store import StoredTrials, TrialClaims, load, load_merged, merge_known, write_part
+from passk_nb.data.store import StoredTrials, load, load_merged, merge_known, write_part
+from passk_nb.data.trial_claims import TrialClaims
 from passk_nb.harness.providers.base import STOPS_RUN, cancel_scope, clock_scope
 from passk_nb.harness.providers.transport import shared_loop
 
@@ -134,6 +135,92 @@ def progress_file() -> Any:
     return getattr(sys.stderr, "progress_stream", sys.stderr)
 
 
+class _Jobs:
+    """What the threads of :func:`_run_concurrently` share, every field under ``lock``: the jobs
+    not started (``later``: claimed by another process when first tried), the running ones'
+    clocks (``started``) and cancel events, those given up on, and the count of workers alive,
+    of abandoned threads still running, and of replacements owed."""
+
+    def __init__(
+        self, jobs: list[tuple[Any, int]], concurrency: int, timeout: float | None, tick: float | None
+    ):
+        self.concurrency, self.timeout, self.tick = concurrency, timeout, tick
+        self.lock = threading.Lock()
+        self.todo: deque[tuple[Any, int]] = deque(jobs)
+        self.later: deque[tuple[Any, int]] = deque()  # claimed by another process when first tried
+        self.results: queue.SimpleQueue[tuple[tuple[Any, int], dict[str, Any] | None, BaseException | None]]
+        self.results = queue.SimpleQueue()
+        self.started: dict[tuple[Any, int], float] = {}
+        self.cancels: dict[tuple[Any, int], threading.Event] = {}
+        self.abandoned: set[tuple[Any, int]] = set()
+        self.count = {"workers": 0, "abandoned_alive": 0, "owed": 0}
+        self.stop = threading.Event()
+        self.stalled_since: float | None = None
+
+    def next_job(self) -> tuple[tuple[Any, int] | None, bool]:
+        with self.lock:
+            if self.todo:
+                return self.todo.popleft(), False
+            if self.later:
+                return self.later.popleft(), True
+        return None, False
+
+    def set_clock(self, job: tuple[Any, int], running: bool) -> None:
+        """The job's clock stops while it waits for a worker and starts when one takes it
+        (:func:`~passk_nb.harness.providers.base.trial_clock`)."""
+        with self.lock:
+            if job in self.abandoned or job not in self.cancels:
+                return
+            if running:
+                self.started[job] = time.monotonic()
+            else:
+                self.started.pop(job, None)
+
+    def pop_expired(self) -> tuple[tuple[Any, int], float, bool] | None:
+        """The longest-running job if it is over ``timeout``, given up on, with whether a
+        replacement worker is to start now; else None."""
+        if self.timeout is None:
+            return None
+        with self.lock:
+            if not self.started:
+                return None
+            job = min(self.started, key=self.started.__getitem__)
+            elapsed = time.monotonic() - self.started[job]
+            if elapsed < self.timeout:
+                return None
+            del self.started[job]
+            self.abandoned.add(job)
+            if job in self.cancels:
+                self.cancels[job].set()
+            self.count["workers"] -= 1
+            self.count["abandoned_alive"] += 1
+            replace_now = self.count["abandoned_alive"] <= self.concurrency
+            if replace_now:
+                self.count["workers"] += 1
+            else:
+                self.count["owed"] += 1
+        return job, elapsed, replace_now
+
+    def wait_time(self) -> float | None:
+        waits = [] if self.tick is None else [self.tick]
+        if self.timeout is not None:
+            with self.lock:
+                oldest = min(self.started.values(), default=time.monotonic())
+            waits.append(max(0.0, oldest + self.timeout - time.monotonic()))
+            waits.append(1.0)  # to notice a stall (see stalled())
+        return min(waits, default=None)
+
+    def stalled(self) -> bool:
+        """No worker left, replacements owed, jobs waiting, for longer than a grace period."""
+        with self.lock:
+            stuck = self.count["workers"] == 0 and self.count["owed"] > 0 and bool(self.todo or self.later)
+        if not stuck:
+            self.stalled_since = None
+            return False
+        self.stalled_since = self.stalled_since or time.monotonic()
+        return time.monotonic() - self.stalled_since > STALL_GRACE_S + 4 * (self.timeout or 0.0)
+
+
 def _run_concurrently(
     fn: Callable[[Any, int], dict[str, Any]],
     jobs: list[tuple[Any, int]],
@@ -167,169 +254,96 @@ def _run_concurrently(
     Ctrl-C, the generator closed) no new job starts and every running job's
     cancel event is set.
     """
-    lock = threading.Lock()
-    todo: deque[tuple[Any, int]] = deque(jobs)
-    later: deque[tuple[Any, int]] = deque()  # claimed by another process when first tried
-    results: queue.SimpleQueue[tuple[tuple[Any, int], dict[str, Any] | None, BaseException | None]]
-    results = queue.SimpleQueue()
-    started: dict[tuple[Any, int], float] = {}
-    cancels: dict[tuple[Any, int], threading.Event] = {}
-    abandoned: set[tuple[Any, int]] = set()
-    count = {"workers": 0, "abandoned_alive": 0, "owed": 0}
-    stop = threading.Event()
-
-    def next_job() -> tuple[tuple[Any, int] | None, bool]:
-        with lock:
-            if todo:
-                return todo.popleft(), False
-            if later:
-                return later.popleft(), True
-        return None, False
+    pool = _Jobs(jobs, concurrency, timeout, tick)
 
     def acquire(job: tuple[Any, int], wait: bool) -> bool:
         if claim is None:
             return True
-        while not stop.is_set():
+        while not pool.stop.is_set():
             if claim(job):
                 return True
             if not wait:
                 return False
-            stop.wait(0.05)
+            pool.stop.wait(0.05)
         return False
 
     def worker() -> None:
-        while not stop.is_set():
-            job, waited = next_job()
+        while not pool.stop.is_set():
+            job, waited = pool.next_job()
             if job is None:
                 break
             if not acquire(job, wait=waited):
-                with lock:
-                    later.append(job)
+                with pool.lock:
+                    pool.later.append(job)
                 continue
             if is_done is not None and is_done(job):
-                results.put((job, _SKIPPED, None))
+                pool.results.put((job, _SKIPPED, None))
                 continue
             event = threading.Event()
-            with lock:
-                started[job], cancels[job] = time.monotonic(), event
+            with pool.lock:
+                pool.started[job], pool.cancels[job] = time.monotonic(), event
             try:
-                with cancel_scope(event), clock_scope(functools.partial(set_clock, job)):
+                with cancel_scope(event), clock_scope(functools.partial(pool.set_clock, job)):
                     outcome: tuple[Any, Any, Any] = (job, fn(*job), None)
             except BaseException as exc:  # re-raised in the caller's thread
                 outcome = (job, None, exc)
-            results.put(outcome)
-            with lock:
-                cancels.pop(job, None)
-                if job in abandoned:
-                    count["abandoned_alive"] -= 1
-                    if count["owed"] == 0:
+            pool.results.put(outcome)
+            with pool.lock:
+                pool.cancels.pop(job, None)
+                if job in pool.abandoned:
+                    pool.count["abandoned_alive"] -= 1
+                    if pool.count["owed"] == 0:
                         return  # a replacement worker took this one's place
-                    count["owed"] -= 1  # this thread becomes the replacement that was owed
-                    count["workers"] += 1
-        with lock:
-            count["workers"] -= 1
-
-    def set_clock(job: tuple[Any, int], running: bool) -> None:
-        """The job's clock stops while it waits for a worker and starts when one takes it
-        (:func:`~passk_nb.harness.providers.base.trial_clock`)."""
-        with lock:
-            if job in abandoned or job not in cancels:
-                return
-            if running:
-                started[job] = time.monotonic()
-            else:
-                started.pop(job, None)
+                    pool.count["owed"] -= 1  # this thread becomes the replacement that was owed
+                    pool.count["workers"] += 1
+        with pool.lock:
+            pool.count["workers"] -= 1
 
     def spawn() -> None:
         threading.Thread(target=worker, daemon=True, name="passk-trial").start()
 
-    def pop_expired() -> tuple[tuple[Any, int], float] | None:
-        """The longest-running job if it is over ``timeout``, given up on; else None."""
-        if timeout is None:
-            return None
-        with lock:
-            if not started:
-                return None
-            job = min(started, key=started.__getitem__)
-            elapsed = time.monotonic() - started[job]
-            if elapsed < timeout:
-                return None
-            del started[job]
-            abandoned.add(job)
-            if job in cancels:
-                cancels[job].set()
-            count["workers"] -= 1
-            count["abandoned_alive"] += 1
-            replace_now = count["abandoned_alive"] <= concurrency
-            if replace_now:
-                count["workers"] += 1
-            else:
-                count["owed"] += 1
-        if replace_now:
-            spawn()
-        return job, elapsed
-
-    def wait_time() -> float | None:
-        waits = [] if tick is None else [tick]
-        if timeout is not None:
-            with lock:
-                oldest = min(started.values(), default=time.monotonic())
-            waits.append(max(0.0, oldest + timeout - time.monotonic()))
-            waits.append(1.0)  # to notice a stall (see stalled())
-        return min(waits, default=None)
-
-    stalled_since: float | None = None
-
-    def stalled() -> bool:
-        """No worker left, replacements owed, jobs waiting, for longer than a grace period."""
-        nonlocal stalled_since
-        with lock:
-            stuck = count["workers"] == 0 and count["owed"] > 0 and bool(todo or later)
-        if not stuck:
-            stalled_since = None
-            return False
-        stalled_since = stalled_since or time.monotonic()
-        return time.monotonic() - stalled_since > STALL_GRACE_S + 4 * (timeout or 0.0)
-
-    with lock:
-        count["workers"] = min(concurrency, len(jobs))
+    with pool.lock:
+        pool.count["workers"] = min(concurrency, len(jobs))
     for _ in range(min(concurrency, len(jobs))):
         spawn()
     delivered = 0
     try:
         while delivered < len(jobs):
             try:
-                job, record, error = results.get(timeout=wait_time())
+                job, record, error = pool.results.get(timeout=pool.wait_time())
             except queue.Empty:
-                expired = pop_expired()
+                expired = pool.pop_expired()
                 if expired is None:
-                    if stalled():
+                    if pool.stalled():
+                        alive, waiting = pool.count["abandoned_alive"], len(pool.todo) + len(pool.later)
                         raise BackendHung(
-                            f"{count['abandoned_alive']} trials given up on after trial_timeout={timeout} s "
+                            f"{alive} trials given up on after trial_timeout={timeout} s "
                             "are still running and ignore cancellation, so no thread is left for the "
-                            f"{len(todo) + len(later)} trials not started; the records so far are saved: "
+                            f"{waiting} trials not started; the records so far are saved: "
                             "fix the backend (or raise trial_timeout) and run again to resume"
                         ) from None
                     yield None  # a tick: nothing finished yet
                     continue
+                (task_id, trial), elapsed, replace_now = expired
+                if replace_now:
+                    spawn()
                 delivered += 1
-                (task_id, trial), elapsed = expired
                 assert on_timeout is not None
                 yield on_timeout(task_id, trial, elapsed)
                 continue
-            with lock:
-                if job in abandoned:
+            with pool.lock:
+                if job in pool.abandoned:
                     continue  # finished after it was given up on: already recorded
-                started.pop(job, None)
+                pool.started.pop(job, None)
             if error is not None:
                 raise error
             delivered += 1
             if record is not _SKIPPED:
                 yield record
     finally:
-        stop.set()
-        with lock:
-            for event in cancels.values():
+        pool.stop.set()
+        with pool.lock:
+            for event in pool.cancels.values():
                 event.set()
 
 

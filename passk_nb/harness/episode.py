@@ -18,15 +18,16 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import functools
 import json
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
 from passk_nb.data.transcript import MAX_STORED_CHARS, cap_text, transcript_entry
-from passk_nb.harness.faults import FaultPlan
-from passk_nb.harness.grading import judge, tool_result_text
+from passk_nb.harness.faults import FaultInjector, FaultPlan
+from passk_nb.harness.grading import Judgement, judge, tool_result_text
 from passk_nb.harness.perturb import PerturbPlan
 from passk_nb.harness.protocol import (
     NATIVE_EXAMPLE,
@@ -48,7 +49,7 @@ from passk_nb.harness.providers.base import (
     injected_delay,
     note_injected_delay,
 )
-from passk_nb.harness.suites.base import Suite, Task
+from passk_nb.harness.suites.base import Environment, Suite, Task
 
 __all__ = ["run_episode", "arun_episode", "episode_steps", "ChatRequest", "Delay"]
 
@@ -275,18 +276,7 @@ def episode_steps(
             return True
         return False
 
-    def run_tool(action: ToolCall) -> tuple[str, bool, dict[str, Any], float]:
-        """Run one call, through the fault plan if there is one: ``(result as JSON, whether it is
-        an error, the transcript's note of the faults injected, the latency to wait)``."""
-        counts["n_tool_calls"] += 1
-        if injector is None:
-            result, delay, kinds = env.try_call(action.tool, action.args), 0.0, list[str]()
-        else:
-            result, delay, kinds = injector.call(env, action.tool, action.args, before)
-        seen.append(tool_result_text(result))
-        is_error = "error" in result
-        counts["n_tool_errors"] += is_error
-        return _json(result), is_error, ({"faults": kinds} if kinds else {}), delay
+    run_tool = functools.partial(_run_tool, env, injector, before, counts, seen)
 
     def ends_trial(tool: str, is_error: bool) -> bool:
         """True when this call is the task's ending action (``task.ends_after``) and it succeeded:
@@ -319,66 +309,14 @@ def episode_steps(
         reply = raw if isinstance(raw, Reply) else Reply(raw)  # type: ignore[arg-type]
         counts["n_turns"] += 1
         counts["attempts"] += reply.attempts
-        for key in tokens:
-            value = getattr(reply, key)
-            if value is not None:
-                tokens[key] = (tokens[key] or 0) + int(value)
-        for key, value in reply.meta.items():  # a list (the batches that answered) grows turn by turn
-            listed = isinstance(value, list) and isinstance(meta.get(key), list)
-            meta[key] = [*meta[key], *value] if listed else value
+        _add_usage(reply, tokens, meta)
         text = reply.text if isinstance(reply.text, str) else repr(reply.text)
         latency = round(time.perf_counter() - t_call, 6)
 
         if native and reply.tool_calls:
-            messages.append({"role": "assistant", "content": text, "tool_calls": list(reply.tool_calls)})
-            for i, call in enumerate(reply.tool_calls):
-                content = _native_entry_content(text if i == 0 else "", call)
-                where = {"tool_call_id": call.id, **({"call_index": i} if len(reply.tool_calls) > 1 else {})}
-                step = {"latency_s": latency} if i == 0 else {}
-                parsed = parse_native_call(call)
-                if isinstance(parsed, FormatError):
-                    transcript.append(
-                        transcript_entry(
-                            "reply", "assistant", content, format_error=parsed.message, **where, **step
-                        )
-                    )
-                    if format_error(parsed.message):
-                        break
-                    result_text, is_error = _json({"error": f"Format error: {parsed.message}"}), True
-                    noted, delay = dict[str, Any](), 0.0
-                else:
-                    transcript.append(
-                        transcript_entry(
-                            "reply", "assistant", content, action=_action_dict(parsed), **where, **step
-                        )
-                    )
-                    result_text, is_error, noted, delay = run_tool(parsed)
-                    if delay:
-                        yield Delay(delay)
-                name = call.name[:80] if isinstance(call.name, str) else ""
-                messages.append(
-                    {
-                        "role": "tool",
-                        "tool_call_id": call.id,
-                        "name": name,
-                        "content": result_text,
-                        "is_error": is_error,
-                    }
-                )
-                transcript.append(
-                    transcript_entry(
-                        "tool_result",
-                        "tool",
-                        result_text,
-                        tool=name,
-                        error=is_error,
-                        tool_call_id=call.id,
-                        **noted,
-                    )
-                )
-                if not isinstance(parsed, FormatError) and ends_trial(parsed.tool, is_error):
-                    done = True  # the reply's later calls, if any, are not run
-                    break
+            done = yield from _native_calls(
+                reply, text, latency, messages, transcript, format_error, run_tool, ends_trial
+            )
             continue
 
         if native:
@@ -420,6 +358,128 @@ def episode_steps(
 
     after = env.final_state()
     verdict = judge(suite, task, before, after, final_answer=final_answer, seen=seen)
+    return _record(
+        verdict,
+        outcome=outcome,
+        error=error,
+        final_answer=final_answer,
+        fields={**counts, **tokens, "latency_s": time.perf_counter() - t0, "started_at": started_at},
+        transcript=transcript,
+        meta=meta,
+        injector=injector,
+        applied=applied,
+        stops_run=stops_run,
+    )
+
+
+def _run_tool(
+    env: Environment,
+    injector: FaultInjector | None,
+    before: dict[str, Any],
+    counts: dict[str, int],
+    seen: list[str],
+    action: ToolCall,
+) -> tuple[str, bool, dict[str, Any], float]:
+    """Run one call, through the fault plan if there is one: ``(result as JSON, whether it is
+    an error, the transcript's note of the faults injected, the latency to wait)``; counts it in
+    ``counts`` and keeps the result's text in ``seen`` (for the refusal check)."""
+    counts["n_tool_calls"] += 1
+    if injector is None:
+        result, delay, kinds = env.try_call(action.tool, action.args), 0.0, list[str]()
+    else:
+        result, delay, kinds = injector.call(env, action.tool, action.args, before)
+    seen.append(tool_result_text(result))
+    is_error = "error" in result
+    counts["n_tool_errors"] += is_error
+    return _json(result), is_error, ({"faults": kinds} if kinds else {}), delay
+
+
+def _add_usage(reply: Reply, tokens: dict[str, int | None], meta: dict[str, Any]) -> None:
+    """Add one reply's token counts to ``tokens`` and its provider notes to ``meta``."""
+    for key in tokens:
+        value = getattr(reply, key)
+        if value is not None:
+            tokens[key] = (tokens[key] or 0) + int(value)
+    for key, value in reply.meta.items():  # a list (the batches that answered) grows turn by turn
+        listed = isinstance(value, list) and isinstance(meta.get(key), list)
+        meta[key] = [*meta[key], *value] if listed else value
+
+
+def _native_calls(
+    reply: Reply,
+    text: str,
+    latency: float,
+    messages: list[Message],
+    transcript: list[dict[str, Any]],
+    format_error: Callable[[str], bool],
+    run_tool: Callable[[ToolCall], tuple[str, bool, dict[str, Any], float]],
+    ends_trial: Callable[[str, bool], bool],
+) -> Generator[Delay, Any, bool]:
+    """The tool calls of one native reply, run in order (:func:`episode_steps`): each call's
+    entries in ``transcript`` and result in ``messages``; yields a fault's :class:`Delay`. True
+    when a call ended the trial (``ends_after``); a format error that ends it returns False."""
+    messages.append({"role": "assistant", "content": text, "tool_calls": list(reply.tool_calls)})
+    for i, call in enumerate(reply.tool_calls):
+        content = _native_entry_content(text if i == 0 else "", call)
+        where = {"tool_call_id": call.id, **({"call_index": i} if len(reply.tool_calls) > 1 else {})}
+        step = {"latency_s": latency} if i == 0 else {}
+        parsed = parse_native_call(call)
+        if isinstance(parsed, FormatError):
+            transcript.append(
+                transcript_entry("reply", "assistant", content, format_error=parsed.message, **where, **step)
+            )
+            if format_error(parsed.message):
+                return False
+            result_text, is_error = _json({"error": f"Format error: {parsed.message}"}), True
+            noted, delay = dict[str, Any](), 0.0
+        else:
+            transcript.append(
+                transcript_entry("reply", "assistant", content, action=_action_dict(parsed), **where, **step)
+            )
+            result_text, is_error, noted, delay = run_tool(parsed)
+            if delay:
+                yield Delay(delay)
+        name = call.name[:80] if isinstance(call.name, str) else ""
+        messages.append(
+            {
+                "role": "tool",
+                "tool_call_id": call.id,
+                "name": name,
+                "content": result_text,
+                "is_error": is_error,
+            }
+        )
+        transcript.append(
+            transcript_entry(
+                "tool_result",
+                "tool",
+                result_text,
+                tool=name,
+                error=is_error,
+                tool_call_id=call.id,
+                **noted,
+            )
+        )
+        if not isinstance(parsed, FormatError) and ends_trial(parsed.tool, is_error):
+            return True  # the reply's later calls, if any, are not run
+    return False
+
+
+def _record(
+    verdict: Judgement,
+    *,
+    outcome: str | None,
+    error: str | None,
+    final_answer: str | None,
+    fields: dict[str, Any],
+    transcript: list[dict[str, Any]],
+    meta: dict[str, Any],
+    injector: FaultInjector | None,
+    applied: str | None,
+    stops_run: bool,
+) -> dict[str, Any]:
+    """The record fields :func:`episode_steps` returns: ``outcome`` (None: the check's), the
+    check's ``verdict``, ``fields`` (counts, tokens, timing) and the trial's JSON columns."""
     if outcome is None:
         outcome = verdict.outcome
         if outcome != "pass":
@@ -429,10 +489,7 @@ def episode_steps(
         "passed": outcome == "pass",
         "state_ok": verdict.state_ok,
         "false_claims": verdict.false_claims_json,
-        **counts,
-        **tokens,
-        "latency_s": time.perf_counter() - t0,
-        "started_at": started_at,
+        **fields,
         "final_answer": cap_text(final_answer),
         "state_diff": _json(list(verdict.diff)),
         "transcript": _json(transcript),

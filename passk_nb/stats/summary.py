@@ -438,6 +438,49 @@ def curve(
     return described(out, "curve", by=by, k=ks, ci=ci, method=method, infra=infra)
 
 
+def separate_intervals(
+    df: Counts | pd.DataFrame | str | os.PathLike[str],
+    ks: Iterable[int],
+    *,
+    by: str | Sequence[str] | None = None,
+    ci: float = CI,
+    n_boot: int = N_BOOT,
+    seed: int = SEED,
+    infra: str = INFRA,
+    method: str = METHOD,
+    min_tasks: int = MIN_TASKS,
+) -> pd.DataFrame:
+    """The :func:`summarize` columns at each k of ``ks``, each k's intervals on their own: without
+    the running max/min over k' ≤ k (:func:`monotone_bounds`) that :func:`summarize` and
+    :func:`curve` apply. One block of groups per k, in ``ks`` order. For measuring what that
+    envelope changes (``benchmarks/curve_coverage.py``); for results use :func:`curve`.
+
+    >>> table = pd.DataFrame({"task": range(10), "n": 8, "c": [7, 8, 8, 6, 8, 7, 8, 8, 7, 8]})
+    >>> raw = separate_intervals(table, [1, 4], by=())
+    >>> bool(raw.loc[1, "pass@k_lo"] < raw.loc[0, "pass@k_lo"])  # falls, though pass@4 ≥ pass@1
+    True
+    >>> bool(curve(table, ks=[4]).loc[0, "lo"] == raw.loc[0, "pass@k_lo"])  # the envelope lifts it
+    True
+    """
+    check_options(ci=ci, n_boot=n_boot, seed=seed)
+    check_method(method, METHODS, min_tasks)
+    ks = list(ks)
+    for k in ks:
+        check_k(k)
+    counted = as_counts(df, by=by, infra=infra)
+    return _summary(
+        counted.table,
+        counted.by,
+        ks,
+        grouping=counted.groups(),
+        ci=ci,
+        n_boot=n_boot,
+        seed=seed,
+        method=method,
+        min_tasks=min_tasks,
+    )
+
+
 #: Every bound of a curve and how it runs in k: pass@k's as running maxima, pass^k's as running
 #: minima over k' ≤ k (1 − (1 − p)^k rises and p^k falls with k on every task).
 MONOTONE_BOUNDS: tuple[tuple[str, Any], ...] = (

@@ -1,0 +1,97 @@
+"""The intervals summarize gives: Clopper-Pearson per task, the fixed-task interval, the bootstrap
+and Korn-Graubard population intervals, never zero wide."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from passk_nb.stats.paired import compare
+from passk_nb.stats.summary import summarize
+from tests.helpers.records import records_from_marks as trials
+from tests.stats.cases import TWO_TASKS, exact_var
+
+
+def test_per_task_rows_get_clopper_pearson_intervals() -> None:
+    out = summarize(trials({("m", "p", "t"): "1100"}), k=2, by="task")
+    row = out.iloc[0]
+    lo, hi = sps.binomtest(2, 4).proportion_ci(0.95, method="exact")
+    assert row["ci_method"] == "clopper-pearson"
+    assert row["pass^k_lo"] == pytest.approx(lo**2, rel=1e-9)
+    assert row["pass^k_hi"] == pytest.approx(hi**2, rel=1e-9)
+    assert row["pass@k_lo"] == pytest.approx(1 - (1 - lo) ** 2, rel=1e-9)
+    assert row["pass@k_hi"] == pytest.approx(1 - (1 - hi) ** 2, rel=1e-9)
+    assert row["pass^k_se_fixed"] == pytest.approx(math.sqrt(exact_var(4, 2, 2)), rel=1e-4)
+    edge = summarize(trials({("m", "p", "t"): "1111"}), k=2, by="task").iloc[0]
+    assert (edge["pass^k_hi"], edge["pass^k_lo"]) == (1.0, pytest.approx(0.025 ** (2 / 4), rel=1e-9))
+
+
+def test_fixed_task_interval_is_never_zero_width_and_needs_only_n_at_least_k() -> None:
+    # the acceptance case: tasks 1111, 1000, 0000 at k = 2 (the old unbiased estimate was exactly 0)
+    df = trials({("m", "p", "a"): "1111", ("m", "p", "b"): "1000", ("m", "p", "c"): "0000"})
+    row = summarize(df, k=2, by="model", n_boot=0).iloc[0]
+    assert row["pass^k_se_fixed"] > 0.05 and row["pass@k_se_fixed"] > 0.05
+    # every (n, c, k) with n >= k: positive; n = k is enough (the old one needed n >= 2k)
+    for n in range(1, 9):
+        cells = trials({("m", "p", f"c{c}"): "1" * c + "0" * (n - c) for c in range(n + 1)})
+        for k in range(1, n + 1):
+            per_task = summarize(cells, k=k, by="task", n_boot=0)
+            assert (per_task[["pass^k_se_fixed", "pass@k_se_fixed"]] > 0).all(axis=None), (n, k)
+            exact = [math.sqrt(exact_var(n, c, k)) for c in range(n + 1)]
+            np.testing.assert_allclose(per_task["pass^k_se_fixed"], exact, rtol=1e-4)
+
+
+def test_bootstrap_interval_is_the_percentile_interval_of_task_resamples() -> None:
+    # Two tasks (pass^2 = 1 and 1/6): resampled means are 1/6, 7/12, 1 with probability 1/4, 1/2, 1/4.
+    boot = {"by": "model", "method": "bootstrap", "min_tasks": 2}
+    narrow = summarize(TWO_TASKS, k=2, ci=0.4, **boot).iloc[0]  # 30% and 70% quantiles
+    assert (narrow["pass^k_lo"], narrow["pass^k_hi"]) == (pytest.approx(7 / 12), pytest.approx(7 / 12))
+    wide = summarize(TWO_TASKS, k=2, ci=0.6, **boot).iloc[0]  # 20% and 80% quantiles
+    assert (wide["pass^k_lo"], wide["pass^k_hi"]) == (pytest.approx(1 / 6), pytest.approx(1.0))
+
+
+def test_population_interval_is_declined_below_min_tasks_with_a_warning() -> None:
+    four = trials({("m", "p", t): "1100" for t in "abcd"})
+    with pytest.warns(
+        UserWarning, match=r"no interval for new tasks: fewer than min_tasks=5 tasks.*fixed-task"
+    ):
+        row = summarize(four, k=2, by="model").iloc[0]
+    assert math.isnan(row["pass^k_lo"]) and row["ci_method"] == "declined: too few tasks"
+    assert row["pass^k_se_fixed"] > 0  # the fixed-task interval is always given
+    five = trials(
+        {
+            ("m", "p", t): marks
+            for t, marks in zip("abcde", ["1111", "1100", "1100", "1000", "0000"], strict=True)
+        }
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        given = summarize(five, k=2, by="model").iloc[0]
+    assert given["ci_method"] == "korn-graubard"
+    assert 0 <= given["pass^k_lo"] < given["pass^k"] < given["pass^k_hi"] <= 1
+    assert summarize(four, k=2, by="model", min_tasks=4)["ci_method"].iloc[0] == "korn-graubard"
+    with pytest.raises(ValueError, match="method must be one of"):
+        summarize(five, k=2, method="percentile")
+
+
+def test_no_interval_is_zero_width_when_every_task_has_n_at_least_k() -> None:
+    # identical tasks, all-pass and all-fail suites: the old bootstrap and se_fixed were points here
+    for marks in ("1111", "0000", "1100"):
+        same = trials({("m", "p", t): marks for t in "abcdef"})
+        for k in (1, 2, 4):
+            row = summarize(same, k=k, by="model").iloc[0]
+            for metric in ("pass@k", "pass^k"):
+                assert row[f"{metric}_hi"] - row[f"{metric}_lo"] > 0.01, (marks, k, metric)
+                assert row[f"{metric}_se_fixed"] > 0, (marks, k, metric)
+            per_task = summarize(same, k=k, by="task")
+            assert (per_task["pass^k_hi"] > per_task["pass^k_lo"]).all()
+        arms = pd.concat([same, same.assign(prompt_hash="q")])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            diff = compare(arms, a="p", b="q", k=2, by="model")
+        assert ((diff["hi"] - diff["lo"]) > 0.01).all() and (diff["se_fixed"] > 0).all()
