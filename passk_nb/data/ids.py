@@ -6,6 +6,20 @@ import hashlib
 import json
 from typing import Any
 
+#: Columns that say what was measured: every analysis groups by each one a frame has unless
+#: ``by=`` says otherwise, so two configurations (or two versions of a suite) are never pooled.
+IDENTITY_COLUMNS: tuple[str, ...] = (
+    "suite",
+    "suite_hash",
+    "provider",
+    "model",
+    "prompt_name",
+    "prompt_hash",
+    "faults",
+    "perturbation",
+    "config",
+)
+
 
 def prompt_hash(text: str) -> str:
     """First 12 hex characters of the sha256 of the exact prompt text.

@@ -161,19 +161,6 @@ DTYPES: dict[str, str] = {name: spec[1] for name, spec in _SPEC.items()}
 DESCRIPTIONS: dict[str, str] = {name: spec[2] for name, spec in _SPEC.items()}
 #: Identity of one trial: a run never holds two rows with the same key.
 KEY: tuple[str, ...] = ("run_id", "task", "trial")
-#: Columns that say what was measured: every analysis groups by each one a frame has unless
-#: ``by=`` says otherwise, so two configurations (or two versions of a suite) are never pooled.
-IDENTITY_COLUMNS: tuple[str, ...] = (
-    "suite",
-    "suite_hash",
-    "provider",
-    "model",
-    "prompt_name",
-    "prompt_hash",
-    "faults",
-    "perturbation",
-    "config",
-)
 #: Fields every record must carry.
 REQUIRED: tuple[str, ...] = ("run_id", "suite", "task", "trial", "passed", "outcome")
 #: Values for fields a record may leave out (everything else not listed becomes null).

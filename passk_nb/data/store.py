@@ -42,11 +42,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from passk_nb.data.ids import IDENTITY_COLUMNS
 from passk_nb.data.records import (
     COLUMNS,
     DEFAULTS,
     DTYPES,
-    IDENTITY_COLUMNS,
     KEY,
     NOT_NULL,
     REQUIRED,

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from passk_nb.data.ids import content_id, prompt_hash
-from passk_nb.data.records import COLUMNS, IDENTITY_COLUMNS, OUTCOMES, frame_from_records
+from passk_nb.data.ids import IDENTITY_COLUMNS, content_id, prompt_hash
+from passk_nb.data.records import COLUMNS, OUTCOMES, frame_from_records
 from passk_nb.importers.checks import FieldError, ImportFormatError, RowReader, as_int, as_text
 
 #: Values accepted as success / failure in the ``passed`` column (besides booleans and 0/1).

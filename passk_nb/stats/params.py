@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, TypeVar
 if TYPE_CHECKING:  # light: the CLI imports this module before any command loads pandas
     import pandas as pd
 
-from passk_nb.data.records import IDENTITY_COLUMNS
+from passk_nb.data.ids import IDENTITY_COLUMNS
 
 F = TypeVar("F", bound=Callable[..., object])
 
