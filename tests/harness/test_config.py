@@ -77,3 +77,28 @@ def test_until_is_a_stopping_rule_and_the_budget_is_the_runs_alone():
         RunConfig(until=OnlyNextRound())
     with pytest.raises(ValueError, match="max_trials must be a whole number ≥ 1"):
         RunConfig(until=passk_nb.Until("gate=0.8"), max_trials=0)
+
+
+def test_a_changed_prompt_warns_at_the_callers_line(tmp_path):
+    """The warning points at the user's run(...) call, not at the runner's insides."""
+    text = passk_nb.get_suite("orders").prompts["default"]
+    run(
+        "scripted",
+        tasks=["refund-delivered"],
+        trials=1,
+        out=tmp_path,
+        progress=False,
+        prompt=text,
+        prompt_name="p",
+    )
+    with pytest.warns(UserWarning, match="prompt 'p' of another text") as caught:
+        run(
+            "scripted",
+            tasks=["refund-delivered"],
+            trials=1,
+            out=tmp_path,
+            progress=False,
+            prompt=text + " x",
+            prompt_name="p",
+        )
+    assert caught[0].filename == __file__
