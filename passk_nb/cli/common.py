@@ -210,6 +210,12 @@ _TRANSLATIONS: tuple[tuple[str, str], ...] = (
     (r"\bseed_repeats must", "--seed-repeats must"),
     (r"(?<![\w-])repeats must", "--repeats must"),
     (r"\btrials=(\d+) is more than", r"--trials \1 is more than"),
+    (r"^max_trials caps", "--max-trials caps"),
+    (r"give until= too", "give --until too"),
+    (
+        r"^(a first round of \d+ trials per task passes final=\d+): give trials ≤",
+        r"--until: \1: give --trials ≤",
+    ),
     (r"a larger trials= extends", "a larger --trials extends"),
     (r"\bseed_temperature must", "--seed-temperature must"),
     (r"(?<![\w-])temperature must", "--temperature must"),

@@ -269,12 +269,9 @@ def resume_line(record: logging.LogRecord, total: int) -> str | None:
 
 def _until(args: argparse.Namespace) -> Until | None:
     """``--until`` as the object the runner asks between rounds (None without it; stats is imported
-    here, so that `passk tasks` stays fast)."""
+    here, so that `passk tasks` stays fast). The run's configuration checks the rest (``--trials``
+    against the question's ``final=``, ``--max-trials`` without ``--until``)."""
     if args.until is None:
-        if args.max_trials is not None:
-            raise CliError(
-                "--max-trials caps a run that stops when its question is answered: give --until too"
-            )
         return None
     from passk_nb.stats.design import Question, Until
 
@@ -289,15 +286,11 @@ def _until(args: argparse.Namespace) -> Until | None:
         )
     if question.k > args.trials:
         raise CliError(f"--until asks pass^{question.k}: the first round needs --trials ≥ {question.k}")
-    until = Until(question, max_trials=args.max_trials)
-    try:
-        until.check(args.trials)
-    except ValueError as exc:
-        raise CliError(f"--until: {str(exc).replace('trials ≤', '--trials ≤')}") from None
-    return until
+    return Until(question)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from passk_nb.harness.config import RunConfig
     from passk_nb.harness.runner import run
     from passk_nb.harness.suites import get_suite
     from passk_nb.stats.report import report_frame  # here: keeps `passk tasks` fast
@@ -332,9 +325,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     handler = getattr(args, "log_handler", None)  # set by main(): says a resumed run's progress
     if handler is not None:
         handler.rewrite = lambda record: resume_line(record, n_tasks * args.trials)
-    df = run(
+    config = RunConfig(  # the checks of run(): its messages name the flags (cli_message)
         provider=args.provider,
         model=args.model,
+        provider_options=options,
         suite=args.suite,
         tasks=tasks,
         trials=args.trials,
@@ -362,8 +356,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         shard=args.shard,
         until=until,
         max_trials=args.max_trials,
-        **options,
     )
+    df = run(config=config)
     if df.empty and args.shard is not None:
         print(f"shard {args.shard[0]}/{args.shard[1]} holds none of the {len(task_ids)} tasks: nothing ran")
         return 0

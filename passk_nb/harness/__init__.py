@@ -17,6 +17,8 @@ from passk_nb._lazy import lazy_face
 _NAMES = {
     # run a suite, rule-based cases, one episode; judge stored trials again; probe a backend
     "run": "passk_nb.harness.runner",
+    "RunConfig": "passk_nb.harness.config",
+    "StoppingRule": "passk_nb.harness.config",
     "run_eval": "passk_nb.harness.cases",
     "run_cases": "passk_nb.harness.cases",
     "load_cases": "passk_nb.harness.case_files",

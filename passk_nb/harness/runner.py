@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import inspect
 import json
 import logging
 import os
@@ -27,39 +28,20 @@ import pandas as pd
 from passk_nb._version import __version__
 from passk_nb.data.ids import prompt_hash
 from passk_nb.data.store import StoreError, existing_trials, write_spec
-from passk_nb.harness.arguments import (
-    check_bool,
-    check_positive,
-    check_seconds,
-    check_seed,
-    check_text,
-    check_trials,
-    check_unique,
-)
 from passk_nb.harness.batch import execute_trials, load_trials
+from passk_nb.harness.config import Resolved, RunConfig, StoppingRule
 from passk_nb.harness.episode import arun_episode, run_episode
-from passk_nb.harness.executors import EXECUTORS, WorkerLost, make_executor
-from passk_nb.harness.faults import Fault, FaultPlan, parse_faults
+from passk_nb.harness.executors import WorkerLost, make_executor
+from passk_nb.harness.faults import Fault, FaultPlan
 from passk_nb.harness.fingerprint import blind_spots, suite_fingerprint
 from passk_nb.harness.pacing import Paced, RateLimit, RateLimiter
-from passk_nb.harness.perturb import PerturbationError, PerturbPlan, parse_perturb
+from passk_nb.harness.perturb import PerturbationError, PerturbPlan
 from passk_nb.harness.preflight import check_backend
 from passk_nb.harness.providers import BaseProvider, make_provider, native_providers
 from passk_nb.harness.providers.base import delay_scope
 from passk_nb.harness.providers.batches import JOURNAL_FILE, TRIAL, BatchProvider
-from passk_nb.harness.shards import parse_shard, select_shard
-from passk_nb.harness.spec import (
-    RunSpec,
-    identity_settings,
-    normalize_json_mode,
-    normalize_protocol,
-    normalize_temperature,
-    note_changes,
-    resolve_prompt,
-)
-from passk_nb.harness.suites import get_suite
+from passk_nb.harness.spec import RunSpec, identity_settings, note_changes
 from passk_nb.harness.suites.base import Suite, SuiteError
-from passk_nb.harness.suites.build import native_prompt
 
 log = logging.getLogger("passk_nb")
 
@@ -188,10 +170,11 @@ def run(
     trial_timeout: float | None = None,
     rate_limit: str | RateLimit | None = None,
     shard: tuple[int, int] | str | None = None,
-    until: Any = None,
+    until: StoppingRule | None = None,
     max_trials: int | None = None,
     faults: str | Fault | Sequence[Fault] | FaultPlan | None = None,
     perturb: str | dict[str, Any] | PerturbPlan | None = None,
+    config: RunConfig | None = None,
     **provider_options: Any,
 ) -> pd.DataFrame:
     """Run every task ``trials`` times against ``provider`` and return the trial records.
@@ -268,7 +251,9 @@ def run(
     was run), so a stopped run resumes, extends or is audited: re-running first finishes the
     trials its last round planned (each round's plan is kept beside the records, in
     ``_rounds.jsonl``), then continues with the next round, so that no look reads a round cut
-    short by a kill. The harness only calls ``next_round``: any object with it works.
+    short by a kill. ``until`` is a :class:`~passk_nb.harness.config.StoppingRule`: an object with
+    ``next_round``, ``check`` (called with ``trials`` before the first round) and ``progress`` (the
+    line beside the bar); a class of your own may subclass it for the last two.
 
     ``faults`` injects tool faults (a spec such as ``"timeout:get_order,noop:refund_order:p=0.5"``,
     a :class:`~passk_nb.harness.faults.Fault` or a list of them; see :mod:`passk_nb.harness.faults`):
@@ -286,376 +271,333 @@ def run(
     configuration. Recorded like faults: the ``perturbation`` column (part of the run id) and
     each trial's ``perturbation_applied``.
 
+    ``config`` takes the whole configuration as one :class:`~passk_nb.harness.config.RunConfig`
+    (the keywords above build one; each is checked there, before the first trial), in place of the
+    keywords.
+
     Returns every record of this spec for the chosen tasks and trials, the
     ones from earlier runs included, sorted by task and trial (with ``until``, every trial of the
     chosen tasks).
     """
-    if "seed" in provider_options:
-        raise TypeError(
-            "run() takes backend_seed= for the seed sent to the backend (trial i sends backend_seed + i); "
-            "seed= names the bootstrap seed of the analysis functions"
-        )
-    # Every argument is checked here, before the first trial: a bad one costs no agent call.
-    the_suite = get_suite(suite)
-    trials = check_trials(trials)
-    check_bool("batch", batch)
-    check_seconds("batch_poll", batch_poll, allow_none=False)
-    if batch and (adaptive or rate_limit is not None):
-        raise ValueError(
-            "batch=True sends each round as one batch, which the API queues itself: adaptive= and "
-            "rate_limit= steer requests sent one by one; drop them for a batch run"
-        )
-    if concurrency is not None:
-        concurrency = check_positive("concurrency", concurrency)
-    if workers is not None:
-        workers = check_positive("workers", workers)
-        executor = "processes" if executor == "threads" else executor
-    if executor not in EXECUTORS:
-        raise ValueError(f"executor must be one of {list(EXECUTORS)}, got {executor!r}")
-    if ray_address is not None and executor != "ray":
-        raise ValueError("ray_address= names the Ray cluster of executor='ray': pass executor='ray' too")
-    if executor != "threads" and (batch or rate_limit is not None):
-        raise ValueError(
-            f"executor={executor!r} runs Python agents in other processes; batch= and rate_limit= steer "
-            "a network backend's requests, which threads already wait on: drop one or the other"
-        )
-    max_turns = check_positive("max_turns", max_turns)
-    max_format_errors = check_positive("max_format_errors", max_format_errors)
-    check_seconds("trial_timeout", trial_timeout)
-    backend_seed = check_seed(backend_seed, trials)
-    check_text("model", model)
-    check_text("prompt_name", prompt_name, allow_empty=False)
-    check_bool("progress", progress)
-    check_bool("adaptive", adaptive)
-    if until is not None and not callable(getattr(until, "next_round", None)):
-        raise TypeError(
-            f"until must have a next_round(records) method (e.g. passk_nb.Until('gate=0.8')); got {until!r}"
-        )
-    if until is not None and callable(getattr(until, "check", None)):
-        until.check(trials)  # a first round the question cannot use (past its final=N)
-    if max_trials is not None:
-        if until is None:
-            raise ValueError(
-                "max_trials caps a run that stops when its question is answered: give until= too"
+    keywords = {name: value for name, value in locals().items() if name in _KEYWORD_DEFAULTS}
+    if config is None:
+        config = RunConfig(**keywords, provider_options=provider_options)
+    else:
+        changed = [name for name, value in keywords.items() if _differs(value, _KEYWORD_DEFAULTS[name])]
+        if changed or provider_options:
+            raise TypeError(
+                f"run(config=...) takes the whole configuration; {', '.join([*changed, *provider_options])} "
+                "given beside it: set them in the RunConfig (config.replace(...) makes a changed copy)"
             )
-        max_trials = check_positive("max_trials", max_trials)
-    if on_record is not None and not callable(on_record):
-        raise TypeError(f"on_record must be a function of one record, got {type(on_record).__name__}")
-    if not isinstance(out, str | os.PathLike):
-        raise TypeError(f"out must be a folder path, got {type(out).__name__} {out!r}")
-    task_ids = list(the_suite.task_ids if tasks is None else tasks)
-    if isinstance(tasks, str) or not task_ids:
-        raise ValueError(f"tasks must be a non-empty list of task ids from {the_suite.task_ids}")
-    for task_id in task_ids:
-        if not isinstance(task_id, str):
-            raise TypeError(f"task ids must be strings from {the_suite.task_ids}, got {task_id!r}")
-        the_suite.task(task_id)
-    check_unique("tasks", task_ids)
-    limiter = None if rate_limit is None else RateLimiter(rate_limit)
-    plan = parse_faults(faults)
-    plan.check_tools(the_suite)
-    rewording = parse_perturb(perturb, the_suite.perturbations)
-    rewording.check(the_suite.tasks)
-    if shard is not None:
-        task_ids = select_shard(task_ids, shard)
-        if not task_ids:
-            i, n = parse_shard(shard)
-            log.warning("shard %d/%d holds none of the %d tasks: nothing to run", i, n, len(the_suite.tasks))
-    name, text = resolve_prompt(the_suite, prompt, prompt_name)
-    check_text("prompt", text)
-    temperature = normalize_temperature(temperature)
-    mode = normalize_json_mode(json_mode)
-    protocol = normalize_protocol(protocol)
-    plan.check_reachable(max_turns, protocol)
-    if protocol == "native":
-        if mode != "off":
-            raise ValueError(
-                f"json_mode={json_mode!r} constrains the JSON protocol's replies; with protocol='native' "
-                "the API's tool calling structures the calls: leave json_mode off"
-            )
-        text = native_prompt(the_suite.tools.values(), text)
+    return _run(config)
 
-    created = not isinstance(provider, BaseProvider)
-    if isinstance(provider, str):
-        provider_options.update(temperature=temperature, json_mode=mode != "off")
-        if mode == "schema":  # the suite's own actions: tool names, argument types and id patterns
-            provider_options.setdefault("json_schema", the_suite.action_schema())
-        if provider == "scripted":
-            provider_options.setdefault("suite", the_suite)
-    elif mode != "off":
-        raise ValueError(
-            f"json_mode={json_mode!r} asks a model backend for constrained output; a Python agent "
-            "produces its own text: leave json_mode off"
-        )
-    if version is not None:
-        provider_options["version"] = version
-    backend: Any = make_provider(provider, model, **provider_options)
-    if batch:
-        try:
-            backend = BatchProvider(backend, poll=batch_poll)
-        except ValueError:
-            if created:
-                backend.close()
-            raise
-    if executor != "threads" and not (backend.user_code or backend.name == "scripted"):
+
+#: run()'s keywords (each a RunConfig field of its name) and their defaults: beside config= each
+#: must keep its default.
+_KEYWORD_DEFAULTS = {
+    name: parameter.default
+    for name, parameter in inspect.signature(run).parameters.items()
+    if parameter.default is not inspect.Parameter.empty and name != "config"
+}
+
+
+def _differs(value: Any, default: Any) -> bool:
+    """Is ``value`` not the keyword's default (the same object, or an equal value of its type)?"""
+    return value is not default and not (type(value) is type(default) and value == default)
+
+
+def _run(config: RunConfig) -> pd.DataFrame:
+    """:func:`run` of a checked configuration: the suite resolved, the backend opened (and closed
+    when ``run`` created it), the trials run."""
+    resolved = config.resolve()
+    created = not isinstance(config.provider, BaseProvider)
+    backend: Any = _make_backend(config, resolved)
+    try:
+        if config.batch:
+            backend = BatchProvider(backend, poll=config.batch_poll)
+        _check_backend_fits(config, backend)
+        concurrency = config.concurrency
+        if concurrency is None:  # a batch run: every trial's turn in each batch
+            every = len(resolved.task_ids) * config.trials
+            concurrency = min(every, MAX_BATCH_CONCURRENCY) if config.batch else config.workers or 4
+        # what a Python agent reads that its fingerprint sees by type only: such a run resumes only
+        # under a version= the user pins
+        pinned = config.version is not None or not backend.user_code or backend is config.provider
+        unseen = [] if pinned else blind_spots(config.provider)
+        backend.check_prompt(resolved.prompt_text)
+        backend.size_pool(concurrency)
+        steered = backend.adapt_concurrency(concurrency) if config.adaptive else None
+        status = None if steered is None else steered.status
+        return _Trials(config, resolved, backend, concurrency, unseen, status).run()
+    finally:
         if created:
             backend.close()
+
+
+def _make_backend(config: RunConfig, resolved: Resolved) -> BaseProvider:
+    """The backend ``config`` names, given the options the run decides (temperature, JSON mode and
+    schema, the scripted agent's suite, the pinned version)."""
+    options = dict(config.provider_options)
+    if isinstance(config.provider, str):
+        options.update(temperature=config.temperature, json_mode=config.json_mode != "off")
+        if config.json_mode == "schema":  # the suite's own actions: tool names, argument types, id patterns
+            options.setdefault("json_schema", resolved.suite.action_schema())
+        if config.provider == "scripted":
+            options.setdefault("suite", resolved.suite)
+    if config.version is not None:
+        options["version"] = config.version
+    return make_provider(config.provider, config.model, **options)
+
+
+def _check_backend_fits(config: RunConfig, backend: BaseProvider) -> None:
+    """Refuse what the opened backend cannot do: workers for a model backend, native tool calling
+    without it."""
+    if config.executor != "threads" and not (backend.user_code or backend.name == "scripted"):
         raise ValueError(
-            f"executor={executor!r} (workers=) runs a Python agent's own computation in other processes; "
-            f"the {backend.name} backend waits on its model instead: raise concurrency= for it"
+            f"executor={config.executor!r} (workers=) runs a Python agent's own computation in other "
+            f"processes; the {backend.name} backend waits on its model instead: raise concurrency= for it"
         )
-    if concurrency is None:  # a batch run: every trial's turn in each batch
-        concurrency = min(len(task_ids) * trials, MAX_BATCH_CONCURRENCY) if batch else workers or 4
-    # what a Python agent reads that its fingerprint sees by type only: such a run resumes only
-    # under a version= the user pins
-    pinned = version is not None or not backend.user_code or backend is provider
-    unseen = [] if pinned else blind_spots(provider)
-    if protocol == "native" and not backend.native_tools:
-        if created:
-            backend.close()
+    if config.protocol == "native" and not backend.native_tools:
         raise ValueError(
             f"protocol='native' needs a backend with native tool calling ({', '.join(native_providers())}); "
             f"the {backend.name} provider has none: use protocol='json'"
         )
-    try:
-        backend.check_prompt(text)
-        backend.size_pool(concurrency)
-        steered = backend.adapt_concurrency(concurrency) if adaptive else None
-        return _run_trials(
-            the_suite,
-            backend,
-            task_ids,
-            trials,
-            prompt_name=name,
-            prompt_text=text,
-            temperature=temperature,
-            backend_seed=backend_seed,
-            concurrency=concurrency,
-            out=Path(out),
-            max_turns=max_turns,
-            max_format_errors=max_format_errors,
-            protocol=protocol,
-            progress=progress,
-            on_record=on_record,
-            trial_timeout=trial_timeout,
-            limiter=limiter,
-            unseen=unseen,
-            executor=(executor, workers, ray_address),
-            status=None if steered is None else steered.status,
-            until=until,
-            max_trials=max_trials,
-            plan=plan,
-            rewording=rewording,
+
+
+class _Trials:
+    """One run's trials: its spec and record fields, what is already on disk, the rounds of a run
+    with ``until=``, and each trial as it runs here, in a worker or on the transport loop."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        resolved: Resolved,
+        backend: BaseProvider,
+        concurrency: int,
+        unseen: Sequence[str] = (),
+        status: Callable[[], str] | None = None,
+    ):
+        self.config, self.resolved, self.backend = config, resolved, backend
+        self.concurrency, self.status = concurrency, status
+        self.suite, self.task_ids = resolved.suite, resolved.task_ids
+        self.plan, self.rewording = resolved.faults, resolved.rewording
+        described = backend.describe()
+        self.spec = _spec(config, resolved, described)
+        self.run_id = self.spec.run_id
+        self.out = Path(config.out)
+        self.base = _base_fields(config, resolved, described, self.spec)
+        note_changes(self.out, self.spec, resolved.prompt_name)
+        self.done = existing_trials(self.out, self.run_id)
+        if self.done and unseen:
+            raise ValueError(
+                f"{self.out} holds {len(self.done)} trials of this agent's run {self.run_id}, but its "
+                f"fingerprint sees {', '.join(unseen)} by type only (an edit there would not show): pass "
+                "version='...' (a name you change whenever the agent changes) to resume a run, or write "
+                "to a new out= folder"
+            )
+        self.episode_options = {
+            "system_prompt": resolved.prompt_text,
+            "max_turns": config.max_turns,
+            "max_format_errors": config.max_format_errors,
+            "protocol": config.protocol,
+            "faults": self.plan if self.plan.faults else None,
+            "perturb": self.rewording or None,
+        }
+        self.seed = config.backend_seed
+        #: with until=: why each trial runs (its round and allocation), by (task, trial)
+        self.why: dict[tuple[str, int], dict[str, Any]] = {}
+        self.rounds_file = self.out / self.run_id / ROUNDS_FILE
+        self.delaying: set[tuple[str, int]] = set()  # trials inside the harness's own injected delay
+        self.standing = [""]  # under until=: where the question stands after the last round
+        self.merged: dict[str, Any] = {}  # the part the last merge left: not read back from disk
+        self.prompts = {task.id: task.prompt for task in self.suite.tasks}
+        self.elsewhere: Any = None  # the worker pool or Ray tasks of executor=, while running
+
+    def run(self) -> pd.DataFrame:
+        """Run the missing trials (and, with ``until=``, the rounds) and return the records."""
+        todo = self.first_round()
+        if self.done:
+            log.info(
+                "run %s: %d trials already in %s, %d to run", self.run_id, len(self.done), self.out, len(todo)
+            )
+        checked = bool(todo)
+        if todo:
+            self.check_backend()
+        if isinstance(self.backend, BatchProvider):  # batches already submitted answer a resumed run
+            self.backend.attach_journal(self.out / self.run_id / JOURNAL_FILE)
+        name = self.config.executor
+        if name != "threads":
+            state = {
+                "suite": self.suite,
+                "backend": self.backend,
+                "seed": self.seed,
+                "options": self.episode_options,
+            }
+            self.elsewhere = make_executor(
+                name, workers=self.config.workers, state=state, address=self.config.ray_address
+            )
+        try:
+            self.execute(todo)
+            until = self.config.until
+            if until is None:
+                return self.records(self.config.trials)
+            while jobs := _next_round(
+                until, self.records(_ALL), self.config.max_trials, self.why, self.standing, self.rounds_file
+            ):
+                if not checked:  # a resumed run: the backend is checked once, before its first new trial
+                    self.check_backend()
+                    checked = True
+                self.execute(jobs)
+            return self.records(_ALL)
+        finally:
+            if self.elsewhere is not None:
+                self.elsewhere.close()
+
+    def first_round(self) -> list[tuple[str, int]]:
+        """The trials of the spec not on disk; with ``until=``, then the rest of the rounds a killed
+        run planned (the next look reads them whole), within ``max_trials``."""
+        todo = [(t, i) for t in self.task_ids for i in range(self.config.trials) if (t, i) not in self.done]
+        if self.config.until is None:
+            return todo
+        self.why.update({job: {"round": 0, "allocation": "first round"} for job in todo})
+        planned = {
+            job: reason
+            for job, reason in planned_rounds(self.rounds_file).items()
+            if job[0] in self.task_ids and job not in self.done and job not in self.why
+        }
+        self.why.update(planned)
+        return _within_budget(todo + list(planned), len(self.done), self.config.max_trials)
+
+    def check_backend(self) -> None:
+        """A dead server fails here, once, not in every trial's retries; then the spec is written."""
+        check_backend(self.backend.base if isinstance(self.backend, BatchProvider) else self.backend)
+        write_spec(self.out, self.run_id, self.spec.identity())
+
+    def records(self, trials: int) -> pd.DataFrame:
+        """The run's records of its tasks and trials below ``trials``, from the last merge and disk."""
+        return load_trials(self.out, self.run_id, self.task_ids, trials, self.merged.pop("last", None))
+
+    def fields_of(self, task_id: str, trial: int) -> dict[str, Any]:
+        """The run's fields of every record, with the trial's round and allocation under until=."""
+        return {**self.base, **self.why.get((task_id, trial), {})}
+
+    def options_of(self, task_id: str, trial: int) -> dict[str, Any]:
+        """The episode's options; fault and perturbation draws seeded by the task and trial alone."""
+        return {**self.episode_options, "trial_key": f"{task_id}:{trial}"}
+
+    def note_delay(self, task_id: str, trial: int, active: bool) -> None:
+        (self.delaying.add if active else self.delaying.discard)((task_id, trial))
+
+    def one_trial(self, task_id: str, trial: int) -> dict[str, Any]:
+        fields, options = self.fields_of(task_id, trial), self.options_of(task_id, trial)
+        with delay_scope(functools.partial(self.note_delay, task_id, trial)):
+            if self.elsewhere is None:
+                return _trial_record(
+                    self.suite,
+                    self.backend,
+                    fields,
+                    task_id,
+                    trial,
+                    self.seed,
+                    options,
+                    self.resolved.limiter,
+                )
+            started = dt.datetime.now(dt.UTC)
+            try:
+                return self.elsewhere.call(_trial_in_worker, task_id, trial, fields)
+            except WorkerLost as exc:  # the agent's own process died each time it ran this trial
+                lost = {**_infra(started, str(exc)), "outcome": "agent_error"}
+                return _record(fields, task_id, trial, self.seed, lost)
+
+    async def one_async_trial(self, task_id: str, trial: int) -> dict[str, Any]:
+        fields, options = self.fields_of(task_id, trial), self.options_of(task_id, trial)
+        with delay_scope(functools.partial(self.note_delay, task_id, trial)):
+            return await _atrial_record(
+                self.suite, self.backend, fields, task_id, trial, self.seed, options, self.resolved.limiter
+            )
+
+    def timed_out(self, task_id: str, trial: int, elapsed: float) -> dict[str, Any]:
+        started = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=elapsed)
+        limit = self.config.trial_timeout
+        fields = _infra(
+            started,
+            f"trial timed out after {elapsed:.1f} s (trial_timeout={limit}): no answer in time",
+            elapsed,
         )
-    finally:
-        if created:
-            backend.close()
+        if (task_id, trial) in self.delaying:  # the harness's own time, whatever the backend
+            self.delaying.discard((task_id, trial))
+            fields["error"] = (
+                f"trial timed out after {elapsed:.1f} s (trial_timeout={limit}) inside the "
+                f"harness's injected latency (faults={self.plan.label!r}): infrastructure, not the agent"
+            )
+        elif self.backend.user_code:  # a Python agent that hangs is the agent's failure
+            fields["outcome"] = "agent_error"
+        return _record(self.fields_of(task_id, trial), task_id, trial, self.seed, fields)
+
+    def bar_status(self) -> str:
+        return "; ".join(part for part in (self.standing[0], self.status() if self.status else "") if part)
+
+    def execute(self, jobs: list[tuple[str, int]]) -> None:
+        self.rewording.check_draws(self.prompts, jobs)  # a rule failing on a draw is refused first
+        steered = self.status is not None or self.config.until is not None
+        execute_trials(
+            self.one_async_trial if self.backend.speaks_asyncio else self.one_trial,
+            jobs,
+            concurrency=self.concurrency,
+            out=self.out,
+            run_id=self.run_id,
+            desc=f"{self.spec.provider}/{self.spec.model}",
+            progress=self.config.progress,
+            on_record=self.config.on_record,
+            timeout=self.config.trial_timeout,
+            on_timeout=self.timed_out,
+            keep_records=False,  # memory stays bounded however long the run (the frame comes from the merge)
+            status=self.bar_status if steered else None,
+            on_merge=lambda part: self.merged.update(last=part),
+            redact=self.backend.redact,
+        )
 
 
-def _run_trials(
-    the_suite: Suite,
-    backend: BaseProvider,
-    task_ids: list[str],
-    trials: int,
-    *,
-    prompt_name: str,
-    prompt_text: str,
-    temperature: float | None,
-    backend_seed: int | None,
-    concurrency: int,
-    out: Path,
-    max_turns: int,
-    max_format_errors: int,
-    protocol: str,
-    progress: bool,
-    on_record: Callable[[dict[str, Any]], None] | None,
-    trial_timeout: float | None,
-    limiter: RateLimiter | None = None,
-    unseen: Sequence[str] = (),
-    status: Callable[[], str] | None = None,
-    until: Any = None,
-    max_trials: int | None = None,
-    executor: tuple[str, int | None, str | None] = ("threads", None, None),
-    plan: FaultPlan | None = None,
-    rewording: PerturbPlan | None = None,
-) -> pd.DataFrame:
-    plan = plan or FaultPlan()
-    rewording = rewording or PerturbPlan()
-    described = backend.describe()
-    unwrapped = backend.base if isinstance(backend, BatchProvider) else backend
-    spec = RunSpec(
-        suite=the_suite.name,
+def _spec(config: RunConfig, resolved: Resolved, described: dict[str, Any]) -> RunSpec:
+    """The run's identity (its id is the hash of what decides what is measured)."""
+    return RunSpec(
+        suite=resolved.suite.name,
         provider=described["provider"],
         model=described["model"],
         base_url_host=described["base_url_host"],
-        prompt_hash=prompt_hash(prompt_text),
-        temperature=temperature,
-        seed=backend_seed,
+        prompt_hash=prompt_hash(resolved.prompt_text),
+        temperature=config.temperature,
+        seed=config.backend_seed,
         json_mode=described["json_mode"],
-        max_turns=max_turns,
-        max_format_errors=max_format_errors,
+        max_turns=config.max_turns,
+        max_format_errors=config.max_format_errors,
         settings=identity_settings(described["provider_meta"]),
-        protocol=protocol,
-        suite_fingerprint=suite_fingerprint(the_suite),
-        faults=plan.label,
-        perturbation=rewording.label,
+        protocol=config.protocol,
+        suite_fingerprint=suite_fingerprint(resolved.suite),
+        faults=resolved.faults.label,
+        perturbation=resolved.rewording.label,
     )
-    run_id = spec.run_id
-    base = {
+
+
+def _base_fields(
+    config: RunConfig, resolved: Resolved, described: dict[str, Any], spec: RunSpec
+) -> dict[str, Any]:
+    """The fields every record of the run carries."""
+    return {
         **described,
-        "run_id": run_id,
-        "suite": the_suite.name,
+        "run_id": spec.run_id,
+        "suite": resolved.suite.name,
         "suite_hash": spec.suite_fingerprint,
         "prompt_hash": spec.prompt_hash,
-        "prompt_name": prompt_name,
-        "system_prompt": prompt_text,
-        "temperature": temperature,
-        "protocol": protocol,
-        "faults": plan.label,
-        "perturbation": rewording.label,
+        "prompt_name": resolved.prompt_name,
+        "system_prompt": resolved.prompt_text,
+        "temperature": config.temperature,
+        "protocol": config.protocol,
+        "faults": resolved.faults.label,
+        "perturbation": resolved.rewording.label,
         "config": spec.config,
         "harness_version": __version__,
     }
-    out_dir = out
-    note_changes(out_dir, spec, prompt_name)
-    done = existing_trials(out_dir, run_id)
-    if done and unseen:
-        raise ValueError(
-            f"{out_dir} holds {len(done)} trials of this agent's run {run_id}, but its fingerprint sees "
-            f"{', '.join(unseen)} by type only (an edit there would not show): pass version='...' "
-            "(a name you change whenever the agent changes) to resume a run, or write to a new out= folder"
-        )
-    todo = [(t, i) for t in task_ids for i in range(trials) if (t, i) not in done]
-    # with until=: why each trial runs (its round and allocation), by (task, trial)
-    why: dict[tuple[str, int], dict[str, Any]] = {}
-    rounds_file = out_dir / run_id / ROUNDS_FILE
-    if until is not None:
-        why.update({job: {"round": 0, "allocation": "first round"} for job in todo})
-        # a resumed run first finishes the rounds it planned: the next look reads them whole
-        planned = {
-            job: reason
-            for job, reason in planned_rounds(rounds_file).items()
-            if job[0] in task_ids and job not in done and job not in why
-        }
-        why.update(planned)
-        todo += list(planned)
-        if max_trials is not None:
-            todo = todo[: max(0, max_trials - len(done))]
-    if done:
-        log.info("run %s: %d trials already in %s, %d to run", run_id, len(done), out_dir, len(todo))
-    if todo:
-        check_backend(unwrapped)  # a dead server fails here, once, not in every trial's retries
-        write_spec(out_dir, run_id, spec.identity())
-    if isinstance(backend, BatchProvider):  # batches already submitted answer a resumed run
-        backend.attach_journal(out_dir / run_id / JOURNAL_FILE)
-    episode_options = {
-        "system_prompt": prompt_text,
-        "max_turns": max_turns,
-        "max_format_errors": max_format_errors,
-        "protocol": protocol,
-        "faults": plan if plan.faults else None,
-        "perturb": rewording or None,
-    }
-    seed = backend_seed
-
-    def fields_of(task_id: str, trial: int) -> dict[str, Any]:
-        """The run's fields of every record, with the trial's round and allocation under until=."""
-        return {**base, **why.get((task_id, trial), {})}
-
-    def options_of(task_id: str, trial: int) -> dict[str, Any]:
-        """The episode's options; fault and perturbation draws seeded by the task and trial alone."""
-        return {**episode_options, "trial_key": f"{task_id}:{trial}"}
-
-    delaying: set[tuple[str, int]] = set()  # trials inside the harness's own injected delay
-
-    def note_delay(task_id: str, trial: int, active: bool) -> None:
-        (delaying.add if active else delaying.discard)((task_id, trial))
-
-    def one_trial(task_id: str, trial: int) -> dict[str, Any]:
-        fields, options = fields_of(task_id, trial), options_of(task_id, trial)
-        with delay_scope(functools.partial(note_delay, task_id, trial)):
-            if elsewhere is None:
-                return _trial_record(the_suite, backend, fields, task_id, trial, seed, options, limiter)
-            started = dt.datetime.now(dt.UTC)
-            try:
-                return elsewhere.call(_trial_in_worker, task_id, trial, fields)
-            except WorkerLost as exc:  # the agent's own process died each time it ran this trial
-                lost = {**_infra(started, str(exc)), "outcome": "agent_error"}
-                return _record(fields, task_id, trial, seed, lost)
-
-    async def one_async_trial(task_id: str, trial: int) -> dict[str, Any]:
-        fields, options = fields_of(task_id, trial), options_of(task_id, trial)
-        with delay_scope(functools.partial(note_delay, task_id, trial)):
-            return await _atrial_record(the_suite, backend, fields, task_id, trial, seed, options, limiter)
-
-    def timed_out(task_id: str, trial: int, elapsed: float) -> dict[str, Any]:
-        started = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=elapsed)
-        error = f"trial timed out after {elapsed:.1f} s (trial_timeout={trial_timeout}): no answer in time"
-        fields = _infra(started, error, elapsed)
-        if (task_id, trial) in delaying:  # the harness's own time, whatever the backend
-            delaying.discard((task_id, trial))
-            fields["error"] = (
-                f"trial timed out after {elapsed:.1f} s (trial_timeout={trial_timeout}) inside the "
-                f"harness's injected latency (faults={plan.label!r}): infrastructure, not the agent"
-            )
-        elif backend.user_code:  # a Python agent that hangs is the agent's failure
-            fields["outcome"] = "agent_error"
-        return _record(fields_of(task_id, trial), task_id, trial, seed, fields)
-
-    standing = [""]  # under until=: where the question stands after the last round, beside the bar
-
-    def bar_status() -> str:
-        return "; ".join(part for part in (standing[0], status() if status else "") if part)
-
-    merged: dict[str, Any] = {}  # the part the last merge left and what it holds: not read back
-    prompts = {task.id: task.prompt for task in the_suite.tasks}
-
-    def execute(jobs: list[tuple[str, int]]) -> None:
-        rewording.check_draws(prompts, jobs)  # a rule failing on a draw is refused before the trials
-        execute_trials(
-            one_async_trial if backend.speaks_asyncio else one_trial,
-            jobs,
-            concurrency=concurrency,
-            out=out_dir,
-            run_id=run_id,
-            desc=f"{spec.provider}/{spec.model}",
-            progress=progress,
-            on_record=on_record,
-            timeout=trial_timeout,
-            on_timeout=timed_out,
-            keep_records=False,  # memory stays bounded however long the run (the frame comes from the merge)
-            status=bar_status if status is not None or until is not None else None,
-            on_merge=lambda part: merged.update(last=part),
-            redact=backend.redact,
-        )
-
-    name, workers, address = executor
-    state = {"suite": the_suite, "backend": backend, "seed": seed, "options": episode_options}
-    elsewhere = (
-        None if name == "threads" else make_executor(name, workers=workers, state=state, address=address)
-    )
-    try:
-        execute(todo)
-        if until is None:
-            return load_trials(out_dir, run_id, task_ids, trials, merged.pop("last", None))
-        checked = bool(todo)
-        while jobs := _next_round(
-            until,
-            load_trials(out_dir, run_id, task_ids, _ALL, merged.pop("last", None)),
-            max_trials,
-            why,
-            standing,
-            rounds_file,
-        ):
-            if not checked:  # a resumed run: the backend is checked once, before its first new trial
-                check_backend(unwrapped)
-                write_spec(out_dir, run_id, spec.identity())
-                checked = True
-            execute(jobs)
-        return load_trials(out_dir, run_id, task_ids, _ALL, merged.pop("last", None))
-    finally:
-        if elsewhere is not None:
-            elsewhere.close()
 
 
 def _trial_in_worker(
@@ -674,8 +616,19 @@ _ALL = 2**62
 MAX_BATCH_CONCURRENCY = 10_000
 
 
+def _budget_left(spent: int, max_trials: int | None) -> int | None:
+    """Trials the run may still spend under ``max_trials`` (None: no cap): the one place it is kept."""
+    return None if max_trials is None else max(0, max_trials - spent)
+
+
+def _within_budget(jobs: list[tuple[str, int]], spent: int, max_trials: int | None) -> list[tuple[str, int]]:
+    """``jobs`` cut to what ``max_trials`` leaves after ``spent`` trials (the round's last ones go)."""
+    left = _budget_left(spent, max_trials)
+    return jobs if left is None else jobs[:left]
+
+
 def _next_round(
-    until: Any,
+    until: StoppingRule,
     records: pd.DataFrame,
     max_trials: int | None,
     why: dict[tuple[str, int], dict[str, Any]],
@@ -686,8 +639,7 @@ def _next_round(
     round and allocation; empty when it asks for none or ``max_trials`` are spent. ``standing[0]``
     becomes the progress line shown beside the bar (the round, the interval, the trials spent).
     The round's plan goes to ``journal`` before any of its trials runs (:func:`plan_round`)."""
-    left = None if max_trials is None else max_trials - len(records)
-    if left is not None and left <= 0:
+    if _budget_left(len(records), max_trials) == 0:
         return []
     allocation = until.next_round(records)
     if allocation is None or len(allocation) == 0:
@@ -705,11 +657,11 @@ def _next_round(
         for trial in range(first, first + int(count)):
             jobs.append((str(task), trial))
             why[(str(task), trial)] = {"round": this_round, "allocation": str(reason)}
-    progress = _progress(until, records)
+    progress = until.progress(records)
     log.info("round %d: %d trials (%s)", this_round, len(jobs), progress)
     if standing is not None:
         standing[0] = f"round {this_round}: {progress}"
-    jobs = jobs if left is None else jobs[:left]
+    jobs = _within_budget(jobs, len(records), max_trials)
     if journal is not None:
         plan_round(journal, this_round, [(*job, why[job]["allocation"]) for job in jobs])
     return jobs
@@ -764,8 +716,3 @@ def planned_rounds(journal: Path) -> dict[tuple[str, int], dict[str, Any]]:
         for task, trial, reason in jobs:
             planned[(task, trial)] = {"round": round_no, "allocation": reason}
     return planned
-
-
-def _progress(until: Any, records: pd.DataFrame) -> str:
-    progress = getattr(until, "progress", None)
-    return str(progress(records)) if callable(progress) else f"{len(records)} trials so far"

@@ -265,7 +265,7 @@ def note_changes(out: Path, spec: RunSpec, prompt_name: str) -> None:
             f"{spec.suite_fingerprint}, was {', '.join(suites)}: a task, check, tool, script or prompt "
             "differs), so this is a new run and resumes none of their trials",
             UserWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
     others = [o for o in alike if o.get("suite_fingerprint") == spec.suite_fingerprint]
     other_texts = [
@@ -282,7 +282,7 @@ def note_changes(out: Path, spec: RunSpec, prompt_name: str) -> None:
             f"(prompt hashes {', '.join(prompts)}); the prompt changed (now {spec.prompt_hash}), so this is "
             "a new run and does not resume them",
             UserWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
     mine_code = spec.settings.get("version", spec.settings.get("fingerprint"))
     codes = sorted(
@@ -299,5 +299,5 @@ def note_changes(out: Path, spec: RunSpec, prompt_name: str) -> None:
             f"{out} holds runs of an agent named {spec.model!r} with other code (fingerprints/versions "
             f"{', '.join(codes)}); this agent's is {mine_code}: a new run that does not resume them",
             UserWarning,
-            stacklevel=4,
+            stacklevel=5,
         )

@@ -17,11 +17,13 @@ import pytest
 
 import passk_nb
 from passk_nb.cli.main import main
+from passk_nb.harness import StoppingRule
 from passk_nb.harness.runner import ROUNDS_FILE, plan_round, planned_rounds
 
 
-class Rounds:
-    """A duck-typed until=: asks for the given rounds, then stops; keeps what it was shown."""
+class Rounds(StoppingRule):
+    """A stopping rule of one's own: asks for the given rounds, then stops; keeps what it was shown
+    (``check`` and ``progress`` inherited)."""
 
     def __init__(self, *rounds: list[tuple[str, int]]):
         self.rounds, self.seen = list(rounds), []
@@ -66,8 +68,18 @@ def test_max_trials_cuts_the_last_round_and_a_rerun_resumes(tmp_path):
     assert len(again) == 7 and again["round"].max() == 2  # the stored rounds continue
 
 
+def test_max_trials_stops_a_run_whose_question_is_out_of_reach(tmp_path):
+    """The budget is the runner's alone: Until asks on (± 0.01 is out of reach of 50 trials), the
+    run cuts its last round to the budget and stops there."""
+    until = passk_nb.Until("precision=0.01")
+    df = passk_nb.run("scripted", trials=1, out=tmp_path, progress=False, until=until, max_trials=50)
+    assert len(df) == 50 and df["round"].max() >= 2
+    assert until.next_round(df) is not None  # the question still asks for more: the budget stopped it
+    assert "open" in until.progress(df) and "after 50 trials" in until.progress(df)
+
+
 def test_a_gate_run_stops_once_the_anytime_interval_clears_the_threshold(tmp_path):
-    until = passk_nb.Until("gate=0.6 ci=0.9", max_trials=200)
+    until = passk_nb.Until("gate=0.6 ci=0.9")
     df = passk_nb.run("scripted", trials=1, out=tmp_path, progress=False, until=until, max_trials=200)
     verdict = passk_nb.decide(df, until.question).iloc[0]
     assert verdict["decided"] and verdict["verdict"].startswith("passes") and len(df) < 200
@@ -78,8 +90,8 @@ def test_a_gate_run_stops_once_the_anytime_interval_clears_the_threshold(tmp_pat
 
 
 def test_summarize_says_when_records_come_from_an_adaptive_run(tmp_path):
-    until = passk_nb.Until("gate=0.6 ci=0.9", max_trials=200)
-    df = passk_nb.run("scripted", trials=1, out=tmp_path, progress=False, until=until)
+    until = passk_nb.Until("gate=0.6 ci=0.9")
+    df = passk_nb.run("scripted", trials=1, out=tmp_path, progress=False, until=until, max_trials=200)
     with pytest.warns(UserWarning, match="adaptive run .* records\\[records\\['round'\\] == 0\\]"):
         passk_nb.summarize(df, k=1, n_boot=0)
     with warnings.catch_warnings():
@@ -121,8 +133,8 @@ def test_passk_run_until_refuses_what_it_cannot_do(tmp_path, capsys, flags, mess
 
 
 def test_the_progress_bar_shows_where_the_question_stands_after_each_round(tmp_path, capsys):
-    until = passk_nb.Until("gate=0.6 ci=0.9", max_trials=200)
-    df = passk_nb.run("scripted", trials=1, out=tmp_path, progress=True, until=until)
+    until = passk_nb.Until("gate=0.6 ci=0.9")
+    df = passk_nb.run("scripted", trials=1, out=tmp_path, progress=True, until=until, max_trials=200)
     err = capsys.readouterr().err
     last = df["round"].max()
     assert last >= 2 and f"round {last}: " in err
@@ -131,8 +143,8 @@ def test_the_progress_bar_shows_where_the_question_stands_after_each_round(tmp_p
 
 
 def test_decide_by_round_and_trials_by_round_follow_the_run(tmp_path):
-    until = passk_nb.Until("gate=0.6 ci=0.9", max_trials=200)
-    df = passk_nb.run("scripted", trials=1, out=tmp_path, progress=False, until=until)
+    until = passk_nb.Until("gate=0.6 ci=0.9")
+    df = passk_nb.run("scripted", trials=1, out=tmp_path, progress=False, until=until, max_trials=200)
     path = passk_nb.stats.decide_by_round(df, until.question)
     assert path["round"].tolist() == list(range(int(df["round"].max()) + 1))
     assert path["decided"].tolist() == [False] * (len(path) - 1) + [True]  # it stopped when decided

@@ -374,26 +374,6 @@ def test_the_flat_api_exports_the_sequential_functions():
     )
 
 
-def test_until_stops_a_run_on_its_budget_and_cuts_the_last_round():
-    """The object a runner calls between rounds: None once the budget is spent, and a last round
-    no larger than what is left of it."""
-    until = passk_nb.Until("precision=0.01", max_trials=50)
-    rng = np.random.default_rng(1)
-    table = pd.DataFrame({"task": [f"t{i}" for i in range(6)], "n": 0, "c": 0})
-    p = np.linspace(0.3, 1.0, 6)
-    rounds = 0
-    while (allocation := until.next_round(table)) is not None:
-        rounds += 1
-        index = table["task"].isin(allocation["task"])
-        trials = allocation.set_index("task")["trials"].reindex(table.loc[index, "task"]).to_numpy()
-        table.loc[index, "c"] += rng.binomial(trials, p[index.to_numpy()])
-        table.loc[index, "n"] += trials
-    assert table["n"].sum() == 50 and rounds >= 2  # ±0.01 is out of reach: the budget stopped it
-    assert "open" in until.progress(table) and "after 50 trials" in until.progress(table)
-    with pytest.raises(ValueError, match="max_trials must be a whole number ≥ 1"):
-        passk_nb.Until("gate=0.8", max_trials=0)
-
-
 @pytest.mark.parametrize("question", ["precision=0.1", "precision=0.05 k=2"])
 def test_trials_no_fixed_rate_fits_are_said_and_decide_nothing(question: str) -> None:
     """Two tasks that failed 20 of 20 in round 0 and passed 40 of 40 in round 1 (an agent that

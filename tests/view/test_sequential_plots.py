@@ -11,9 +11,10 @@ import passk_nb
 
 @pytest.fixture(scope="module")
 def stopped(tmp_path_factory):
-    until = passk_nb.Until("gate=0.6 ci=0.9", max_trials=200)
+    until = passk_nb.Until("gate=0.6 ci=0.9")
     out = tmp_path_factory.mktemp("until")
-    return passk_nb.run("scripted", trials=1, out=out, progress=False, until=until), until.question
+    df = passk_nb.run("scripted", trials=1, out=out, progress=False, until=until, max_trials=200)
+    return df, until.question
 
 
 def test_plot_rounds_draws_the_anytime_interval_of_every_round(stopped):

@@ -239,19 +239,18 @@ _REASONS = {
 class Until:
     """What a runner asks between rounds: the next round's allocation, or None to stop.
 
-    The object a runner's ``until=`` takes (the harness duck-types :meth:`next_round` and never
-    imports ``stats``): after every completed round it passes the records so far, runs the
-    allocation it gets back, and stops on None, when the question is decided, ``max_trials``
-    usable trials are spent (the round is cut to what is left of the budget) or, with ``final=N``,
-    every task has N trials (the last look, decided or not). Before the first round it calls
-    :meth:`check` with the first round's trials per task, when the object has it.
+    The object a runner's ``until=`` takes (it satisfies the harness's ``StoppingRule`` protocol
+    structurally; harness and stats never import each other): after every completed round the
+    runner passes the records so far, runs the allocation it gets back, and stops on None, when
+    the question is decided or, with ``final=N``, every task has N trials (the last look, decided
+    or not). Before the first round it calls :meth:`check` with the first round's trials per task.
+    The budget is the runner's (``run(max_trials=)``), kept there alone.
 
     question: a :class:`Question` or its string.
-    max_trials: the budget of usable trials over every cell (None: no budget).
     step, trials: as in :func:`allocate` (the unit and the size of a round).
 
     >>> import pandas as pd
-    >>> until = Until("gate=0.5", max_trials=100)
+    >>> until = Until("gate=0.5")
     >>> table = pd.DataFrame({"task": ["a", "b"], "n": 30, "c": 30})
     >>> until.next_round(table) is None, until.progress(table)
     (True, 'passes: pass^1 ≥ 0.893 ≥ 0.5 after 60 trials')
@@ -260,16 +259,11 @@ class Until:
     """
 
     question: Question | str
-    max_trials: int | None = None
     step: int | None = None
     trials: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "question", as_question(self.question))
-        if self.max_trials is not None and (
-            isinstance(self.max_trials, bool) or not isinstance(self.max_trials, int) or self.max_trials < 1
-        ):
-            raise ValueError(f"max_trials must be a whole number ≥ 1 (or None); got {self.max_trials!r}")
 
     def check(self, trials: int) -> None:
         """Refuse a first round of ``trials`` per task past the question's ``final`` (its last look
@@ -289,20 +283,11 @@ class Until:
             )
 
     def next_round(self, records: pd.DataFrame | str | os.PathLike[str]) -> pd.DataFrame | None:
-        """The next round's cells and trials (as :func:`allocate`), or None: decided, spent, or (with
+        """The next round's cells and trials (as :func:`allocate`), or None: decided or (with
         ``final=N``) every task at N trials."""
         table = _table(records, INFRA)
-        spent = int(table["n"].sum())
-        left = None if self.max_trials is None else self.max_trials - spent
-        if left is not None and left <= 0:
-            return None
         allocation = allocate(table, self.question, trials=self.trials, step=self.step)
-        if allocation.empty:
-            return None
-        if left is not None and allocation["trials"].sum() > left:
-            kept = allocation["trials"].cumsum() <= left
-            allocation = allocation[kept] if kept.any() else allocation.head(1).assign(trials=left)
-        return allocation.reset_index(drop=True)
+        return None if allocation.empty else allocation.reset_index(drop=True)
 
     def progress(self, records: pd.DataFrame | str | os.PathLike[str]) -> str:
         """One line for a progress display: where the question stands and the trials spent."""
