@@ -32,7 +32,8 @@ class Result(pd.DataFrame):
 
     stats never imports view: ``.plot()`` goes through ``df.passk.plot``, the accessor that
     ``passk_nb`` (the package that wires the layers) registers from :mod:`passk_nb.view.accessor`.
-    Selecting rows or columns keeps the type, so ``curve[curve["k"] <= 5].plot()`` draws too.
+    Selecting rows or columns keeps the type, so ``curve[curve["k"] <= 5].plot()`` draws too;
+    pandas' own plot stays at hand as ``pd.DataFrame.plot(result).bar()``.
     """
 
     @property
@@ -119,19 +120,19 @@ def result_by(frame: pd.DataFrame, what: str) -> tuple[str, ...]:
     >>> result_by(pd.DataFrame({"model": ["m"], "k": [2]}), "summarize()")
     Traceback (most recent call last):
     ...
-    ValueError: this frame does not say which columns it was grouped by (its .attrs['by']); pass the frame summarize() returned, or give by=
+    ValueError: this frame does not say which columns it was grouped by (its .attrs['by']); pass the frame summarize() returned
     """  # noqa: E501
     by = frame.attrs.get("by")
     if by is None:
         raise ValueError(
             "this frame does not say which columns it was grouped by (its .attrs['by']); pass the "
-            f"frame {what} returned, or give by="
+            f"frame {what} returned"
         )
     missing = [col for col in by if col not in frame.columns]
     if missing:
         raise ValueError(
             f"this frame was grouped by {list(by)} but has no column {missing} any more; keep the "
-            "grouping columns of the frame, or give by="
+            "grouping columns of the frame"
         )
     return tuple(by)
 
