@@ -202,19 +202,17 @@ def require_result(frame: object, statistic: str | tuple[str, ...], plot: str, m
     )
 
 
-def label_columns(frame: pd.DataFrame, by: Sequence[str], *, minimal: bool = True) -> tuple[str, ...]:
-    """The columns of ``by`` a label needs: for the default ``by`` (``minimal``), those that tell
-    the groups apart, without repeats; a ``by`` the caller chose is shown whole.
+def label_columns(frame: pd.DataFrame, by: Sequence[str]) -> tuple[str, ...]:
+    """The columns of ``by`` a label needs: those that tell the groups apart, without repeats.
 
     ``prompt_name`` goes when ``prompt_hash`` is there (its label shows the name); a column goes
     when the others already separate the groups (``run_id`` next to ``model``).
 
-    >>> frame = pd.DataFrame({"model": ["a", "b"], "run_id": ["r1", "r2"]})
-    >>> label_columns(frame, ("model", "run_id")), label_columns(frame, ("model", "run_id"), minimal=False)
-    (('model',), ('model', 'run_id'))
+    >>> label_columns(pd.DataFrame({"model": ["a", "b"], "run_id": ["r1", "r2"]}), ("model", "run_id"))
+    ('model',)
     """
     columns = [col for col in by if not (col == "prompt_name" and "prompt_hash" in by)]
-    if not minimal or not columns or frame.empty:
+    if not columns or frame.empty:
         return tuple(columns)
     n_groups = len(frame[columns].drop_duplicates())
     for col in reversed(list(columns)):
