@@ -75,7 +75,9 @@ def described(
     (``details``: what else its plot needs, such as the arms of a comparison; ``records``: the
     input, whose prompt names it keeps for the labels, :func:`prompt_names`)."""
     frame = as_result(frame)
-    names = prompt_names(records) if isinstance(records, pd.DataFrame) else {}
+    labels_hashes = "prompt_hash" in frame.columns or details.get("on") == "prompt_hash"
+    needs_names = labels_hashes and "prompt_name" not in frame.columns  # else nothing to look up
+    names = prompt_names(records) if needs_names and isinstance(records, pd.DataFrame) else {}
     frame.attrs.update(
         details,
         **({"prompt_names": names} if names else {}),
