@@ -6,7 +6,7 @@ tests/view/test_widgets.py. The explorer counts the trials once and draws the cu
 selection once; a k change recomputes the summary from the cached counts, renders the table
 and paints the k marker onto the drawn curve (a PNG encode). The previous path, replayed here
 step by step: select the count rows again, summarize, ``DataFrame.to_html`` with a label per
-cell, and draw the whole figure with the marker (``plot_curve(k=...)`` + ``savefig``).
+cell, and draw the whole figure with the marker (``plot_curve(at_k=...)`` + ``savefig``).
 Each route runs at k values it has not seen (no cache hit), interleaved, best of
 ``--repeats`` (wall and CPU time; CPU is steadier on a shared machine). Prints both, their
 ratio, the new route's parts and the load average. Target (issue #15): ≤ 100 ms per k change.
@@ -57,7 +57,7 @@ def previous_k_change(ex: Explorer, k: int) -> tuple[str, bytes]:
     for column in ex.by:
         shown[column] = [value_label(column, v, ex.names) for v in shown[column]]
     table = shown.to_html(index=False, escape=True, border=0)
-    ax = plot_curve(curve=ex.curve(), by=ex.by, k=k, ci=ex.ci, names=ex.names)
+    ax = plot_curve(ex.curve(), at_k=k, names=ex.names)
     figure = ax.get_figure(root=True)
     assert figure is not None
     png = figure_png(figure)

@@ -33,9 +33,11 @@ def _register_accessor() -> None:
     import pandas as pd
 
     def passk(df: Any) -> Any:
-        return import_module("passk_nb.stats.accessor").PasskAccessor(df)
+        return import_module("passk_nb.view.accessor").PasskAccessor(df)
 
-    passk.__doc__ = "The statistics as methods of a frame of trial records (passk_nb.stats.accessor)."
+    passk.__doc__ = (
+        "The statistics as methods of trial records, and .plot() of a result (passk_nb.view.accessor)."
+    )
     pd.api.extensions.register_dataframe_accessor("passk")(passk)
 
 

@@ -164,20 +164,14 @@ def _millis(group: pd.DataFrame) -> int:
 def _log_figures(client: Any, run_id: str, group: pd.DataFrame, **options: Any) -> None:
     import matplotlib.pyplot as plt
 
+    from passk_nb.stats.summary import curve as curve_of
     from passk_nb.view.plots import figure_png, plot_curve
     from passk_nb.view.report_html import report_html
 
     with tempfile.TemporaryDirectory() as folder:
         curve = Path(folder) / "curve.png"
-        ax = plot_curve(
-            group,
-            by=options["by"],
-            k=options["k"],
-            ci=options["ci"],
-            n_boot=options["n_boot"],
-            seed=options["seed"],
-            infra=options["infra"],
-        )
+        statistic = {key: options[key] for key in ("by", "ci", "n_boot", "seed", "infra")}
+        ax = plot_curve(curve_of(group, **statistic), at_k=options["k"])
         figure = ax.get_figure(root=True)
         assert figure is not None  # an Axes plot_curve drew is on a figure
         curve.write_bytes(figure_png(figure))

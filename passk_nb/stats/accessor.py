@@ -1,9 +1,12 @@
-"""The ``df.passk`` accessor: the statistics as methods of a frame of trial records.
+"""The ``df.passk`` accessor: every statistic of :mod:`passk_nb.stats` as a method of a frame of
+trial records.
 
 Importing :mod:`passk_nb` registers it (this class loads on the first ``df.passk``). A frame
 without the columns the analysis needs has no ``passk`` accessor (an ``AttributeError`` naming
-the missing columns, pandas' rule for accessors). Each method is the function of the same name with the
-same keywords and defaults.
+the missing columns, pandas' rule for accessors). The methods are generated from the face: each
+function of ``passk_nb.stats.__all__`` that takes the records first (:data:`DATA_FIRST`) is a
+method of the same name, signature (less the records) and docstring, so a new statistic is on
+``df.passk`` without a line here.
 
 >>> import pandas as pd
 >>> import passk_nb
@@ -17,25 +20,50 @@ same keywords and defaults.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Iterable, Sequence
+import functools
+import inspect
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
 
-from passk_nb.stats.params import CI, INFRA, METHOD, MIN_TASKS, N_BOOT, PAIRED_METHOD, SEED
+import passk_nb.stats as _face
 
 #: Columns a frame needs for ``df.passk``.
 REQUIRED: tuple[str, ...] = ("task", "passed", "outcome")
+#: The names a function of the face gives its first parameter when it takes trial records.
+DATA_FIRST: frozenset[str] = frozenset({"df", "data", "records", "pilot"})
 
 
-def _call(module: str, name: str, *args: Any, **kwargs: Any) -> Any:
-    """``passk_nb.stats.<module>.<name>(...)``, imported on first use (scipy stays unloaded until then)."""
-    return getattr(importlib.import_module(f"passk_nb.stats.{module}"), name)(*args, **kwargs)
+def statistics() -> dict[str, Callable[..., Any]]:
+    """The functions of the stats face that take trial records first, by name."""
+    out: dict[str, Callable[..., Any]] = {}
+    for name in _face.__all__:
+        function = getattr(_face, name)
+        if inspect.isfunction(function):
+            first = next(iter(inspect.signature(function).parameters), None)
+            if first in DATA_FIRST:
+                out[name] = function
+    return out
+
+
+def _method(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` as a method passing the accessor's frame as its first argument."""
+
+    def method(self: PasskAccessor, *args: Any, **kwargs: Any) -> Any:
+        return function(self._df, *args, **kwargs)
+
+    functools.update_wrapper(method, function)
+    signature = inspect.signature(function)
+    rest = list(signature.parameters.values())[1:]
+    self_ = inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)
+    method.__signature__ = signature.replace(parameters=[self_, *rest])  # type: ignore[attr-defined]
+    method.__qualname__ = f"PasskAccessor.{function.__name__}"
+    return method
 
 
 class PasskAccessor:
-    """``df.passk.summarize``, ``.curve``, ``.compare``, ``.flips`` on this frame."""
+    """``df.passk.<statistic>(...)`` is ``passk_nb.stats.<statistic>(df, ...)``."""
 
     def __init__(self, df: pd.DataFrame) -> None:
         missing = [col for col in REQUIRED if col not in df.columns]
@@ -46,72 +74,6 @@ class PasskAccessor:
             )
         self._df = df
 
-    def summarize(
-        self,
-        *,
-        k: int,
-        by: str | Sequence[str] | None = None,
-        ci: float = CI,
-        n_boot: int = N_BOOT,
-        seed: int = SEED,
-        infra: str = INFRA,
-        method: str = METHOD,
-        min_tasks: int = MIN_TASKS,
-    ) -> pd.DataFrame:
-        """:func:`passk_nb.summarize` of this frame."""
-        options = {"by": by, "ci": ci, "n_boot": n_boot, "seed": seed, "infra": infra}
-        options |= {"method": method, "min_tasks": min_tasks}
-        return _call("summary", "summarize", self._df, k=k, **options)
 
-    def curve(
-        self,
-        ks: Iterable[int] | None = None,
-        *,
-        by: str | Sequence[str] | None = None,
-        ci: float = CI,
-        n_boot: int = N_BOOT,
-        seed: int = SEED,
-        infra: str = INFRA,
-        method: str = METHOD,
-        min_tasks: int = MIN_TASKS,
-    ) -> pd.DataFrame:
-        """:func:`passk_nb.curve` of this frame."""
-        options = {"by": by, "ci": ci, "n_boot": n_boot, "seed": seed, "infra": infra}
-        options |= {"method": method, "min_tasks": min_tasks}
-        return _call("summary", "curve", self._df, ks, **options)
-
-    def compare(
-        self,
-        *,
-        on: str = "prompt_hash",
-        a: object,
-        b: object,
-        k: int,
-        by: str | Sequence[str] | None = None,
-        ci: float = CI,
-        n_boot: int = N_BOOT,
-        seed: int = SEED,
-        infra: str = INFRA,
-        method: str = PAIRED_METHOD,
-        min_tasks: int = MIN_TASKS,
-    ) -> pd.DataFrame:
-        """:func:`passk_nb.compare` of arms ``a`` and ``b`` (values of column ``on``) in this frame."""
-        options = {"by": by, "ci": ci, "n_boot": n_boot, "seed": seed, "infra": infra}
-        options |= {"method": method, "min_tasks": min_tasks}
-        return _call("paired", "compare", self._df, on=on, a=a, b=b, k=k, **options)
-
-    def flips(
-        self,
-        *,
-        on: str = "prompt_hash",
-        a: object,
-        b: object,
-        by: str | Sequence[str] | None = None,
-        alpha: float = 0.05,
-        infra: str = INFRA,
-        test: str = "fisher",
-        family: str = "tarone",
-    ) -> pd.DataFrame:
-        """:func:`passk_nb.flips` between arms ``a`` and ``b`` (values of column ``on``) in this frame."""
-        options = {"by": by, "alpha": alpha, "infra": infra, "test": test, "family": family}
-        return _call("paired", "flips", self._df, on=on, a=a, b=b, **options)
+for _name, _function in statistics().items():
+    setattr(PasskAccessor, _name, _method(_function))

@@ -171,7 +171,10 @@ def cost_summary(
     summary = summarize(df, k=k, by=by, ci=ci, n_boot=n_boot, seed=seed, infra=infra)
     keep = [*by, "k", "pass^k", "pass^k_lo", "pass^k_hi", "trials"]
     return carry(
-        with_cost_columns(summary[keep], df, k=k, by=by, measure=measure), summary, statistic="cost_summary"
+        with_cost_columns(summary[keep], df, k=k, by=by, measure=measure),
+        summary,
+        statistic="cost_summary",
+        measure=measure,
     )
 
 

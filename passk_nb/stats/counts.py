@@ -23,6 +23,7 @@ from passk_nb.stats import _grouping
 from passk_nb.stats.checks import COUNTED_OUTCOMES, as_columns, check_infra, records_by, require_columns
 from passk_nb.stats.params import INFRA, default_by, share_docs
 from passk_nb.stats.parquet_counts import ENGINES, count_folder
+from passk_nb.stats.result import described
 
 
 @share_docs
@@ -71,11 +72,14 @@ def counts(
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {list(ENGINES)}; got engine={engine!r}")
     if isinstance(df, str | os.PathLike):
-        return count_folder(df, by=by, infra=infra, engine=engine)
-    by = default_by(df, by)
-    if is_counts_table(df):
-        return _grouping.regroup(df, by, infra)
-    return _grouping.count_trials(df, by, infra)
+        table = count_folder(df, by=by, infra=infra, engine=engine)
+        by = tuple(table.columns[: list(table.columns).index("task")])
+    else:
+        by = default_by(df, by)
+        table = (
+            _grouping.regroup(df, by, infra) if is_counts_table(df) else _grouping.count_trials(df, by, infra)
+        )
+    return described(table, "counts", by=by, infra=infra, records=df)
 
 
 #: Where a :class:`Counts` came from (``Counts.source``).

@@ -34,6 +34,7 @@ import pandas as pd
 from passk_nb.data.transcript import parse_transcript
 from passk_nb.stats.checks import require_columns
 from passk_nb.stats.params import default_by, share_docs
+from passk_nb.stats.result import described
 
 #: The step label of a reply that broke the action protocol.
 FORMAT_ERROR = "<format error>"
@@ -298,4 +299,5 @@ def action_tree(
         for path, node in ids.items()
     ]
     out = pd.DataFrame(rows, columns=["node", "parent", "depth", "action", "n_pass", "n_fail"])
-    return out.sort_values(["depth", "node"], kind="stable").reset_index(drop=True)
+    tree = out.sort_values(["depth", "node"], kind="stable").reset_index(drop=True)
+    return described(tree, "action_tree", by=(), task=tasks[0], key_args=key_args, max_depth=max_depth)

@@ -371,7 +371,7 @@ def flips(
     out["q_value"] = q_value
     out["flip"] = np.nan_to_num(q_value, nan=1.0) < alpha
     _warn_power(out, gid, reachable, alpha, test)
-    return described(out, "flips", by=by, method=test, infra=infra)
+    return described(out, "flips", by=by, method=test, infra=infra, records=df, on=on, a=a, b=b, alpha=alpha)
 
 
 def _tarone(reachable: np.ndarray, alpha: float) -> np.ndarray:

@@ -77,7 +77,7 @@ from passk_nb.stats.params import (
     TooFewTasksWarning,
     share_docs,
 )
-from passk_nb.stats.result import described, result_by
+from passk_nb.stats.result import Result, described, result_by
 
 #: The metrics, in the order they appear in long frames.
 METRICS: tuple[str, ...] = ("pass@k", "pass^k")
@@ -86,7 +86,7 @@ METRICS: tuple[str, ...] = ("pass@k", "pass^k")
 DECLINED = "declined: too few tasks"
 
 
-class Summary(pd.DataFrame):
+class Summary(Result):
     """What :func:`summarize` returns: a DataFrame whose notebook display leads with what
     ``passk report`` prints — the grouping columns that differ, pass@k and pass^k with their
     intervals, the fixed-task interval and the trials — and names the other columns, which
@@ -298,7 +298,7 @@ def summarize(
     _warn_coverage(out, by, k)
     warn_declined(out, by, min_tasks)
     summary = Summary(_with_infra_bound(out, table, by, k, infra, grouping))
-    return described(summary, "summarize", by=by, k=k, ci=ci, method=method, infra=infra)
+    return described(summary, "summarize", by=by, k=k, ci=ci, method=method, infra=infra, records=df)
 
 
 def _with_infra_bound(
@@ -435,7 +435,7 @@ def curve(
     ]
     out = pd.concat(long, ignore_index=True)
     out = out.sort_values([*by, "metric", "k"], kind="stable").reset_index(drop=True)
-    return described(out, "curve", by=by, k=ks, ci=ci, method=method, infra=infra)
+    return described(out, "curve", by=by, k=ks, ci=ci, method=method, infra=infra, records=df)
 
 
 def separate_intervals(

@@ -1,11 +1,12 @@
 """view: tables, plots and widgets of what :mod:`passk_nb.stats` returns. A plot draws numbers
-a statistic computed (never its own), takes ``ax=`` and returns its axes.
+a statistic computed (never its own): it takes that statistic's result and drawing options only
+(``ax=``, ``title=``, ...) and returns its axes. ``result.plot()`` picks the plot for a result.
 
->>> import passk_nb.view as view, pandas as pd
+>>> import passk_nb.stats as stats, passk_nb.view as view, pandas as pd
 >>> passed = [True, True, True, True, False, True]
 >>> trials = pd.DataFrame({"task": ["a"] * 3 + ["b"] * 3, "passed": passed,
 ...                        "outcome": ["pass" if p else "wrong_state" for p in passed]})
->>> ax = view.plot_curve(trials, by=(), n_boot=0)
+>>> ax = view.plot_curve(stats.curve(trials, by=(), n_boot=0))  # or stats.curve(...).plot()
 >>> ax.get_xlabel()
 'k (number of tries)'
 >>> import matplotlib.pyplot as plt; plt.close("all")

@@ -1,5 +1,5 @@
 """What every plot shares: a new Axes when none is given, the title, the legend outside the data,
-the choice between records and a precomputed frame, and which group columns a label needs.
+the one check that a plot was handed the result it draws, and which group columns a label needs.
 
 >>> ax = new_axes(None)
 >>> set_title(ax, None, "default title"); ax.get_title(loc="left")
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
 import matplotlib.pyplot as plt
@@ -177,49 +177,42 @@ def legend_below(ax: Axes, **options: Any) -> None:
     )
 
 
-def data_or_frame(
-    data: pd.DataFrame | None, frame: pd.DataFrame | None, name: str, keyword: str = ""
-) -> None:
-    """Raise unless exactly one of trial records (``data``) and a ``name()`` frame is given (as
-    ``keyword=``, by default ``name=``).
+def require_result(frame: object, statistic: str | tuple[str, ...], plot: str, make: str) -> pd.DataFrame:
+    """``frame`` when it is what the statistic ``statistic`` returned (its ``.attrs['statistic']``,
+    :mod:`passk_nb.stats.result`); else the one error every plot gives: what it draws and the call
+    that makes it (``make``, e.g. ``passk_nb.curve(df)``).
 
-    >>> data_or_frame(None, None, "plan")
+    >>> require_result(pd.DataFrame({"task": ["a"]}), "curve", "plot_curve", "passk_nb.curve(df)")
     Traceback (most recent call last):
     ...
-    ValueError: give trial records as data, or a plan() frame as plan=, not both or neither
-    """
-    if (data is None) == (frame is None):
-        raise ValueError(
-            f"give trial records as data, or a {name}() frame as {keyword or name}=, not both or neither"
-        )
+    TypeError: plot_curve draws what curve() returns; this is a frame without .attrs['statistic'] (trial records?). Compute it first: passk_nb.view.plot_curve(passk_nb.curve(df)), or passk_nb.curve(df).plot()
+    """  # noqa: E501
+    names = (statistic,) if isinstance(statistic, str) else statistic
+    if isinstance(frame, pd.DataFrame) and frame.attrs.get("statistic") in names:
+        return frame
+    if not isinstance(frame, pd.DataFrame):
+        got = f"a {type(frame).__name__}"
+    elif frame.attrs.get("statistic"):
+        got = f"what {frame.attrs['statistic']}() returned"
+    else:
+        got = "a frame without .attrs['statistic'] (trial records?)"
+    raise TypeError(
+        f"{plot} draws what {names[0]}() returns; this is {got}. Compute it first: "
+        f"passk_nb.view.{plot}({make}), or {make}.plot()"
+    )
 
 
-def require_frame(frame: pd.DataFrame, columns: Collection[str], name: str, how: str) -> None:
-    """Raise when the ``name=`` frame lacks a column the statistic ``how`` returns."""
-    missing = sorted(set(columns) - set(frame.columns))
-    if missing:
-        raise ValueError(f"{name}= takes the frame {how} returns; this one lacks columns {missing}")
-
-
-def reject_frame(data: pd.DataFrame, columns: Collection[str], name: str) -> None:
-    """Raise when ``data`` is a ``name()`` frame rather than trial records."""
-    if set(columns) <= set(data.columns):
-        raise ValueError(f"data looks like a {name}() frame, not trial records: pass it as {name}=frame")
-
-
-def label_columns(frame: pd.DataFrame, by: Sequence[str], *, minimal: bool = True) -> tuple[str, ...]:
-    """The columns of ``by`` a label needs: for the default ``by`` (``minimal``), those that tell
-    the groups apart, without repeats; a ``by`` the caller chose is shown whole.
+def label_columns(frame: pd.DataFrame, by: Sequence[str]) -> tuple[str, ...]:
+    """The columns of ``by`` a label needs: those that tell the groups apart, without repeats.
 
     ``prompt_name`` goes when ``prompt_hash`` is there (its label shows the name); a column goes
     when the others already separate the groups (``run_id`` next to ``model``).
 
-    >>> frame = pd.DataFrame({"model": ["a", "b"], "run_id": ["r1", "r2"]})
-    >>> label_columns(frame, ("model", "run_id")), label_columns(frame, ("model", "run_id"), minimal=False)
-    (('model',), ('model', 'run_id'))
+    >>> label_columns(pd.DataFrame({"model": ["a", "b"], "run_id": ["r1", "r2"]}), ("model", "run_id"))
+    ('model',)
     """
     columns = [col for col in by if not (col == "prompt_name" and "prompt_hash" in by)]
-    if not minimal or not columns or frame.empty:
+    if not columns or frame.empty:
         return tuple(columns)
     n_groups = len(frame[columns].drop_duplicates())
     for col in reversed(list(columns)):

@@ -11,7 +11,9 @@ figure, not drawn at zero.
 ...                    "passed": [True, False, True, True] + [True] * 4,
 ...                    "input_tokens": 1000, "output_tokens": 100})
 >>> df["outcome"] = df["passed"].map({True: "pass", False: "wrong_state"})
->>> ax = plot_cost(df, k=2, prices={"cheap": (0.1, 0.4), "dear": (3.0, 15.0)}, n_boot=0)
+>>> from passk_nb.stats.cost import cost_summary, with_cost
+>>> priced = with_cost(df, prices={"cheap": (0.1, 0.4), "dear": (3.0, 15.0)})
+>>> ax = plot_cost(cost_summary(priced, k=2, n_boot=0))
 >>> [(c.get_label(), c.lines[0].get_xdata()[0]) for c in ax.containers]
 [('cheap', 0.00056), ('dear', 0.009)]
 >>> import matplotlib.pyplot as plt; plt.close("all")
@@ -19,29 +21,17 @@ figure, not drawn at zero.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from passk_nb.stats.cost import Prices, cost_summary, with_cost
-from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, share_docs
-from passk_nb.stats.result import result_by
-from passk_nb.view.axes import (
-    data_or_frame,
-    label_columns,
-    legend_outside,
-    new_axes,
-    plain_text,
-    require_frame,
-    set_title,
-)
+from passk_nb.stats.params import share_docs
+from passk_nb.stats.result import result_by, result_ci
+from passk_nb.view.axes import label_columns, legend_outside, new_axes, plain_text, require_result, set_title
 from passk_nb.view.labels import figure_labels, group_colors, prompt_names
 
 #: What the x axis can show: the cost of one trial, of k trials of one task, of one reliable success.
 X_CHOICES = ("trial", "task", "reliable_success")
-_COST_COLUMNS = frozenset({"k", "pass^k", "pass^k_lo", "pass^k_hi", "n_measured", "per_trial"})
 
 
 def _unit(measure: str) -> str:
@@ -51,41 +41,20 @@ def _unit(measure: str) -> str:
 @plain_text
 @share_docs
 def plot_cost(
-    data: pd.DataFrame | None = None,
+    cost: pd.DataFrame,
     *,
-    cost: pd.DataFrame | None = None,
-    k: int | None = None,
-    by: str | Sequence[str] | None = None,
     x: str = "reliable_success",
-    measure: str = "cost_usd",
-    price_in: float | None = None,
-    price_out: float | None = None,
-    prices: Prices = None,
-    ci: float = CI,
-    n_boot: int = N_BOOT,
-    seed: int = SEED,
-    infra: str = INFRA,
     logx: bool | None = None,
     ax: Axes | None = None,
     title: str | None = None,
 ) -> Axes:
     """pass^k (with its interval) against what it costs: one point per configuration.
 
-    data: trial records with a ``measure`` column (``cost_usd`` from
-    :func:`passk_nb.stats.cost.with_cost`), or with token counts and ``price_in``/``price_out``
-    (USD per million tokens) or ``prices`` (per model) to price them here.
-    cost: instead of ``data``, a frame :func:`~passk_nb.stats.cost.cost_summary` returned.
-    k: the k of pass^k (required with ``data``).
-    {by}
+    cost: what :func:`passk_nb.stats.cost_summary` returned (its k, groups and measure, the
+    per-trial column such as ``cost_usd`` or ``latency_s``, come from the frame).
     x: ``"reliable_success"`` (default): the expected spend until a task succeeds k times in
     a row, k × cost per trial / pass^k, with its interval from pass^k's (horizontal bars);
     ``"trial"``: the mean cost of one trial; ``"task"``: of k trials of one task.
-    measure: the per-trial column: ``cost_usd``, or ``latency_s`` (wall time) for a local
-    model without prices.
-    {ci}
-    {n_boot}
-    {seed}
-    {infra}
     logx: a log-scale cost axis (default: when the costs span more than a factor of 20).
     {ax}
     {title}
@@ -100,37 +69,14 @@ def plot_cost(
     """
     if x not in X_CHOICES:
         raise ValueError(f"x={x!r}: choose one of {', '.join(map(repr, X_CHOICES))}")
-    names: dict[str, str] = {}
-    data_or_frame(data, cost, "cost_summary", "cost")
-    if cost is not None:
-        require_frame(cost, _COST_COLUMNS, "cost", "cost_summary()")
-        summary = cost
-        k = int(summary["k"].iloc[0])
-        minimal = by is None
-        group_by = (
-            result_by(summary, "cost_summary()")
-            if by is None
-            else ((by,) if isinstance(by, str) else tuple(by))
-        )
-    else:
-        assert data is not None
-        if k is None:
-            raise ValueError("give k=: the cost of one reliable success is the cost of k successes in a row")
-        if price_in is not None or price_out is not None or prices is not None:
-            data = with_cost(data, price_in=price_in, price_out=price_out, prices=prices)
-        elif measure not in data.columns:
-            raise ValueError(
-                f"the records have no {measure!r} column: price their tokens with price_in= and price_out= "
-                "(USD per million tokens) or prices={model: (in, out)}, or use measure='latency_s' "
-                "(wall time) for a local model"
-            )
-        minimal = by is None
-        summary = cost_summary(
-            data, k=k, by=by, measure=measure, ci=ci, n_boot=n_boot, seed=seed, infra=infra
-        )
-        group_by = result_by(summary, "cost_summary()")
-        names = prompt_names(data)
-    shown_by = label_columns(summary, group_by, minimal=minimal)
+    make = "passk_nb.stats.cost_summary(df, k=...)"
+    summary = require_result(cost, "cost_summary", "plot_cost", make)
+    k = int(summary.attrs["k"])
+    measure = str(summary.attrs.get("measure", "cost_usd"))
+    group_by = result_by(summary, make)
+    ci = result_ci(summary, None, make)
+    names = prompt_names(summary)
+    shown_by = label_columns(summary, group_by)
     labelled, described = figure_labels(summary, group_by, shown=shown_by, names=names)
     labels = labelled.tolist()
     column = {"trial": "per_trial", "task": "per_trial", "reliable_success": "per_reliable_success"}[x]

@@ -14,7 +14,7 @@ run and a static viewer.
 ...     {"run_id": "r", "suite": "s", "task": task, "trial": i, "model": "toy", "prompt_hash": "p",
 ...      "passed": i < c, "outcome": "pass" if i < c else "wrong_state"}
 ...     for task, c in [("a", 4), ("b", 3), ("c", 1)] for i in range(4))
->>> image = render_curve(curve(df, by="model", n_boot=0), by=("model",))
+>>> image = render_curve(curve(df, by="model", n_boot=0))
 >>> image.pixels.shape[2], image.png(2)[:4]
 (4, b'\\x89PNG')
 >>> int((image.with_marker(2) != image.pixels).any(axis=2).any(axis=0).sum())  # one column of pixels
@@ -33,12 +33,11 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from PIL import Image  # Pillow: a dependency of matplotlib, which encodes its PNGs with it
 
-from passk_nb.stats.params import CI
 from passk_nb.view.plots import plot_curve
 
 #: Pixels per inch of the rendered curve (as :func:`passk_nb.view.plots.figure_png`).
 DPI = 100
-#: The k marker: grey (as ``plot_curve(k=...)``'s line), dotted: ``DOT`` pixels on, ``DOT`` off.
+#: The k marker: grey (as ``plot_curve(at_k=...)``'s line), dotted: ``DOT`` pixels on, ``DOT`` off.
 MARKER_RGBA = (102, 102, 102, 255)
 DOT = 2
 
@@ -77,13 +76,11 @@ class CurveImage:
         return buffer.getvalue()
 
 
-def render_curve(
-    curve: pd.DataFrame, *, by: tuple[str, ...], ci: float = CI, names: dict[str, str] | None = None
-) -> CurveImage:
-    """Draw ``plot_curve(curve=curve, by=by, ci=ci, names=names)`` (no k marker) at :data:`DPI`
+def render_curve(curve: pd.DataFrame, *, names: dict[str, str] | None = None) -> CurveImage:
+    """Draw ``plot_curve(curve, names=names)`` (no k marker) at :data:`DPI`
     with the Agg renderer, whatever the notebook's backend, and keep its pixels and where
     k maps to on them (from the axes' data-to-pixel transform)."""
-    ax = plot_curve(curve=curve, by=by, ci=ci, names=names)
+    ax = plot_curve(curve, names=names)
     figure = ax.get_figure(root=True)
     assert figure is not None  # an Axes drawn by plot_curve always has one
     plt.close(figure)  # out of pyplot's figure list; it is drawn below and then dropped

@@ -5,7 +5,8 @@
 >>> get, ok = {"tool": "get", "args": {"id": "A"}}, {"answer": "done"}
 >>> df = pd.DataFrame({"task": "t", "passed": [True, True, False], "outcome": ["pass", "pass", "wrong_state"],
 ...                    "transcript": [replies(get, ok), replies(get, ok), replies(ok)]})
->>> ax = plot_divergence(df)
+>>> from passk_nb.stats.divergence import action_tree
+>>> ax = plot_divergence(action_tree(df))
 >>> sorted(t.get_text() for t in ax.texts if "✓" in t.get_text())
 ['0✓ 1✗', '2✓ 0✗', '2✓ 0✗']
 >>> import matplotlib.pyplot as plt; plt.close("all")
@@ -13,14 +14,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 
-from passk_nb.stats.divergence import action_tree
-from passk_nb.view.axes import legend_outside, new_axes, plain_text
+from passk_nb.view.axes import legend_outside, new_axes, plain_text, require_result
 from passk_nb.view.labels import OUTCOME_COLORS, cut_text
 
 #: Edge colours: every trial through the edge passed, failed, or both.
@@ -31,11 +29,8 @@ MAX_LABEL = 34
 
 @plain_text
 def plot_divergence(
-    data: pd.DataFrame,
-    task: str | None = None,
+    tree: pd.DataFrame,
     *,
-    key_args: Mapping[str, Sequence[str]] | None = None,
-    max_depth: int | None = None,
     ax: Axes | None = None,
     title: str | None = None,
 ) -> Axes:
@@ -46,12 +41,12 @@ def plot_divergence(
     one failing) and drawn green when only passing trials took it, vermillion when only
     failing ones did, grey when both; its width grows with the count. A bold vermillion
     edge leaving a path that passing trials took is where failing trials part ways (the
-    rows of :func:`passk_nb.stats.divergence.divergence`). ``data`` must hold one
-    configuration; ``task`` picks the task when it holds several. The numbers come from
-    :func:`passk_nb.stats.divergence.action_tree`. Returns the Axes.
+    rows of :func:`passk_nb.stats.divergence.divergence`). ``tree`` is what
+    :func:`passk_nb.stats.action_tree` returned for one task of one configuration. Returns the Axes.
     """
-    tree = action_tree(data, task, key_args=key_args, max_depth=max_depth)
-    task_name = task if task is not None else str(data["task"].iloc[0])
+    make = "passk_nb.stats.action_tree(df, task)"
+    tree = require_result(tree, "action_tree", "plot_divergence", make)
+    task_name = str(tree.attrs["task"])
     if ax is None:
         depth = int(tree["depth"].max()) if len(tree) else 1
         leaves = max(1, int((~tree["node"].isin(tree["parent"])).sum()))

@@ -1,43 +1,29 @@
 """Plots beyond the trials you ran: the pass^K forecast, the plan, the ranking.
 
-Each function takes trial records (``data``, first) and computes its statistic, or the frame
-the statistic already returned, by its name (``forecast=``, ``plan=``, ``rank=``), draws on
-``ax`` (a new figure when None) and returns the Axes. Colours come from the Okabe–Ito
-palette; groups are labelled by the values that differ among them, and a figure of one group
-says once, in its title, what the group is (:func:`passk_nb.view.labels.figure_labels`).
+Each function takes the frame its statistic returned (``plot_forecast(passk_nb.forecast(df))``,
+or ``passk_nb.forecast(df).plot()``), draws on ``ax`` (a new figure when None) and returns the
+Axes. Colours come from the Okabe–Ito palette; groups are labelled by the values that differ
+among them, and a figure of one group says once, in its title, what the group is
+(:func:`passk_nb.view.labels.figure_labels`).
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from passk_nb.stats.design import planner as _planner
-from passk_nb.stats.forecast import KS
-from passk_nb.stats.forecast import forecast as forecast_of
-from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, share_docs
-from passk_nb.stats.rank import rank as rank_of
-from passk_nb.view.axes import data_or_frame, legend_outside, new_axes, plain_text, require_frame, set_title
+from passk_nb.stats.params import share_docs
+from passk_nb.stats.result import result_ci
+from passk_nb.view.axes import legend_outside, new_axes, plain_text, require_result, set_title
 from passk_nb.view.labels import PALETTE, figure_labels, group_colors
-
-_FORECAST_COLUMNS = ("k", "pass^k", "lo", "hi", "observed", "share_always", "min_n")
 
 
 @plain_text
 @share_docs
 def plot_forecast(
-    data: pd.DataFrame | None = None,
+    forecast: pd.DataFrame,
     *,
-    forecast: pd.DataFrame | None = None,
-    ks: Sequence[int] = KS,
-    by: str | Sequence[str] | None = None,
-    ci: float = CI,
-    n_boot: int = N_BOOT,
-    seed: int = SEED,
-    infra: str = INFRA,
     ax: Axes | None = None,
     title: str | None = None,
 ) -> Axes:
@@ -48,13 +34,7 @@ def plot_forecast(
     model (``bound_lo``/``bound_hi``), and the k range beyond the trials run shaded and marked
     "extrapolation". A declined forecast draws only the observed points and the bounds, and says why.
 
-    data: trial records (the forecast is computed with :func:`passk_nb.stats.forecast.forecast`).
-    forecast: instead of ``data``, the frame ``forecast`` returned.
-    {by}
-    {ci}
-    {n_boot}
-    {seed}
-    {infra}
+    forecast: what :func:`passk_nb.forecast` returned (its level comes from its ``.attrs``).
     {ax}
     {title}
 
@@ -64,17 +44,14 @@ def plot_forecast(
     >>> passed = rng.random((24, 4)) < p[:, None]
     >>> df = pd.DataFrame({"task": np.repeat(np.arange(24), 4), "passed": passed.ravel()})
     >>> df["outcome"] = np.where(df["passed"], "pass", "wrong_state")
-    >>> ax = plot_forecast(df, by=(), n_boot=100)
+    >>> from passk_nb.stats.forecast import forecast
+    >>> ax = plot_forecast(forecast(df, by=(), n_boot=100))
     >>> ax.get_xscale(), ax.get_ylabel()
     ('log', 'pass^k')
     >>> import matplotlib.pyplot as plt; plt.close("all")
     """
-    data_or_frame(data, forecast, "forecast")
-    if forecast is None:
-        assert data is not None
-        forecast = forecast_of(data, ks=ks, by=by, ci=ci, n_boot=n_boot, seed=seed, infra=infra)
-    require_frame(forecast, _FORECAST_COLUMNS, "forecast", "passk_nb.forecast(df)")
-    data = forecast
+    data = require_result(forecast, "forecast", "plot_forecast", "passk_nb.forecast(df)")
+    ci = result_ci(data, None, "passk_nb.forecast(df)")
     group_cols = _group_columns(data)
     labels, described = figure_labels(data, group_cols)
     ax = new_axes(ax)
@@ -116,22 +93,16 @@ def plot_forecast(
 @plain_text
 @share_docs
 def plot_plan(
-    data: pd.DataFrame | None = None,
+    plan: pd.DataFrame,
     *,
-    plan: pd.DataFrame | None = None,
-    k: int = 1,
     y: str = "halfwidth_new",
-    tasks: Sequence[int] | None = None,
-    trials: Sequence[int] | None = None,
     ax: Axes | None = None,
     title: str | None = None,
 ) -> Axes:
     """A plan's ``y`` (half-width, detectable difference or power) against trials per task,
     one line per number of tasks.
 
-    data: pilot records (the plan is computed with :func:`passk_nb.stats.design.planner.plan`).
-    plan: instead of ``data``, the frame ``plan`` returned.
-    {k}
+    plan: what :func:`passk_nb.plan` returned (select rows, such as some numbers of tasks, first).
     y: the column to draw: halfwidth_new, halfwidth_these, mdd_new, mdd_these, power_new, power_these.
     {ax}
     {title}
@@ -141,16 +112,13 @@ def plot_plan(
     >>> passed = rng.random((20, 8)) < rng.beta(2, 1, 20)[:, None]
     >>> df = pd.DataFrame({"task": np.repeat(np.arange(20), 8), "passed": passed.ravel()})
     >>> df["outcome"] = np.where(df["passed"], "pass", "wrong_state")
-    >>> ax = plot_plan(df, k=2, tasks=[20, 40])
+    >>> from passk_nb.stats.design.planner import plan
+    >>> ax = plot_plan(plan(df, k=2, tasks=[20, 40]))
     >>> len(ax.get_lines())
     2
     >>> import matplotlib.pyplot as plt; plt.close("all")
     """
-    data_or_frame(data, plan, "plan")
-    if plan is None:
-        assert data is not None
-        plan = _planner.plan(data, k=k, tasks=tasks, trials=trials)
-    data = plan
+    data = require_result(plan, "plan", "plot_plan", "passk_nb.plan(df, k=...)")
     if y not in data.columns:
         raise ValueError(f"y must be a column of the plan, e.g. 'halfwidth_new'; got y={y!r}")
     ax = new_axes(ax)
@@ -173,13 +141,8 @@ def plot_plan(
 @plain_text
 @share_docs
 def plot_rank(
-    data: pd.DataFrame | None = None,
+    rank: pd.DataFrame,
     *,
-    rank: pd.DataFrame | None = None,
-    on: str = "model",
-    k: int = 1,
-    n_boot: int = N_BOOT,
-    seed: int = SEED,
     ax: Axes | None = None,
     title: str | None = None,
 ) -> Axes:
@@ -187,12 +150,7 @@ def plot_rank(
     the arms not shown worse than its top arm; see :func:`~passk_nb.stats.rank.rank`), with each
     arm's rank interval.
 
-    data: trial records (the ranking is computed with :func:`passk_nb.stats.rank.rank`).
-    rank: instead of ``data``, the frame ``rank`` returned.
-    on: the column whose values are the arms.
-    {k}
-    {n_boot}
-    {seed}
+    rank: what :func:`passk_nb.rank` returned.
     {ax}
     {title}
 
@@ -202,16 +160,14 @@ def plot_rank(
     >>> rows = [(m, t, bool(rng.random() < p[m])) for m in p for t in range(20) for _ in range(4)]
     >>> df = pd.DataFrame(rows, columns=["model", "task", "passed"])
     >>> df["outcome"] = np.where(df["passed"], "pass", "wrong_state")
-    >>> ax = plot_rank(df, k=1, n_boot=200)
+    >>> from passk_nb.stats.rank import rank
+    >>> ax = plot_rank(rank(df, k=1, n_boot=200))
     >>> [t.get_text() for t in ax.get_yticklabels()]
     ['a  (rank 1–2)', 'b  (rank 1–2)', 'c  (rank 3–3)']
     >>> import matplotlib.pyplot as plt; plt.close("all")
     """
-    data_or_frame(data, rank, "rank")
-    if rank is None:
-        assert data is not None
-        rank = rank_of(data, on=on, k=k, n_boot=n_boot, seed=seed)
-    data = rank.sort_values("rank").reset_index(drop=True)
+    make = "passk_nb.rank(df, on=..., k=...)"
+    data = require_result(rank, "rank", "plot_rank", make).sort_values("rank").reset_index(drop=True)
     ax = new_axes(ax, (7.5, 0.45 * len(data) + 1.2))
     y = np.arange(len(data))[::-1]
     for tier in sorted(data["tier"].unique()):

@@ -9,6 +9,7 @@ import pandas as pd
 
 from passk_nb.data.records import NOTHING_APPLIED
 from passk_nb.stats.checks import as_columns
+from passk_nb.stats.result import prompt_names
 
 #: Okabe–Ito colours, in the order groups receive them.
 PALETTE: tuple[str, ...] = (
@@ -224,14 +225,6 @@ def format_value(column: str, value: object, names: dict[str, str]) -> str:
     if column in NOTHING_APPLIED:
         return f"{column}: {value}"
     return str(value)
-
-
-def prompt_names(frame: pd.DataFrame) -> dict[str, str]:
-    """``{prompt_hash: prompt_name}`` from a frame of records (empty when it lacks either column)."""
-    if not {"prompt_hash", "prompt_name"} <= set(frame.columns):
-        return {}
-    pairs = frame[["prompt_hash", "prompt_name"]].dropna().drop_duplicates("prompt_hash")
-    return {str(h): str(n) for h, n in zip(pairs["prompt_hash"], pairs["prompt_name"], strict=True) if n}
 
 
 def join_nonempty(*values: Any, sep: str) -> str:

@@ -1,11 +1,9 @@
 """Matplotlib plots of trial records: curves, per-task heatmaps, prompt flips, outcomes.
 
-Every function takes the trial records as ``data``, or the frame the matching statistic
-returned through an explicit keyword (``plot_curve(curve=frame)``, ``plot_flips(flips=frame)``),
-draws on ``ax`` (a new figure when None) and returns the Axes. They share the keyword
-vocabulary of :mod:`passk_nb.stats.params`: ``by`` (default None: every identity column, so
-configurations are never pooled; one colour, row or bar per group), ``k``, ``ci``, ``n_boot``,
-``seed``, ``infra``, ``title`` (None: a default title; ``""``: none).
+A plot draws what its statistic returned (``plot_curve(passk_nb.curve(df))``, also written
+``passk_nb.curve(df).plot()``), reading the groups and the interval level from the result's
+``.attrs``; it takes only drawing options, draws on ``ax`` (a new figure when None) and returns
+the Axes. ``title``: None, a default title; ``""``, none.
 Group colours come from the Okabe–Ito palette and each outcome has a fixed colour, all safe for
 colour-blind readers; legends sit outside the data area. Groups are labelled by the values that
 differ among them, with prompt hashes shown as ``name (hash)`` when the records carry
@@ -17,7 +15,8 @@ title's last line.
 ...     {"run_id": "r", "suite": "s", "task": task, "trial": i, "model": "toy", "prompt_hash": "p",
 ...      "passed": i < c, "outcome": "pass" if i < c else "wrong_state"}
 ...     for task, c in [("a", 4), ("b", 3), ("c", 1)] for i in range(4))
->>> ax = plot_curve(df, by=("model", "prompt_hash"), n_boot=200)
+>>> from passk_nb.stats.summary import curve
+>>> ax = plot_curve(curve(df, by=("model", "prompt_hash"), n_boot=200))
 >>> [line.get_label() for line in ax.get_lines()]  # one group: its fields come once, in the title
 ['all trials — pass@k', 'all trials — pass^k']
 >>> ax.get_title(loc="left").splitlines()[-1]
@@ -41,23 +40,20 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from passk_nb.stats import paired as _paired
 from passk_nb.stats import summary as _summary
 from passk_nb.stats.counts import UNCOUNTED_FAILURE, outcome_counts
-from passk_nb.stats.params import CI, INFRA, METHOD, MIN_TASKS, N_BOOT, SEED, default_by, share_docs
+from passk_nb.stats.params import share_docs
 from passk_nb.stats.result import result_by, result_ci
 from passk_nb.stats.summary import METRICS
 from passk_nb.view.axes import (
     TICK_WIDTH,
-    data_or_frame,
     label_columns,
     label_inches,
     legend_below,
     legend_outside,
     new_axes,
     plain_text,
-    reject_frame,
-    require_frame,
+    require_result,
     set_title,
     wrap_fields,
 )
@@ -88,19 +84,10 @@ _METRIC_NAME = {
 @plain_text
 @share_docs
 def plot_curve(
-    data: pd.DataFrame | None = None,
+    curve: pd.DataFrame,
     *,
-    curve: pd.DataFrame | None = None,
-    ks: Sequence[int] | None = None,
-    by: str | Sequence[str] | None = None,
     metrics: Sequence[str] = METRICS,
-    k: int | None = None,
-    ci: float | None = None,
-    n_boot: int = N_BOOT,
-    seed: int = SEED,
-    infra: str = INFRA,
-    method: str = METHOD,
-    min_tasks: int = MIN_TASKS,
+    at_k: int | None = None,
     bands: bool = True,
     names: dict[str, str] | None = None,
     ax: Axes | None = None,
@@ -108,21 +95,12 @@ def plot_curve(
 ) -> Axes:
     """pass@k and pass^k against k: one colour per group of ``by``, one line style per metric.
 
-    data: trial records; the curve is computed with :func:`passk_nb.stats.summary.curve`.
-    curve: instead of ``data``, a frame :func:`~passk_nb.stats.summary.curve` returned (``by``
-    and ``ci`` then default to those it was computed with; a different ``ci`` is an error).
-    {ks}
-    {by}
+    curve: what :func:`passk_nb.curve` returned (its groups and interval level come from its
+    ``.attrs``; select rows, such as some ks, before drawing).
     metrics: which of pass@k and pass^k to draw.
-    k: mark this k with a vertical line.
-    {ci}
-    {n_boot}
-    {seed}
-    {infra}
-    {method}
-    {min_tasks}
+    at_k: mark this k with a vertical line.
     bands: shade the intervals.
-    names: ``{prompt_hash: prompt_name}`` for the labels (default: from ``data`` or ``curve``).
+    names: ``{prompt_hash: prompt_name}`` for the labels (default: from ``curve``).
     {ax}
     {title}
 
@@ -139,7 +117,8 @@ def plot_curve(
     ...      "passed": i < c, "outcome": "pass" if i < c else "wrong_state"}
     ...     for m, cs in [("big", (4, 4, 3, 4, 2)), ("small", (4, 1, 0, 2, 0))]
     ...     for task, c in zip("abcde", cs) for i in range(4))
-    >>> ax = plot_curve(df, by="model", n_boot=200, k=2)
+    >>> from passk_nb.stats.summary import curve
+    >>> ax = plot_curve(curve(df, by="model", n_boot=200), at_k=2)
     >>> len([line for line in ax.get_lines() if not line.get_label().startswith("_")])  # 2 models x 2 metrics
     4
     >>> ax.get_xlabel()
@@ -149,26 +128,11 @@ def plot_curve(
     unknown = [m for m in metrics if m not in METRICS]
     if unknown or not metrics:
         raise ValueError(f"metrics must be a non-empty subset of {list(METRICS)}; got {list(metrics)}")
-    data_or_frame(data, curve, "curve")
-    if curve is not None:
-        require_frame(curve, _CURVE_COLUMNS, "curve", "passk_nb.curve(df)")
-        frame = curve if ks is None else curve[curve["k"].isin(list(ks))]
-        minimal = by is None
-        by = result_by(curve, "passk_nb.curve(df)") if by is None else default_by(frame, by)
-        ci = result_ci(curve, ci, "passk_nb.curve(df)")
-        names_ = prompt_names(frame)
-    else:
-        assert data is not None
-        reject_frame(data, _CURVE_COLUMNS, "curve")
-        minimal = by is None
-        by = default_by(data, by)
-        ci = CI if ci is None else ci
-        frame = _summary.curve(
-            data, ks, by=by, ci=ci, n_boot=n_boot, seed=seed, infra=infra, method=method, min_tasks=min_tasks
-        )
-        names_ = prompt_names(data)
+    frame = require_result(curve, "curve", "plot_curve", "passk_nb.curve(df)")
+    by = result_by(frame, "passk_nb.curve(df)")
+    ci = result_ci(frame, None, "passk_nb.curve(df)")
     labels, described = figure_labels(
-        frame, by, shown=label_columns(frame, by, minimal=minimal), names={**names_, **(names or {})}
+        frame, by, shown=label_columns(frame, by), names={**prompt_names(frame), **(names or {})}
     )
     ax = new_axes(ax)
     group_handles: list[Line2D] = []
@@ -219,8 +183,8 @@ def plot_curve(
                 linewidth=0,
                 label="_gap",
             )
-    if k is not None:
-        ax.axvline(k, color="0.4", linewidth=1, linestyle=":", label="_k")
+    if at_k is not None:
+        ax.axvline(at_k, color="0.4", linewidth=1, linestyle=":", label="_k")
     ax.set_xlabel("k (number of tries)")
     ax.set_ylabel("estimate (mean over tasks)" if "task" not in by else "estimate")
     ax.set_ylim(-0.03, 1.03)
@@ -256,17 +220,12 @@ def plot_curve(
     return ax
 
 
-_CURVE_COLUMNS = frozenset({"k", "metric", "value", "lo", "hi", "fixed_lo", "fixed_hi"})
-
-
 @plain_text
 @share_docs
 def plot_tasks(
-    data: pd.DataFrame,
+    counts: pd.DataFrame,
     *,
-    by: str | Sequence[str] | None = None,
-    k: int | None = None,
-    infra: str = INFRA,
+    at_k: int | None = None,
     cmap: str = "cividis",
     transpose: bool = False,
     ax: Axes | None = None,
@@ -274,10 +233,8 @@ def plot_tasks(
 ) -> Axes:
     """Heatmap of per-task success: one row per task, one column per group of ``by``.
 
-    {df}
-    {by}
-    k: colour by the unbiased pass^k at this k instead of the success rate.
-    {infra}
+    counts: what :func:`passk_nb.counts` returned (one row per group and task).
+    at_k: colour by the unbiased pass^k at this k instead of the success rate.
     cmap: the matplotlib colormap.
     transpose: one row per group and one column per task instead (for more groups than tasks:
     the figure then grows down, with its rows).
@@ -285,7 +242,7 @@ def plot_tasks(
     {title}
 
     Each cell shows the counts ``successes/trials`` (e.g. ``3/4``) and is coloured by
-    the success rate, or by the unbiased pass^k when ``k`` is given (then also written
+    the success rate, or by the unbiased pass^k when ``at_k`` is given (then also written
     in the cell). Cells of tasks a group never ran say "–".
 
     >>> from passk_nb.data.records import frame_from_records
@@ -293,20 +250,24 @@ def plot_tasks(
     ...     {"run_id": "r", "suite": "s", "task": task, "trial": i, "model": "toy",
     ...      "passed": i < c, "outcome": "pass" if i < c else "wrong_state"}
     ...     for task, c in [("a", 4), ("b", 3)] for i in range(4))
-    >>> ax = plot_tasks(df, by="model")
+    >>> from passk_nb.stats.counts import counts
+    >>> ax = plot_tasks(counts(df, by="model"))
     >>> sorted(t.get_text() for t in ax.texts)
     ['3/4', '4/4']
     >>> import matplotlib.pyplot as plt; plt.close("all")
     """
-    minimal = by is None
-    by = tuple(col for col in default_by(data, by) if col != "task")
+    counted = require_result(counts, "counts", "plot_tasks", "passk_nb.counts(df)")
+    by = tuple(col for col in result_by(counted, "passk_nb.counts(df)") if col != "task")
+    k = at_k
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # k above some cells' n: those cells say "k > n"
-        per_task = _summary.summarize(data, k=1 if k is None else k, by=(*by, "task"), infra=infra, n_boot=0)
-    shown_by = label_columns(per_task, by, minimal=minimal)
-    labels, described = figure_labels(per_task, by, shown=shown_by, names=prompt_names(data))
+        per_task = _summary.summarize(
+            counted, k=1 if k is None else k, by=(*by, "task"), infra=counted.attrs["infra"], n_boot=0
+        )
+    shown_by = label_columns(per_task, by)
+    labels, described = figure_labels(per_task, by, shown=shown_by, names=prompt_names(counted))
     table = per_task.assign(_group=labels.to_numpy())
-    tasks = list(pd.unique(data["task"]))
+    tasks = list(pd.unique(counted["task"]))
     groups = list(pd.unique(labels))
 
     def grid(column: str) -> pd.DataFrame:
@@ -356,26 +317,14 @@ def plot_tasks(
 @plain_text
 @share_docs
 def plot_flips(
-    data: pd.DataFrame | None = None,
+    flips: pd.DataFrame,
     *,
-    flips: pd.DataFrame | None = None,
-    on: str = "prompt_hash",
-    a: object = None,
-    b: object = None,
-    by: str | Sequence[str] | None = None,
-    alpha: float = 0.05,
-    infra: str = INFRA,
-    test: str = "fisher",
-    family: str = "tarone",
     ax: Axes | None = None,
     title: str | None = None,
 ) -> Axes:
     """Per task, the success rate under arm ``a`` and arm ``b`` of column ``on``, joined by a bar.
 
-    data: trial records; :func:`passk_nb.stats.paired.flips` runs with ``on``, ``a``, ``b``,
-    ``by``, ``alpha``, ``infra``, ``test`` and ``family`` (see there).
-    flips: instead of ``data``, a frame :func:`~passk_nb.stats.paired.flips` returned (``a`` and
-    ``b`` then only label the arms).
+    flips: what :func:`passk_nb.flips` returned (the arms and ``alpha`` come from its ``.attrs``).
     {ax}
     {title}
 
@@ -389,28 +338,19 @@ def plot_flips(
     ...     {"run_id": "r", "suite": "s", "task": task, "trial": i, "model": "toy", "prompt_hash": p,
     ...      "passed": i < c, "outcome": "pass" if i < c else "wrong_state"}
     ...     for p, cs in [("p1", (5, 5)), ("p2", (0, 4))] for task, c in zip("ab", cs) for i in range(5))
-    >>> ax = plot_flips(df, a="p1", b="p2")
+    >>> from passk_nb.stats.paired import flips
+    >>> ax = plot_flips(flips(df, a="p1", b="p2"))
     >>> [c.get_offsets().shape[0] for c in ax.collections if c.get_gid() == "flips"]  # one flip: task a
     [1]
     >>> import matplotlib.pyplot as plt; plt.close("all")
     """
-    data_or_frame(data, flips, "flips")
-    if flips is not None:
-        required = ("task", "successes_a", "trials_a", "rate_a", "rate_b", "flip")
-        require_frame(flips, required, "flips", "passk_nb.flips(df, ...)")
-        table = flips.reset_index(drop=True)
-        names = prompt_names(table)
-    else:
-        assert data is not None
-        reject_frame(data, ("successes_a", "successes_b", "flip"), "flips")
-        if a is None or b is None:
-            raise ValueError("give the two arms to compare: a=... and b=... (values of column on=)")
-        table = _paired.flips(
-            data, on=on, a=a, b=b, by=by, alpha=alpha, infra=infra, test=test, family=family
-        )
-        names = prompt_names(data)
-    label_a = "A" if a is None else format_value(on, a, names)
-    label_b = "B" if b is None else format_value(on, b, names)
+    table = require_result(flips, "flips", "plot_flips", "passk_nb.flips(df, a=..., b=...)")
+    on, a, b = (table.attrs.get(key) for key in ("on", "a", "b"))
+    alpha = float(table.attrs.get("alpha", 0.05))
+    table = table.reset_index(drop=True)
+    names = prompt_names(table)
+    label_a = "A" if a is None or on is None else format_value(on, a, names)
+    label_b = "B" if b is None or on is None else format_value(on, b, names)
     group_cols = [col for col in table.columns if col not in _FLIP_COLUMNS]
     rows = table["task"].astype(str)
     extra = [col for col in group_cols if col != "task" and table[col].nunique(dropna=False) > 1]
@@ -478,37 +418,21 @@ _FLIP_COLUMNS = frozenset(
 @plain_text
 @share_docs
 def plot_summary(
-    data: pd.DataFrame | None = None,
+    summary: pd.DataFrame,
     *,
-    summary: pd.DataFrame | None = None,
-    k: int | None = None,
-    by: str | Sequence[str] | None = None,
     metric: str = "pass^k",
     sort: bool = True,
-    ci: float = CI,
-    n_boot: int = N_BOOT,
-    seed: int = SEED,
-    infra: str = INFRA,
     ax: Axes | None = None,
     title: str | None = None,
 ) -> Axes:
     """One row per group of ``by``: its pass^k (or pass@k) and the interval, best at the top — the
     overview of many configurations.
 
-    data: trial records; the values are computed with :func:`passk_nb.stats.summary.summarize`
-    at ``k``.
-    summary: instead of ``data``, a frame :func:`~passk_nb.stats.summary.summarize` (or
-    :func:`~passk_nb.stats.report.report_frame`) returned (``by`` then defaults to its grouping
-    columns, and ``ci`` should be the level it was computed at).
-    {k}
-    {by}
+    summary: what :func:`passk_nb.summarize` (or :func:`~passk_nb.stats.report.report_frame`)
+    returned; its groups and interval level come from its ``.attrs``.
     metric: ``"pass^k"`` or ``"pass@k"``.
     sort: rows from the highest value to the lowest (:func:`~passk_nb.stats.summary.best_first`);
     False: the frame's order, top to bottom.
-    {ci}
-    {n_boot}
-    {seed}
-    {infra}
     {ax}
     {title}
 
@@ -523,31 +447,19 @@ def plot_summary(
     ...      "passed": i < c, "outcome": "pass" if i < c else "wrong_state"}
     ...     for m, cs in [("small", (4, 1, 0, 2, 0)), ("big", (4, 4, 3, 4, 2))]
     ...     for task, c in zip("abcde", cs) for i in range(4))
-    >>> ax = plot_summary(df, k=2, n_boot=0)
+    >>> from passk_nb.stats.summary import summarize
+    >>> ax = plot_summary(summarize(df, k=2, n_boot=0))
     >>> [t.get_text() for t in ax.get_yticklabels()]  # best first, at the top
     ['big', 'small']
     >>> import matplotlib.pyplot as plt; plt.close("all")
     """
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {list(METRICS)}; got {metric!r}")
-    data_or_frame(data, summary, "summarize", "summary")
-    if summary is not None:
-        columns = ("k", metric, f"{metric}_lo", f"{metric}_hi", f"{metric}_fixed_lo", f"{metric}_fixed_hi")
-        require_frame(summary, columns, "summary", "passk_nb.summarize(df, k=...)")
-        frame = summary
-        minimal = by is None
-        by = tuple(frame.columns[: list(frame.columns).index("k")]) if by is None else default_by(frame, by)
-    else:
-        assert data is not None
-        reject_frame(data, ("pass^k", "pass^k_fixed_lo"), "summary")
-        if k is None:
-            raise ValueError("give k=: the k of pass^k and pass@k, e.g. k=2")
-        minimal = by is None
-        by = default_by(data, by)
-        frame = _summary.summarize(data, k=k, by=by, ci=ci, n_boot=n_boot, seed=seed, infra=infra)
-    labels, described = figure_labels(
-        frame, by, shown=label_columns(frame, by, minimal=minimal), names=prompt_names(frame)
-    )
+    make = "passk_nb.summarize(df, k=...)"
+    frame = require_result(summary, ("summarize", "report_frame"), "plot_summary", make)
+    by = result_by(frame, make)
+    ci = result_ci(frame, None, make)
+    labels, described = figure_labels(frame, by, shown=label_columns(frame, by), names=prompt_names(frame))
     frame = pd.DataFrame(frame).reset_index(drop=True).assign(_label=labels.to_numpy())
     if sort:
         frame = _summary.best_first(frame, metric)
@@ -597,13 +509,13 @@ def plot_summary(
     ax.set_yticks(y, ticks, fontsize="small" if small else None)
     ax.set_ylim(-0.7, n - 0.3)
     ax.set_xlim(-0.02, 1.02)
-    k_shown = int(frame["k"].iloc[0]) if n else k
+    k_shown = int(frame["k"].iloc[0]) if n else frame.attrs.get("k")
     ax.set_xlabel(_METRIC_NAME[metric].replace("k", str(k_shown)))
     if n > 15:  # a tall figure: the scale at the top too
         ax.tick_params(axis="x", labeltop=True)
     ax.grid(True, axis="x", alpha=0.3)
     legend_below(ax)
-    group = "" if described else " · ".join(label_columns(frame, by, minimal=minimal))
+    group = "" if described else " · ".join(label_columns(frame, by))
     default = f"{metric.replace('k', str(k_shown))} by {group or 'group'}" + (", best first" if sort else "")
     set_title(ax, title, default, note=described)
     return ax
@@ -612,43 +524,40 @@ def plot_summary(
 @plain_text
 @share_docs
 def plot_outcomes(
-    data: pd.DataFrame,
+    counts: pd.DataFrame,
     *,
-    by: str | Sequence[str] | None = None,
     normalize: bool = True,
     ax: Axes | None = None,
     title: str | None = None,
 ) -> Axes:
-    """Stacked horizontal bars: how the trials of each group of ``by`` ended.
+    """Stacked horizontal bars: how the trials of each group ended.
 
-    {df}
-    {by}
+    counts: what :func:`passk_nb.counts` returned.
     normalize: shares of the group's trials (True) or counts.
     {ax}
     {title}
 
-    One segment per outcome present in ``data`` (:data:`passk_nb.data.records.OUTCOMES`
-    order, fixed colours from :data:`OUTCOME_COLORS`; ``infra_error`` hatched, as it
-    is not the agent's fault), as shares of the group's trials (``normalize=True``) or
-    counts. Segments wide enough show their count. A counts table
-    (:func:`~passk_nb.stats.counts.counts`) works too; the counts are
-    :func:`~passk_nb.stats.counts.outcome_counts`'s.
+    One segment per outcome present (:data:`passk_nb.data.records.OUTCOMES` order, fixed
+    colours from :data:`OUTCOME_COLORS`; ``infra_error`` hatched, as it is not the agent's
+    fault), as shares of the group's trials (``normalize=True``) or counts. Segments wide
+    enough show their count; the counts are :func:`~passk_nb.stats.counts.outcome_counts`'s.
 
     >>> from passk_nb.data.records import frame_from_records
     >>> df = frame_from_records(
     ...     {"run_id": "r", "suite": "s", "task": "t", "trial": i, "model": "toy",
     ...      "passed": o == "pass", "outcome": o}
     ...     for i, o in enumerate(["pass", "pass", "format_error", "wrong_state"]))
-    >>> ax = plot_outcomes(df, by="model")
+    >>> from passk_nb.stats.counts import counts
+    >>> ax = plot_outcomes(counts(df, by="model"))
     >>> [text.get_text() for text in ax.get_legend().get_texts()]
     ['pass', 'wrong_state', 'format_error']
     >>> import matplotlib.pyplot as plt; plt.close("all")
     """
-    minimal = by is None
-    by = default_by(data, by)
-    counted = outcome_counts(data, by=by)
-    shown_by = label_columns(counted, by, minimal=minimal)
-    labels, described = figure_labels(counted, by, shown=shown_by, names=prompt_names(data))
+    table_in = require_result(counts, "counts", "plot_outcomes", "passk_nb.counts(df)")
+    by = result_by(table_in, "passk_nb.counts(df)")
+    counted = outcome_counts(table_in, by=by)
+    shown_by = label_columns(counted, by)
+    labels, described = figure_labels(counted, by, shown=shown_by, names=prompt_names(table_in))
     table = counted.drop(columns=list(by)).set_axis(list(labels), axis=0)
     present = list(table.columns)
     totals = table.sum(axis=1)

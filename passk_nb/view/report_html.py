@@ -21,10 +21,11 @@ from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 
 from passk_nb._version import __version__
-from passk_nb.stats.counts import outcome_counts
+from passk_nb.stats.counts import counts, outcome_counts
 from passk_nb.stats.flags import claimed_unperformed_action
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
 from passk_nb.stats.report import report_frame
+from passk_nb.stats.result import carry
 from passk_nb.stats.summary import best_first, curve
 from passk_nb.view.axes import wrap_fields
 from passk_nb.view.labels import ONE_GROUP, cut_text, text_or_none
@@ -121,11 +122,11 @@ def report_html(
     if not transpose and max(map(len, names)) > _SHORT:  # configurations as columns: keys only
         by_key = labels.map(dict(zip(names, keys, strict=True)))
         across = df.assign(configuration=pd.Categorical(by_key, categories=keys, ordered=True))
-    per_task = plot_tasks(across, by=group, k=k, infra=infra, transpose=transpose)
+    per_task = plot_tasks(counts(across, by=group, infra=infra), at_k=k, transpose=transpose)
     curves = _curves(labelled, names, k=k, ci=ci, n_boot=n_boot, seed=seed, infra=infra)
     overview = (
         _figure(
-            plot_summary(summary=report.assign(configuration=names), by=group, ci=ci),
+            plot_summary(carry(report.assign(configuration=names), report, by=group)),
             f"pass^{k} of every configuration with its {ci:.0%} interval, best first",
         )
         if many
@@ -152,7 +153,7 @@ def report_html(
         "<h2>Per task</h2>",
         _figure(per_task, f"per-task successes and pass^{k}"),
         "<h2>How the trials ended</h2>",
-        _figure(plot_outcomes(labelled, by=group), "outcome of every trial, by configuration"),
+        _figure(plot_outcomes(counts(labelled, by=group)), "outcome of every trial, by configuration"),
         render_table(outcome_counts(labelled, by="configuration", total=True), "html"),
         "<h2>Failed trials</h2>",
         _failures(labelled, names, max_failures),
@@ -217,7 +218,7 @@ def _curves(
     group = ("configuration",)
     frame = curve(labelled, by=group, ci=ci, n_boot=n_boot, seed=seed, infra=infra)
     if len(names) == 1:
-        return plot_curve(curve=frame, by=group, k=k, ci=ci)
+        return plot_curve(frame, at_k=k)
     columns = min(len(names), _PANELS_PER_ROW)
     rows = -(-len(names) // columns)
     titles = [wrap_fields(name, _PANEL_TITLE) for name in names]
@@ -235,7 +236,7 @@ def _curves(
     legend_title = None
     configuration = frame["configuration"].astype(str)
     for ax, name, title in zip(grid.flat, names, titles, strict=False):
-        plot_curve(curve=frame[configuration == name], by=group, k=k, ci=ci, ax=ax, title=title)
+        plot_curve(frame[configuration == name], at_k=k, ax=ax, title=title)
         legend = ax.get_legend()
         if legend is not None:
             legend_title = legend_title or legend.get_title().get_text()

@@ -11,10 +11,11 @@ returned. Neither computes a number.
 ...         for ok in (True, f == "none" or t not in "ab")]
 >>> df = pd.DataFrame(rows)
 >>> df["outcome"] = df["passed"].map({True: "pass", False: "wrong_state"})
->>> ax = plot_robustness(df, k=2, n_boot=0)
+>>> from passk_nb.stats.robustness import robustness, robustness_tasks
+>>> ax = plot_robustness(robustness(df, k=2, n_boot=0))
 >>> [t.get_text() for t in ax.get_yticklabels()]
 ['noop:*', 'timeout:*']
->>> ax = plot_robustness_tasks(df, k=2)
+>>> ax = plot_robustness_tasks(robustness_tasks(df, k=2))
 >>> ax.images[0].get_array().shape
 (2, 5)
 >>> import matplotlib.pyplot as plt; plt.close("all")
@@ -28,15 +29,11 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, share_docs
-from passk_nb.stats.robustness import robustness as _robustness
-from passk_nb.stats.robustness import robustness_tasks as _robustness_tasks
-from passk_nb.view.axes import data_or_frame, new_axes, require_frame, set_title
+from passk_nb.stats.params import share_docs
+from passk_nb.view.axes import new_axes, require_result, set_title
 from passk_nb.view.labels import PALETTE
 
 _ARM_NAMES = {"faults": "fault plan", "perturbation": "perturbation"}
-_SUMMARY_COLUMNS = ("metric", "diff", "lo", "hi", "n_broken")
-_TASK_COLUMNS = ("task", "pass^k_base", "pass^k", "delta", "breaks")
 
 
 def _arm_column(frame: pd.DataFrame) -> str:
@@ -61,26 +58,15 @@ def _row_labels(frame: pd.DataFrame, on: str, skip: Sequence[str]) -> pd.Series:
 
 @share_docs
 def plot_robustness(
-    data: pd.DataFrame | None = None,
+    robustness: pd.DataFrame,
     *,
-    robustness: pd.DataFrame | None = None,
-    k: int | None = None,
-    on: str = "faults",
-    base: object | None = None,
     metric: str = "pass^k",
-    by: str | Sequence[str] | None = None,
-    ci: float = CI,
-    n_boot: int = N_BOOT,
-    seed: int = SEED,
-    infra: str = INFRA,
     ax: Axes | None = None,
     title: str | None = None,
 ) -> Axes:
     """The paired difference of ``metric`` under each arm against the base, with its interval.
 
-    data: trial records; :func:`passk_nb.stats.robustness.robustness` runs with ``k``, ``on``,
-    ``base``, ``by``, ``ci``, ``n_boot``, ``seed`` and ``infra`` (see there).
-    robustness: instead of ``data``, the frame :func:`~passk_nb.stats.robustness.robustness` returned.
+    robustness: what :func:`passk_nb.robustness` returned.
     metric: ``"pass^k"`` (default) or ``"pass@k"``.
     {ax}
     {title}
@@ -90,17 +76,9 @@ def plot_robustness(
     thin one the interval for these tasks re-rolled (``fixed_lo``–``fixed_hi``). The number of
     tasks that break (a lower per-task value under the arm) is written at the right.
     """
-    data_or_frame(data, robustness, "robustness")
     if metric not in ("pass^k", "pass@k"):
         raise ValueError(f"metric must be 'pass^k' or 'pass@k'; got {metric!r}")
-    if robustness is None:
-        assert data is not None
-        if k is None:
-            raise ValueError("give k=: the k of pass^k that the arms are compared on")
-        table = _robustness(data, k=k, on=on, base=base, by=by, ci=ci, n_boot=n_boot, seed=seed, infra=infra)
-    else:
-        require_frame(robustness, _SUMMARY_COLUMNS, "robustness", "passk_nb.robustness(df, ...)")
-        table = robustness
+    table = require_result(robustness, "robustness", "plot_robustness", "passk_nb.robustness(df, k=...)")
     arm = _arm_column(table)
     rows = table[table["metric"] == metric].reset_index(drop=True)
     if rows.empty:
@@ -137,38 +115,22 @@ def plot_robustness(
 
 @share_docs
 def plot_robustness_tasks(
-    data: pd.DataFrame | None = None,
+    tasks: pd.DataFrame,
     *,
-    tasks: pd.DataFrame | None = None,
-    k: int | None = None,
-    on: str = "faults",
-    base: object | None = None,
-    by: str | Sequence[str] | None = None,
-    infra: str = INFRA,
     ax: Axes | None = None,
     title: str | None = None,
 ) -> Axes:
     """A heatmap of arm × task: each task's pass^k under the arm minus its pass^k at the base.
 
-    data: trial records; :func:`passk_nb.stats.robustness.robustness_tasks` runs with ``k``,
-    ``on``, ``base``, ``by`` and ``infra`` (see there).
-    tasks: instead of ``data``, the frame :func:`~passk_nb.stats.robustness.robustness_tasks`
-    returned.
+    tasks: what :func:`passk_nb.stats.robustness_tasks` returned.
     {ax}
     {title}
 
     Red cells are tasks that break under the arm (−1: it passed every time and now never does),
     blue ones tasks that gained; each cell is written as ``base → arm``. Grey: not measured.
     """
-    data_or_frame(data, tasks, "robustness_tasks", "tasks")
-    if tasks is None:
-        assert data is not None
-        if k is None:
-            raise ValueError("give k=: the k of pass^k that each task is compared on")
-        table = _robustness_tasks(data, k=k, on=on, base=base, by=by, infra=infra)
-    else:
-        require_frame(tasks, _TASK_COLUMNS, "tasks", "passk_nb.stats.robustness_tasks(df, ...)")
-        table = tasks
+    make = "passk_nb.stats.robustness_tasks(df, k=...)"
+    table = require_result(tasks, "robustness_tasks", "plot_robustness_tasks", make)
     arm = _arm_column(table)
     skip = {"task", "fault_class", "breaks", arm}
     table = table.assign(_row=_row_labels(table, arm, list(skip)))

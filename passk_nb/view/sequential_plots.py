@@ -1,8 +1,6 @@
 """Plots of a run that stopped when its question was answered (``run(..., until=)``).
 
-Each takes the run's trial records (``data``, first) and computes its statistic, or the frame the
-statistic already returned, by its name (``path=`` from
-:func:`~passk_nb.stats.design.decisions.decide_by_round`, ``trials=`` from
+Each takes the frame its statistic returned (:func:`~passk_nb.stats.design.decisions.decide_by_round`,
 :func:`~passk_nb.stats.design.decisions.trials_by_round`), draws on ``ax`` and returns it.
 """
 
@@ -12,23 +10,15 @@ import pandas as pd
 from matplotlib.axes import Axes
 
 from passk_nb.stats import design as _design
-from passk_nb.stats.params import INFRA
-from passk_nb.view.axes import data_or_frame, legend_outside, new_axes, plain_text, require_frame, set_title
+from passk_nb.stats.result import result_by
+from passk_nb.view.axes import legend_outside, new_axes, plain_text, require_result, set_title
 from passk_nb.view.labels import figure_labels, group_colors
-
-_PATH_COLUMNS = ("round", "question", "k", "trials", "estimate", "lo", "hi", "decided")
-_TRIALS_COLUMNS = ("task", "round", "trials")
-#: Columns of decide()'s rows that are not the configuration's keys.
-_DECIDE_COLUMNS = frozenset({*_PATH_COLUMNS, "n_tasks", "verdict"})
 
 
 @plain_text
 def plot_rounds(
-    data: pd.DataFrame | None = None,
+    path: pd.DataFrame,
     *,
-    question: str | _design.Question | None = None,
-    path: pd.DataFrame | None = None,
-    infra: str = INFRA,
     ax: Axes | None = None,
     title: str | None = None,
 ) -> Axes:
@@ -36,29 +26,21 @@ def plot_rounds(
     one bar per round (dotted lines join its ends), the estimate as points, the round where it was decided
     ringed, and the gate (or the precision asked) as a reference.
 
-    data: the records of a run with ``until=`` (with ``question``, the question it ran until).
-    path: instead, the frame :func:`~passk_nb.stats.design.decisions.decide_by_round` returned.
+    path: what :func:`passk_nb.stats.decide_by_round` returned (the question comes from its ``.attrs``).
 
     >>> import pandas as pd
     >>> rows = [{"task": t, "trial": i, "round": 0 if i < 2 else 1, "passed": True, "outcome": "pass"}
     ...         for t in "abcdef" for i in range(2 if t in "ab" else 6)]
-    >>> ax = plot_rounds(pd.DataFrame(rows), question="gate=0.6")
+    >>> from passk_nb.stats.design.decisions import decide_by_round, trials_by_round
+    >>> ax = plot_rounds(decide_by_round(pd.DataFrame(rows), "gate=0.6"))
     >>> [round(y, 1) for y in ax.get_lines()[-1].get_ydata()]  # the gate's line
     [0.6, 0.6]
     >>> import matplotlib.pyplot as plt; plt.close("all")
     """
-    data_or_frame(data, path, "decide_by_round", "path")
-    if path is None:
-        if question is None:
-            raise ValueError("plot_rounds(data) needs the question the run ran until: question='gate=0.8'")
-        path = _design.decide_by_round(data, question, infra=infra)
-    require_frame(path, _PATH_COLUMNS, "path", "passk_nb.stats.decide_by_round(df, question)")
-    if question is None:
-        question = path.attrs.get("question")
-        if question is None:
-            raise ValueError("plot_rounds(path=) needs the question too: question='gate=0.8'")
-    q = _design.as_question(question)
-    keys = [c for c in path.columns if c not in _DECIDE_COLUMNS]
+    make = "passk_nb.stats.decide_by_round(df, question)"
+    path = require_result(path, "decide_by_round", "plot_rounds", make)
+    q = _design.as_question(path.attrs["question"])
+    keys = list(result_by(path, make))
     labels, described = figure_labels(path, keys)
     ax = new_axes(ax)
     colors = group_colors(labels.nunique())
@@ -94,31 +76,27 @@ def plot_rounds(
 
 @plain_text
 def plot_round_trials(
-    data: pd.DataFrame | None = None,
+    trials: pd.DataFrame,
     *,
-    trials: pd.DataFrame | None = None,
-    infra: str = INFRA,
     ax: Axes | None = None,
     title: str | None = None,
 ) -> Axes:
     """Where a run with ``until=`` spent its trials: usable trials per task, stacked by round.
 
-    data: the run's records. trials: instead, the frame
-    :func:`~passk_nb.stats.design.decisions.trials_by_round` returned.
+    trials: what :func:`passk_nb.stats.trials_by_round` returned.
 
     >>> import pandas as pd
     >>> rows = [{"task": t, "trial": i, "round": min(i, 1), "passed": True, "outcome": "pass"}
     ...         for t, n in (("a", 1), ("b", 3)) for i in range(n)]
-    >>> ax = plot_round_trials(pd.DataFrame(rows))
+    >>> from passk_nb.stats.design.decisions import trials_by_round
+    >>> ax = plot_round_trials(trials_by_round(pd.DataFrame(rows)))
     >>> [round(p.get_height()) for p in ax.patches]
     [1, 1, 0, 2]
     >>> import matplotlib.pyplot as plt; plt.close("all")
     """
-    data_or_frame(data, trials, "trials_by_round", "trials")
-    if trials is None:
-        trials = _design.trials_by_round(data, infra=infra)
-    require_frame(trials, _TRIALS_COLUMNS, "trials", "passk_nb.stats.trials_by_round(df)")
-    keys = [c for c in trials.columns if c not in _TRIALS_COLUMNS]
+    make = "passk_nb.stats.trials_by_round(df)"
+    trials = require_result(trials, "trials_by_round", "plot_round_trials", make)
+    keys = list(result_by(trials, make))
     labels, described = figure_labels(trials, keys)
     cells = (
         trials["task"].astype(str)

@@ -206,7 +206,7 @@ class Explorer(_Rendered):
             return None
         key = self._selection_key()
         if key not in self._images:
-            image = render_curve(self.curve(), by=self.by, ci=self.ci, names=self.names)
+            image = render_curve(self.curve(), names=self.names)
             _keep(self._images, key, image, self.KEPT_SELECTIONS)
         return self._images[key]
 

@@ -43,8 +43,8 @@ def records(seed: int = 0, *, rounds: bool = False) -> pd.DataFrame:
 def same_counts(a: pd.DataFrame, b: pd.DataFrame, by: tuple[str, ...]) -> None:
     columns = [*by, "task", "n", "c", "n_infra"]
     pd.testing.assert_frame_equal(
-        a[columns].astype({col: object for col in (*by, "task")}).reset_index(drop=True),
-        b[columns].astype({col: object for col in (*by, "task")}).reset_index(drop=True),
+        pd.DataFrame(a[columns].astype({col: object for col in (*by, "task")}).reset_index(drop=True)),
+        pd.DataFrame(b[columns].astype({col: object for col in (*by, "task")}).reset_index(drop=True)),
     )
 
 

@@ -185,7 +185,7 @@ def test_action_tree_counts_and_the_plot_draws_them():
         [3, "answer", 2, 0],
         [3, "answer", 0, 1],
     ]
-    ax = plot_divergence(df)
+    ax = plot_divergence(tree)
     counts = sorted(t.get_text() for t in ax.texts if "✓" in t.get_text())
     assert counts == sorted(f"{p}✓ {f}✗" for p, f in tree[["n_pass", "n_fail"]].values.tolist())
     bold = [t.get_text() for t in ax.texts if t.get_fontweight() == "bold"]
@@ -278,6 +278,6 @@ def test_tau_bench_divergence_tree_draws_for_one_task():
         int((~trials["passed"]).sum()),
     ]
     assert (tree["action"] == "<end>").any()
-    ax = plot_divergence(df, task, key_args=key_args, title="t")
+    ax = plot_divergence(tree, title="t")
     assert ax.get_title() == "t" and any("✗" in t.get_text() for t in ax.texts)
     plt.close("all")

@@ -102,7 +102,10 @@ def test_what_a_frame_says_survives_what_the_view_does_to_it() -> None:
 
 def test_a_frame_that_does_not_say_is_a_clear_error() -> None:
     bare = pd.DataFrame(summarize(NONE, k=2, by="model"))  # pd.DataFrame(frame) drops .attrs
-    with pytest.raises(ValueError, match=r"does not say which columns it was grouped by.*give by="):
+    with pytest.raises(
+        ValueError,
+        match=r"does not say which columns it was grouped by.*pass the frame summarize\(\) returned$",
+    ):
         result_by(bare, "summarize()")
     with pytest.raises(ValueError, match=r"does not say its interval level.*give ci="):
         result_ci(bare, None, "summarize()")

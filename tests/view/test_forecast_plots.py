@@ -9,7 +9,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
+from passk_nb.stats.design.planner import plan  # noqa: E402
 from passk_nb.stats.forecast import Mixture, forecast  # noqa: E402
+from passk_nb.stats.rank import rank  # noqa: E402
 from passk_nb.view.forecast_plots import plot_forecast, plot_plan, plot_rank  # noqa: E402
 
 
@@ -35,7 +37,7 @@ def records(p: np.ndarray, n: int, model: str = "m", seed: int = 0) -> pd.DataFr
 def test_plot_forecast_marks_the_extrapolation_and_the_asymptote() -> None:
     p = Mixture(0.3, 0.1, 2.0, 1.0).sample((40,), np.random.default_rng(1))
     frame = forecast(records(p, 4), ks=(1, 2, 4, 16, 64), by=(), n_boot=100)
-    ax = plot_forecast(forecast=frame, title="t")
+    ax = plot_forecast(frame, title="t")
     labels = [line.get_label() for line in ax.get_lines()]
     assert labels[:2] == ["all trials — forecast", "_child1"] or "all trials — forecast" in labels
     assert "all trials — observed" in labels
@@ -48,14 +50,14 @@ def test_plot_forecast_marks_the_extrapolation_and_the_asymptote() -> None:
 
 def test_plot_forecast_says_when_it_declined() -> None:
     with pytest.warns(UserWarning):
-        ax = plot_forecast(records(np.ones(20), 4), by=(), n_boot=10)
+        ax = plot_forecast(forecast(records(np.ones(20), 4), by=(), n_boot=10))
     assert "declined" in ax.get_title(loc="left")
     assert not any(line.get_label().endswith("forecast") for line in ax.get_lines())
 
 
 def test_plot_plan_one_line_per_number_of_tasks() -> None:
     p = np.random.default_rng(2).beta(2, 1, 20)
-    ax = plot_plan(records(p, 8), k=2, tasks=[20, 40, 80], trials=[2, 4, 8], y="power_these")
+    ax = plot_plan(plan(records(p, 8), k=2, tasks=[20, 40, 80], trials=[2, 4, 8]), y="power_these")
     assert [line.get_label() for line in ax.get_lines() if not line.get_label().startswith("_")] == [
         "20 tasks",
         "40 tasks",
@@ -67,12 +69,17 @@ def test_plot_plan_one_line_per_number_of_tasks() -> None:
 def test_plot_rank_lists_arms_best_first() -> None:
     p = np.random.default_rng(3).beta(2, 1, 25)
     df = pd.concat([records(p, 4, "good", 1), records(p * 0.2, 4, "bad", 2)], ignore_index=True)
-    ax = plot_rank(df, k=1, n_boot=100)
+    ax = plot_rank(rank(df, k=1, n_boot=100))
     assert [t.get_text().split()[0] for t in ax.get_yticklabels()] == ["good", "bad"]
 
 
-def test_records_and_frame_are_exclusive() -> None:
-    with pytest.raises(ValueError, match=r"give trial records as data, or a plan\(\) frame as plan="):
-        plot_plan()
-    with pytest.raises(ValueError, match="not both or neither"):
-        plot_rank(pd.DataFrame({"task": []}), rank=pd.DataFrame())
+def test_each_plot_takes_its_statistic_s_result_only() -> None:
+    df = records(np.full(20, 0.8), 4)
+    with pytest.raises(TypeError, match=r"plot_plan draws what plan\(\) returns; this is a frame without"):
+        plot_plan(df)
+    with pytest.raises(
+        TypeError, match=r"plot_rank draws what rank\(\) returns; this is what forecast\(\) returned"
+    ):
+        plot_rank(forecast(df, by=(), n_boot=0))
+    with pytest.raises(TypeError, match=r"plot_forecast draws what forecast\(\) returns; this is a dict"):
+        plot_forecast({"k": [1]})

@@ -11,6 +11,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
+from passk_nb.stats.cost import cost_summary  # noqa: E402
+from passk_nb.stats.counts import counts  # noqa: E402
+from passk_nb.stats.forecast import forecast  # noqa: E402
+from passk_nb.stats.summary import curve  # noqa: E402
 from passk_nb.view.axes import set_title, wrap_fields  # noqa: E402
 from passk_nb.view.cost_plots import plot_cost  # noqa: E402
 from passk_nb.view.forecast_plots import plot_forecast  # noqa: E402
@@ -47,11 +51,12 @@ def draw(name: str, by):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # few tasks: intervals and forecasts are declined, with warnings
         if name == "plot_cost":
-            return plot_cost(ONE, k=2, by=by, measure="latency_s", n_boot=50)
-        plot = {"plot_curve": plot_curve, "plot_tasks": plot_tasks, "plot_outcomes": plot_outcomes}.get(name)
-        if plot is None:
-            return plot_forecast(ONE, by=by, n_boot=50)
-        return plot(ONE, by=by)
+            return plot_cost(cost_summary(ONE, k=2, by=by, measure="latency_s", n_boot=50))
+        if name == "plot_forecast":
+            return plot_forecast(forecast(ONE, by=by, n_boot=50))
+        if name == "plot_curve":
+            return plot_curve(curve(ONE, by=by))
+        return {"plot_tasks": plot_tasks, "plot_outcomes": plot_outcomes}[name](counts(ONE, by=by))
 
 
 PLOTS = ["plot_curve", "plot_tasks", "plot_outcomes", "plot_forecast", "plot_cost"]
@@ -83,7 +88,7 @@ def test_a_one_group_figure_keeps_labels_of_several_groups_to_what_differs():
     labels, described = figure_labels(two, ("model", "config"))
     assert described == ""
     assert sorted(labels.unique()) == ["temperature=0.0", "temperature=0.7"]
-    ax = plot_outcomes(two, by=("model", "config"))
+    ax = plot_outcomes(counts(two, by=("model", "config")))
     assert [t.get_text().split(" (n=")[0] for t in ax.get_yticklabels()] == [
         "temperature=0.0",
         "temperature=0.7",

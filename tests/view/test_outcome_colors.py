@@ -16,7 +16,7 @@ import pytest
 from matplotlib.colors import to_hex
 
 from passk_nb.data.records import OUTCOMES, frame_from_records
-from passk_nb.stats.counts import UNCOUNTED_FAILURE
+from passk_nb.stats.counts import UNCOUNTED_FAILURE, counts
 from passk_nb.view.labels import OUTCOME_COLORS, UNCOUNTED_COLOR
 from passk_nb.view.plots import plot_outcomes
 
@@ -130,7 +130,7 @@ def test_the_outcome_chart_draws_each_outcome_in_its_own_colour():
          "passed": outcome == "pass", "outcome": outcome}
         for i, outcome in enumerate(OUTCOMES)
     )  # fmt: skip
-    ax = plot_outcomes(df, by="model")
+    ax = plot_outcomes(counts(df, by="model"))
     drawn = {bars.get_label(): to_hex(bars.patches[0].get_facecolor()).upper() for bars in ax.containers}
     assert drawn == {o: OUTCOME_COLORS[o].upper() for o in OUTCOMES}
     plt.close("all")

@@ -62,7 +62,7 @@ def legend_outside(ax) -> bool:
 
 
 def test_curve_draws_one_line_per_group_and_metric_with_bands():
-    ax = plot_curve(TWO_MODELS, by="model", n_boot=200)
+    ax = plot_curve(curve(TWO_MODELS, by="model", n_boot=200))
     lines = data_lines(ax)
     assert len(lines) == 2 * 2
     assert sorted(line.get_label() for line in lines) == [
@@ -84,7 +84,7 @@ def test_curve_draws_one_line_per_group_and_metric_with_bands():
 
 
 def test_curve_values_are_the_unbiased_estimates():
-    ax = plot_curve(TWO_MODELS, by="model", n_boot=0)
+    ax = plot_curve(curve(TWO_MODELS, by="model", n_boot=0))
     small_hat = next(line for line in data_lines(ax) if line.get_label() == "small — pass^k")
     # small: tasks with 3/4, 1/4, 0/4 successes; pass^4 = mean(0, 0, 0) = 0, pass^1 = 4/12
     assert small_hat.get_ydata()[0] == pytest.approx(4 / 12)
@@ -94,7 +94,7 @@ def test_curve_values_are_the_unbiased_estimates():
 
 def test_curve_single_group_hatches_the_gap_and_marks_k():
     one = TWO_MODELS[TWO_MODELS["model"] == "small"]
-    ax = plot_curve(one, by="model", n_boot=100, k=2)
+    ax = plot_curve(curve(one, by="model", n_boot=100), at_k=2)
     assert len(data_lines(ax)) == 2
     assert any(c.get_hatch() == "//" for c in ax.collections)
     marker = [line for line in ax.get_lines() if line.get_label() == "_k"]
@@ -105,21 +105,23 @@ def test_curve_single_group_hatches_the_gap_and_marks_k():
 def test_curve_accepts_a_curve_frame_metric_subset_and_an_existing_axes():
     frame = curve(TWO_MODELS, by=["model"], n_boot=0)
     fig, ax = plt.subplots()
-    returned = plot_curve(curve=frame, metrics=["pass^k"], ax=ax, title="")
+    returned = plot_curve(frame, metrics=["pass^k"], ax=ax, title="")
     assert returned is ax
     assert len(data_lines(ax)) == 2
     assert ax.get_title(loc="left") == ""
-    with pytest.raises(ValueError, match="pass it as curve=frame"):
-        plot_curve(frame)
-    with pytest.raises(ValueError, match="not both"):
-        plot_curve(TWO_MODELS, curve=frame)
+    with pytest.raises(TypeError, match=r"plot_curve draws what curve\(\) returns; this is a frame without"):
+        plot_curve(TWO_MODELS)
+    with pytest.raises(
+        TypeError, match=r"this is what summarize\(\) returned.*passk_nb.curve\(df\).plot\(\)"
+    ):
+        plot_curve(summarize(TWO_MODELS, k=2, n_boot=0))
 
 
 def test_curve_marks_partially_covered_k_with_hollow_markers_and_a_note():
     # hard: 000, easy: 11111 -> pass^k .5, .5, .5, 1, 1: k = 4, 5 leave the hard task out
     df = records({("m", "p", "hard"): "000", ("m", "p", "easy"): "11111"})
     with pytest.warns(UserWarning, match="can rise"):
-        ax = plot_curve(df, by="model", n_boot=0, metrics=["pass^k"])
+        ax = plot_curve(curve(df, by="model", n_boot=0), metrics=["pass^k"])
     hollow = [line for line in ax.get_lines() if line.get_label() == "_partial"]
     assert len(hollow) == 1 and list(hollow[0].get_xdata()) == [4, 5]
     assert hollow[0].get_markerfacecolor() == "white"
@@ -128,7 +130,7 @@ def test_curve_marks_partially_covered_k_with_hollow_markers_and_a_note():
 
 def test_curve_band_is_the_fixed_task_interval_when_tasks_are_too_few():
     with pytest.warns(UserWarning, match="no interval for new tasks"):
-        ax = plot_curve(TWO_MODELS, by="model", n_boot=200)
+        ax = plot_curve(curve(TWO_MODELS, by="model", n_boot=200))
     assert "these tasks re-rolled" in ax.get_legend().get_title().get_text()
     assert len(ax.collections) >= 4  # a band per model and metric
 
@@ -149,7 +151,7 @@ def test_curve_bands_are_the_bounds_of_the_curve_frame(tasks, lo, hi):
     with pytest.warns(UserWarning) if len(tasks) < 5 else nullcontext():
         frame = curve(df, by="model", n_boot=200)
     frame = frame.assign(fixed_lo=frame["value"] * 0.5, fixed_hi=(frame["value"] + 0.01).clip(0, 1))
-    ax = plot_curve(curve=frame, metrics=["pass^k"])
+    ax = plot_curve(frame, metrics=["pass^k"])
     [band] = ax.collections
     line = frame[frame["metric"] == "pass^k"].sort_values("k")
     lower, upper = band_edges(band)
@@ -162,7 +164,7 @@ def test_curve_labels_prompts_by_name_and_hash():
         {("m", "aaaaaaaaaaaa", "t"): "11", ("m", "bbbbbbbbbbbb", "t"): "10"},
         prompt_names={"aaaaaaaaaaaa": "default", "bbbbbbbbbbbb": "strict"},
     )
-    ax = plot_curve(df, by=("model", "prompt_hash"), n_boot=0)
+    ax = plot_curve(curve(df, by=("model", "prompt_hash"), n_boot=0))
     assert {line.get_label() for line in data_lines(ax)} == {  # only what differs: the prompt
         f"{name} — {metric}"
         for name in ("default (aaaaaaa)", "strict (bbbbbbb)")
@@ -177,7 +179,7 @@ def test_curve_gives_every_group_its_own_colour(groups):
         [(f"m{g:02d}", t, 4, (g + t) % 5) for g in range(groups) for t in range(6)],
         columns=["model", "task", "n", "c"],
     )
-    ax = plot_curve(table, by="model", n_boot=0, metrics=("pass^k",))
+    ax = plot_curve(curve(table, by="model", n_boot=0), metrics=("pass^k",))
     colours = [to_hex(line.get_color()) for line in data_lines(ax)]
     assert len(colours) == groups and len(set(colours)) == groups
     if groups <= len(PALETTE):
@@ -186,14 +188,14 @@ def test_curve_gives_every_group_its_own_colour(groups):
 
 def test_curve_rejects_unknown_metrics():
     with pytest.raises(ValueError, match="metrics"):
-        plot_curve(TWO_MODELS, metrics=["accuracy"])
+        plot_curve(curve(TWO_MODELS), metrics=["accuracy"])
 
 
 # ---- plot_tasks ---------------------------------------------------------------------------------
 
 
 def test_tasks_heatmap_writes_counts_in_cells():
-    ax = plot_tasks(TWO_MODELS, by="model")
+    ax = plot_tasks(counts(TWO_MODELS, by="model"))
     texts = [t.get_text() for t in ax.texts]
     assert sorted(texts) == sorted(["4/4", "4/4", "4/4", "3/4", "1/4", "0/4"])
     assert [t.get_text() for t in ax.get_xticklabels()] == ["big", "small"]
@@ -207,7 +209,7 @@ def test_tasks_heatmap_writes_counts_in_cells():
 
 def test_tasks_heatmap_with_k_shows_pass_hat_k_and_marks_missing_cells():
     df = pd.concat([TWO_MODELS, records({("solo", "p1", "a"): "11"})], ignore_index=True)
-    ax = plot_tasks(df, by="model", k=3)
+    ax = plot_tasks(counts(df, by="model"), at_k=3)
     texts = [t.get_text() for t in ax.texts]
     assert "3/4\n0.25" in texts  # pass^3 of 3/4 = C(3,3)/C(4,3)
     assert "2/2\nk > n" in texts
@@ -219,14 +221,14 @@ def test_tasks_heatmap_colours_are_summarize_per_task(k):
     from passk_nb.stats.summary import summarize
 
     per_task = summarize(TWO_MODELS, k=k or 1, by=("model", "task"), n_boot=0)
-    image = plot_tasks(TWO_MODELS, by="model", k=k).get_images()[0].get_array()
+    image = plot_tasks(counts(TWO_MODELS, by="model"), at_k=k).get_images()[0].get_array()
     expected = per_task.pivot(index="task", columns="model", values="pass^k").to_numpy()
     np.testing.assert_allclose(image.filled(np.nan), expected)
 
 
 def test_tasks_heatmap_excludes_infra_errors_from_counts():
     df = records({("m", "p", "t"): "11i0"})
-    ax = plot_tasks(df, by="model")
+    ax = plot_tasks(counts(df, by="model"))
     assert [t.get_text() for t in ax.texts] == ["2/3"]
 
 
@@ -246,7 +248,7 @@ FLIPPED = records(
 def test_flips_marks_significant_tasks_only():
     table = flips(FLIPPED, a="p1", b="p2")
     assert table["flip"].tolist() == [False, True, False]  # sorted by task: drifts, flips, steady
-    ax = plot_flips(FLIPPED, a="p1", b="p2")
+    ax = plot_flips(flips(FLIPPED, a="p1", b="p2"))
     stars = [c for c in ax.collections if c.get_gid() == "flips"]
     assert len(stars) == 1 and stars[0].get_offsets().shape[0] == 1
     star_y = stars[0].get_offsets()[0][1]
@@ -266,27 +268,26 @@ def test_flips_marks_significant_tasks_only():
 def test_flips_title_says_when_no_task_can_reach_significance():
     few = FLIPPED[FLIPPED["trial"] < 3]
     with pytest.warns(UserWarning, match="can reach"):
-        ax = plot_flips(few, a="p1", b="p2")
+        ax = plot_flips(flips(few, a="p1", b="p2"))
     assert "too few trials" in ax.get_title(loc="left")
     assert not [c for c in ax.collections if c.get_gid() == "flips"]
 
 
-def test_flips_accepts_a_flips_frame_and_requires_arms_otherwise():
+def test_flips_draws_a_flips_frame_and_takes_nothing_else():
     table = flips(FLIPPED, a="p1", b="p2")
-    ax = plot_flips(flips=table)
+    ax = plot_flips(table)
     assert len([line for line in ax.get_lines() if line.get_label() == "_bar"]) == 3
     assert any(t.get_text().endswith("q=–") for t in ax.texts)  # steady 5/5 -> 5/5: not in the family
-    with pytest.raises(ValueError, match="a=... and b="):
+    assert "A: default (p1)" in [t.get_text() for t in ax.get_legend().get_texts()]  # from .attrs
+    with pytest.raises(TypeError, match=r"passk_nb.view.plot_flips\(passk_nb.flips\(df, a=..., b=...\)\)"):
         plot_flips(FLIPPED)
-    with pytest.raises(ValueError, match="pass it as flips=frame"):
-        plot_flips(table)
 
 
 # ---- plot_outcomes ------------------------------------------------------------------------------
 
 
 def test_outcomes_stacks_one_segment_per_group_and_outcome():
-    ax = plot_outcomes(TWO_MODELS, by="model")
+    ax = plot_outcomes(counts(TWO_MODELS, by="model"))
     present = ["pass", "wrong_state", "unrequested_change", "format_error"]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == present
     bars = ax.patches
@@ -308,7 +309,7 @@ def test_outcomes_stacks_one_segment_per_group_and_outcome():
 
 def test_outcomes_counts_and_hatched_infra():
     df = records({("m", "p", "t"): "110i"})
-    ax = plot_outcomes(df, normalize=False)
+    ax = plot_outcomes(counts(df), normalize=False)
     widths = {bars.get_label(): bars.patches[0].get_width() for bars in ax.containers}
     assert widths == {"pass": 2, "wrong_state": 1, "infra_error": 1}
     infra = next(bars for bars in ax.containers if bars.get_label() == "infra_error")
@@ -324,14 +325,14 @@ def test_outcomes_of_a_counts_table_equal_those_of_its_trials():
     df = records({("m", "p", "t"): "110i", ("m", "p", "u"): "x000", ("m", "q", "t"): "1111"})
     for by in (None, "prompt_hash", ("prompt_hash", "task")):
         trials, table = (
-            plot_outcomes(df, by=by, normalize=False),
-            plot_outcomes(counts(df), by=by, normalize=False),
+            plot_outcomes(counts(df, by=by), normalize=False),
+            plot_outcomes(counts(counts(df), by=by), normalize=False),
         )
         assert bar_widths(table) == bar_widths(trials)
         assert [t.get_text() for t in table.get_yticklabels()] == [
             t.get_text() for t in trials.get_yticklabels()
         ]
-    assert bar_widths(plot_outcomes(counts(df), by="prompt_hash", normalize=False)) == {
+    assert bar_widths(plot_outcomes(counts(counts(df), by="prompt_hash"), normalize=False)) == {
         "pass": [2, 4],  # p (top), q
         "wrong_state": [4, 0],
         "format_error": [1, 0],
@@ -341,10 +342,10 @@ def test_outcomes_of_a_counts_table_equal_those_of_its_trials():
 
 def test_outcomes_of_counts_from_elsewhere_show_the_failures_they_do_not_break_down():
     table = pd.DataFrame({"model": ["m", "m"], "task": ["a", "b"], "n": [4, 4], "c": [3, 0]})
-    ax = plot_outcomes(table, by="model", normalize=False)
+    ax = plot_outcomes(counts(table, by="model"), normalize=False)
     assert bar_widths(ax) == {"pass": [3], "failed (outcome not counted)": [5]}
     with pytest.raises(ValueError, match="add up to more than its failures"):
-        plot_outcomes(table.assign(n_wrong_state=[2, 5]), by="model")
+        plot_outcomes(counts(table.assign(n_wrong_state=[2, 5]), by="model"))
 
 
 # ---- plot_summary -------------------------------------------------------------------------------
@@ -379,7 +380,7 @@ def test_summary_draws_each_group_s_value_and_interval_from_stats_best_first():
         }
     )
     report = report_frame(many, k=2, by=["model"], n_boot=100)
-    ax = plot_summary(summary=report, by=["model"])
+    ax = plot_summary(report)
     expected = report.sort_values("pass^k", ascending=False, kind="stable")
     assert drawn_rows(ax) == [
         (m, pytest.approx(v), (pytest.approx(lo), pytest.approx(hi)), False)
@@ -388,7 +389,7 @@ def test_summary_draws_each_group_s_value_and_interval_from_stats_best_first():
         )
     ]
     assert [label for label, *_ in drawn_rows(ax)] == ["m1", "m3", "m0", "m2"]
-    unsorted = plot_summary(many, k=2, by="model", n_boot=0, sort=False, metric="pass@k")
+    unsorted = plot_summary(summarize(many, k=2, by="model", n_boot=0), sort=False, metric="pass@k")
     assert [label for label, *_ in drawn_rows(unsorted)] == ["m0", "m1", "m2", "m3"]
     assert unsorted.get_xlabel().startswith("pass@2")
 
@@ -397,18 +398,18 @@ def test_summary_of_too_few_tasks_draws_the_fixed_task_interval_dashed():
     with pytest.warns(UserWarning, match="no interval for new tasks"):
         summary = summarize(TWO_MODELS, k=2, by="model", n_boot=100)
     assert (summary["ci_method"] == DECLINED).all()  # three tasks
-    rows = drawn_rows(plot_summary(summary=summary, by="model"))
+    rows = drawn_rows(plot_summary(summary))
     best = summary.sort_values("pass^k", ascending=False)
     assert [(label, dashed) for label, *_, dashed in rows] == [("big", True), ("small", True)]
     assert [interval for *_, interval, _ in rows] == [
         (pytest.approx(lo), pytest.approx(hi))
         for lo, hi in zip(best["pass^k_fixed_lo"], best["pass^k_fixed_hi"], strict=True)
     ]
-    legend = [t.get_text() for t in plot_summary(summary=summary, by="model").get_legend().get_texts()]
+    legend = [t.get_text() for t in plot_summary(summary).get_legend().get_texts()]
     assert legend == ["95% interval, these tasks re-rolled\n(too few tasks for new tasks)", "pass^k"]
     fig, ax = plt.subplots()
-    assert plot_summary(summary=summary, by="model", ax=ax) is ax
-    with pytest.raises(ValueError, match="give k="):
+    assert plot_summary(summary, ax=ax) is ax
+    with pytest.raises(TypeError, match="plot_summary draws what summarize"):
         plot_summary(TWO_MODELS)
 
 
@@ -421,11 +422,13 @@ def test_group_labels_read_json_mode_and_missing_values():
     assert group_labels(frame, []).tolist() == ["all trials", "all trials"]
 
 
-@pytest.mark.parametrize("plot", [plot_curve, plot_tasks, plot_outcomes])
-def test_every_plot_takes_ax_and_returns_it(plot):
+@pytest.mark.parametrize(
+    ("plot", "statistic"), [(plot_curve, curve), (plot_tasks, counts), (plot_outcomes, counts)]
+)
+def test_every_plot_takes_ax_and_returns_it(plot, statistic):
     fig, ax = plt.subplots()
-    assert plot(TWO_MODELS, ax=ax) is ax
-    assert plot(TWO_MODELS).figure is not fig
+    assert plot(statistic(TWO_MODELS), ax=ax) is ax
+    assert plot(statistic(TWO_MODELS)).figure is not fig
 
 
 def test_palette_is_okabe_ito():
@@ -443,8 +446,12 @@ def test_a_dollar_in_a_task_or_model_name_is_drawn_as_written(name: str) -> None
 
     marks = {"a$b": "1101", "$$d": "1111", "$x$": "0101", "e": "1111", "f": "1100"}
     df = records({(model, "p", t): m for t, m in marks.items() for model in ("m$1", "$$m")})
-    options = {"plot_flips": {"on": "model", "a": "m$1", "b": "$$m"}, "plot_outcomes": {}}.get(name, {"k": 2})
-    ax = getattr(passk_nb.view, name)(df, **options)
+    result = {
+        "plot_curve": lambda: curve(df),
+        "plot_flips": lambda: flips(df, on="model", a="m$1", b="$$m"),
+    }.get(name, lambda: counts(df))()
+    options = {"plot_curve": {"at_k": 2}, "plot_tasks": {"at_k": 2}}.get(name, {})
+    ax = getattr(passk_nb.view, name)(result, **options)
     ax.figure.savefig(io.BytesIO(), format="png")  # draws every text
     shown = [t.get_text() for t in ax.figure.findobj(matplotlib.text.Text) if "$" in t.get_text()]
     shown += [str(t.get_text()) for t in ax.get_yticklabels() + ax.get_xticklabels() if "$" in t.get_text()]

@@ -26,7 +26,7 @@ def test_the_bars_and_intervals_are_robustness_columns():
     df = _records()
     table = robustness(df, k=2, n_boot=200, seed=1)
     fig, given = plt.subplots()
-    ax = plot_robustness(robustness=table, ax=given)
+    ax = plot_robustness(table, ax=given)
     assert ax is given
     rows = table[table["metric"] == "pass^k"].reset_index(drop=True)
     bars = next(c for c in ax.containers if c.get_label() == "diff")
@@ -44,7 +44,7 @@ def test_the_bars_and_intervals_are_robustness_columns():
 def test_the_heatmap_cells_are_robustness_tasks_deltas():
     df = _records()
     tasks = robustness_tasks(df, k=2)
-    ax = plot_robustness_tasks(tasks=tasks)
+    ax = plot_robustness_tasks(tasks)
     shown = ax.images[0].get_array()
     rows = [t.get_text() for t in ax.get_yticklabels()]
     columns = [t.get_text() for t in ax.get_xticklabels()]
@@ -57,11 +57,11 @@ def test_the_heatmap_cells_are_robustness_tasks_deltas():
 
 def test_wrong_input_is_refused():
     df = _records()
-    with pytest.raises(ValueError, match="give trial records as data, or a robustness"):
-        plot_robustness(df, robustness=robustness(df, k=1, n_boot=0))
-    with pytest.raises(ValueError, match="give k="):
+    with pytest.raises(TypeError, match=r"plot_robustness\(passk_nb.robustness\(df, k=...\)\)"):
         plot_robustness(df)
-    with pytest.raises(ValueError, match=r"tasks= takes the frame passk_nb.stats.robustness_tasks"):
-        plot_robustness_tasks(tasks=df)
+    with pytest.raises(
+        TypeError, match=r"this is what robustness\(\) returned.*robustness_tasks\(df, k=...\)"
+    ):
+        plot_robustness_tasks(robustness(df, k=1, n_boot=0))
     with pytest.raises(ValueError, match="metric must be"):
-        plot_robustness(df, k=1, metric="pass@2")
+        plot_robustness(robustness(df, k=1), metric="pass@2")

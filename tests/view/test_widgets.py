@@ -405,7 +405,7 @@ def independent_drawing(ex) -> tuple[np.ndarray, object]:
 
     from passk_nb.view.plots import plot_curve
 
-    ax = plot_curve(curve=ex.curve(), by=ex.by, ci=ex.ci, names=ex.names)
+    ax = plot_curve(ex.curve(), names=ex.names)
     figure = ax.get_figure(root=True)
     plt.close(figure)
     figure.set_dpi(100)

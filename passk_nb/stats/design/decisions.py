@@ -27,6 +27,7 @@ from passk_nb.stats.design.sequence import Dual, Tilts, _interval, _per_round, t
 from passk_nb.stats.estimators import pass_hat_k
 from passk_nb.stats.intervals import fixed_interval, fixed_task_variance
 from passk_nb.stats.params import INFRA
+from passk_nb.stats.result import described
 
 #: What names a round's count column (``n@0``, ``c@0``, …) in a counts table built from records.
 _ROUND = ROUND
@@ -348,8 +349,8 @@ def decide_by_round(
         block.insert(0, "round", int(r))
         blocks.append(block)
     path = pd.concat(blocks, ignore_index=True)
-    path.attrs["question"] = q  # for plot_rounds(path=path)
-    return path
+    by = tuple(path.columns[1 : list(path.columns).index("question")])  # after round, before decide()'s own
+    return described(path, "decide_by_round", by=by, k=q.k, infra=infra, question=q)
 
 
 def trials_by_round(records: pd.DataFrame | str | os.PathLike[str], *, infra: str = INFRA) -> pd.DataFrame:
@@ -369,4 +370,7 @@ def trials_by_round(records: pd.DataFrame | str | os.PathLike[str], *, infra: st
         keys = _keys(table, exclude=("task",))
         block = table[[*keys, "task"]].assign(round=int(r), trials=table["n"].astype(int))
         blocks.append(block[block["trials"] > 0])
-    return pd.concat(blocks, ignore_index=True)
+    out = pd.concat(blocks, ignore_index=True)
+    return described(
+        out, "trials_by_round", by=tuple(out.columns[: list(out.columns).index("task")]), infra=infra
+    )

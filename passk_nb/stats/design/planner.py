@@ -44,6 +44,7 @@ from passk_nb.stats.design.question import Question, as_question
 from passk_nb.stats.estimators import pass_hat_k
 from passk_nb.stats.paired import _arms, _default_by
 from passk_nb.stats.params import CI, INFRA, MIN_TASKS, SEED, default_by, share_docs
+from passk_nb.stats.result import described
 
 #: Correlation of p^k between two arms across tasks when the pilot has one arm.
 RHO = 0.5
@@ -253,7 +254,7 @@ def plan(
     out["population"] = "mixture" if pop_a.mixture is not None else "pilot tasks (shrunk)"
     out["rho"] = rho_used
     out["rho_source"] = rho_source
-    return out
+    return described(out, "plan", by=(), k=k, ci=ci, infra=infra)
 
 
 def _check_plan(
