@@ -32,7 +32,7 @@ from typing import TypeVar
 
 import numpy as np
 import pandas as pd
-from scipy import optimize, special
+from scipy import optimize, sparse, special
 from scipy import stats as sps
 from scipy.special import betaln, gammaln, xlogy
 
@@ -110,73 +110,110 @@ def mixture_pass_hat(
 
 
 # Fitting --------------------------------------------------------------------------------------
+#
+# A task is its (n, c), and a replicate's likelihood needs only three kinds of cell: the tasks that
+# passed every trial (one count per distinct n), those that failed every trial (likewise), and the
+# flaky rest, whose term wf · f(c | n) splits into log wf per task plus Σ log f, a constant of the
+# grid point. So the shares are fitted on at most two cells per distinct n, never on every (n, c).
 
 
 @dataclass(frozen=True)
-class _Patterns:
-    """The distinct (n, c) a group can show; counts are per replicate over these."""
+class _Cells:
+    """Sufficient statistics of R replicates of one group's tasks (n fixed, c drawn per replicate).
 
-    n: np.ndarray
-    c: np.ndarray
+    ns: the distinct n (D,); all_pass, all_fail: tasks per (replicate, n) with c = n and c = 0
+    (R, D); flaky: tasks with 0 < c < n per replicate (R,); mid: a sparse (R, U) count of the
+    flaky tasks' patterns ``pattern_n``/``pattern_c`` (U,), for the Σ log f term.
+    """
+
+    ns: np.ndarray
+    all_pass: np.ndarray
+    all_fail: np.ndarray
+    flaky: np.ndarray
+    mid: sparse.csr_matrix
+    pattern_n: np.ndarray
+    pattern_c: np.ndarray
 
     @classmethod
-    def for_trials(cls, ns: np.ndarray) -> _Patterns:
-        values = np.unique(ns)
-        n = np.concatenate([np.full(v + 1, v) for v in values])
-        c = np.concatenate([np.arange(v + 1) for v in values])
-        return cls(n.astype(np.int64), c.astype(np.int64))
+    def of(cls, n: np.ndarray, c: np.ndarray) -> _Cells:
+        """n (T,), c (R, T) -> the cells of each replicate."""
+        n, c = np.asarray(n, np.int64), np.atleast_2d(np.asarray(c, np.int64))
+        ns, d = np.unique(n, return_inverse=True)
+        reps, tasks = c.shape
+        row = np.repeat(np.arange(reps), tasks)
+        d_all = np.broadcast_to(d, c.shape).ravel()
+        full, none = (c == n).ravel(), (c == 0).ravel()
+        all_pass = np.bincount(row[full] * ns.size + d_all[full], minlength=reps * ns.size)
+        all_fail = np.bincount(row[none] * ns.size + d_all[none], minlength=reps * ns.size)
+        mid = ~(full | none)
+        key = np.broadcast_to(n, c.shape).ravel()[mid] * (int(n.max()) + 1) + c.ravel()[mid]
+        keys, col = np.unique(key, return_inverse=True)
+        counts = sparse.csr_matrix(
+            (np.ones(col.size), (row[mid], col)), shape=(reps, keys.size)
+        )  # duplicates are summed
+        return cls(
+            ns,
+            all_pass.reshape(reps, -1).astype(float),
+            all_fail.reshape(reps, -1).astype(float),
+            np.asarray(counts.sum(1)).ravel(),
+            counts,
+            keys // (int(n.max()) + 1),
+            keys % (int(n.max()) + 1),
+        )
 
-    def index(self, n: np.ndarray, c: np.ndarray) -> np.ndarray:
-        """Pattern number of tasks with n trials and c successes (broadcast)."""
-        values, first = np.unique(self.n, return_index=True)
-        return first[np.searchsorted(values, n)] + c
-
-    def counts(self, n: np.ndarray, c: np.ndarray) -> np.ndarray:
-        """Tasks per pattern for each replicate: n (T,), c (R, T) -> (R, U)."""
-        idx = self.index(n, c) + self.n.size * np.arange(c.shape[0])[:, None]
-        return (
-            np.bincount(idx.ravel(), minlength=c.shape[0] * self.n.size).reshape(c.shape[0], -1).astype(float)
+    def rows(self, start: int, stop: int) -> _Cells:
+        return _Cells(
+            self.ns,
+            self.all_pass[start:stop],
+            self.all_fail[start:stop],
+            self.flaky[start:stop],
+            self.mid[start:stop],
+            self.pattern_n,
+            self.pattern_c,
         )
 
 
-def _log_pmf(patterns: _Patterns, alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
-    """log beta-binomial pmf, shape (G, U)."""
-    n, c = patterns.n[None, :], patterns.c[None, :]
-    a, b = alpha[:, None], beta[:, None]
+def _log_pmf(n: np.ndarray, c: np.ndarray, alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    """log beta-binomial pmf of c of n, shape (G, len(n))."""
+    n, c, a, b = n[None, :], c[None, :], alpha[:, None], beta[:, None]
     log_choose = gammaln(n + 1) - gammaln(c + 1) - gammaln(n - c + 1)
-    return log_choose + betaln(c + a, n - c + b) - betaln(a, b)
+    return np.minimum(log_choose + betaln(c + a, n - c + b) - betaln(a, b), 0.0)
 
 
-def _profile(
-    m: np.ndarray, patterns: _Patterns, alpha: np.ndarray, beta: np.ndarray, always: bool = True
+def _terms(cells: _Cells, alpha: np.ndarray, beta: np.ndarray) -> tuple[np.ndarray, ...]:
+    """f(n | n) and f(0 | n) per (grid point, distinct n), and log f of the flaky patterns
+    (U, G): a replicate's Σ log f over its flaky tasks is ``cells.mid @`` that."""
+    f_all = np.exp(_log_pmf(cells.ns, cells.ns, alpha, beta))
+    f_none = np.exp(_log_pmf(cells.ns, np.zeros_like(cells.ns), alpha, beta))
+    log_f = _log_pmf(cells.pattern_n, cells.pattern_c, alpha, beta).T
+    return f_all, f_none, log_f
+
+
+def _mid_term(cells: _Cells, log_f: np.ndarray) -> np.ndarray:
+    """Σ log f over each replicate's flaky tasks, (R, G)."""
+    if log_f.shape[0] == 0:
+        return np.zeros((cells.flaky.size, log_f.shape[1]))
+    return np.asarray(cells.mid @ log_f)
+
+
+def _faces(
+    m_all: np.ndarray,
+    m_none: np.ndarray,
+    m_mid: np.ndarray,
+    mid_term: np.ndarray,
+    f_all: np.ndarray,
+    f_none: np.ndarray,
+    always: bool = True,
 ) -> tuple[np.ndarray, ...]:
-    """Maximise the likelihood over the three shares for each (replicate, grid point);
-    ``always=False`` holds share_always at 0.
+    """Maximise m_all·log(w1 + wf·f_all) + m_none·log(w0 + wf·f_none) + m_mid·log wf + mid_term
+    over the shares, in closed form: the best of the concave problem's faces.
 
-    m: counts (R, U). Returns loglik, share_always, share_never, share_flaky, each (R, G).
+    m_* (R, 1); f_* and mid_term broadcast to (R, G). ``always=False`` holds w1 at 0.
+    Returns loglik, w1, w0, wf, each (R, G).
     """
-    f = np.minimum(np.exp(_log_pmf(patterns, alpha, beta)), 1.0)  # (G, U)
-    if np.unique(patterns.n).size == 1:
-        return _profile_one_n(m, f, always)
-    return _profile_em(m, patterns, f, always=always)
-
-
-def _loglik(m: np.ndarray, f: np.ndarray, is_all: np.ndarray, is_none: np.ndarray, w1, w0, wf) -> np.ndarray:
-    dens = w1[..., None] * is_all + w0[..., None] * is_none + wf[..., None] * f[None, :, :]
-    with np.errstate(divide="ignore"):
-        return xlogy(m[:, None, :], dens).sum(-1)
-
-
-def _profile_one_n(m: np.ndarray, f: np.ndarray, always: bool = True) -> tuple[np.ndarray, ...]:
-    """Closed form when every task has the same n: the best of the concave problem's faces."""
-    total = m.sum(1)[:, None]
-    m_all, m_none = m[:, -1][:, None], m[:, 0][:, None]
-    m_mid = total - m_all - m_none
-    f_all, f_none = f[None, :, -1], f[None, :, 0]
-    with np.errstate(divide="ignore"):
-        mid_term = m[:, 1:-1] @ np.log(f[:, 1:-1]).T if f.shape[1] > 2 else np.zeros((m.shape[0], f.shape[0]))
+    total = m_all + m_none + m_mid
+    shape = np.broadcast_shapes(mid_term.shape, f_all.shape, total.shape)
     q = np.maximum(1.0 - f_all - f_none, 1e-300)
-    shape = (m.shape[0], f.shape[0])
     with np.errstate(divide="ignore", invalid="ignore"):
         wf_inner = m_mid / (total * q)
         wf_no_all = np.clip((m_all + m_mid) / (total * np.maximum(1.0 - f_none, 1e-300)), 0.0, 1.0)
@@ -208,35 +245,167 @@ def _profile_one_n(m: np.ndarray, f: np.ndarray, always: bool = True) -> tuple[n
     return tuple(best)
 
 
-def _profile_em(
-    m: np.ndarray, patterns: _Patterns, f: np.ndarray, iterations: int = 100, always: bool = True
+def _pooled(cells: _Cells, f_all: np.ndarray, f_none: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each replicate's task-weighted mean f(n | n) and f(0 | n) over its all-pass and all-fail
+    tasks, (R, G): with these in :func:`_faces` the loglik is an upper bound (Jensen: log is
+    concave), exact when one n."""
+    out = []
+    for m, f in ((cells.all_pass, f_all), (cells.all_fail, f_none)):
+        size = m.sum(1, keepdims=True)
+        out.append((m @ f.T) / np.where(size > 0, size, 1.0) + (size == 0) * f.mean(1)[None, :])
+    return out[0], out[1]
+
+
+def _em(
+    cells: _Cells,
+    f_all: np.ndarray,
+    f_none: np.ndarray,
+    mid_term: np.ndarray,
+    start: tuple[np.ndarray, ...],
+    iterations: int,
+    tol: float = 1e-9,
 ) -> tuple[np.ndarray, ...]:
-    """EM over the shares when tasks have different n (no closed form)."""
-    is_all = (patterns.c == patterns.n).astype(float)
-    is_none = (patterns.c == 0).astype(float)
-    total = m.sum(1)[:, None]
-    shape = (m.shape[0], f.shape[0])
-    start = 1 / 3 if always else 0.0  # EM's updates keep a zero share at zero
-    w1, w0, wf = np.full(shape, start), np.full(shape, (1 - start) / 2), np.full(shape, (1 - start) / 2)
-    for _ in range(iterations):
-        dens = w1[..., None] * is_all + w0[..., None] * is_none + wf[..., None] * f[None]
-        ratio = np.divide(m[:, None, :], dens, out=np.zeros_like(dens), where=dens > 0)
-        w1 = w1 * (ratio * is_all).sum(-1) / total
-        w0 = w0 * (ratio * is_none).sum(-1) / total
-        wf = wf * (ratio * f[None]).sum(-1) / total
-    return _loglik(m, f, is_all, is_none, w1, w0, wf), w1, w0, wf
+    """EM over the shares with every all-pass and all-fail task's own n, from ``start``, until
+    ``iterations`` or no share moves more than ``tol`` in an iteration.
+
+    f_* (R, G, D) at each replicate's grid points; start, mid_term (R, G). The flaky tasks'
+    responsibility is all theirs, so their cells only add m_mid to wf's update.
+    """
+    m_all, m_none = cells.all_pass[:, None, :], cells.all_fail[:, None, :]
+    m_mid, total = (
+        cells.flaky[:, None],
+        (cells.all_pass.sum(1) + cells.all_fail.sum(1) + cells.flaky)[:, None],
+    )
+    w1, w0, wf = start
+    previous = (w1, wf)
+    for i in range(iterations):
+        if i % 20 == 19:
+            if w1.size == 0 or max(np.abs(w1 - previous[0]).max(), np.abs(wf - previous[1]).max()) < tol:
+                break
+        if i % 20 == 18:
+            previous = (w1, wf)
+        r1 = np.divide(
+            m_all, w1[..., None] + wf[..., None] * f_all, out=np.zeros(f_all.shape), where=m_all > 0
+        )
+        r0 = np.divide(
+            m_none, w0[..., None] + wf[..., None] * f_none, out=np.zeros(f_none.shape), where=m_none > 0
+        )
+        w1, w0, wf = (
+            w1 * r1.sum(-1) / total,
+            w0 * r0.sum(-1) / total,
+            (wf * ((r1 * f_all).sum(-1) + (r0 * f_none).sum(-1)) + m_mid) / total,
+        )
+    with np.errstate(divide="ignore"):
+        ll = (
+            xlogy(m_all, w1[..., None] + wf[..., None] * f_all).sum(-1)
+            + xlogy(m_none, w0[..., None] + wf[..., None] * f_none).sum(-1)
+            + xlogy(m_mid, wf)
+            + np.where(m_mid > 0, mid_term, 0.0)
+        )
+    return ll, w1, w0, wf
 
 
-def _fit_grid(m: np.ndarray, patterns: _Patterns, always: bool = True) -> np.ndarray:
-    """Best grid fit per replicate: array (R, 4) of share_always, share_never, alpha, beta."""
-    out = np.empty((m.shape[0], 4))
-    for start in range(0, m.shape[0], _CHUNK):
-        block = m[start : start + _CHUNK]
-        ll, w1, w0, _ = _profile(block, patterns, _GRID_A, _GRID_B, always)
-        best = np.argmax(ll, axis=1)
-        rows = np.arange(block.shape[0])
-        out[start : start + _CHUNK] = np.column_stack(
-            [w1[rows, best], w0[rows, best], _GRID_A[best], _GRID_B[best]]
+def _em_start(bound: tuple[np.ndarray, ...], always: bool) -> tuple[np.ndarray, ...]:
+    """The pooled solution, nudged off the faces so EM can leave a share at 0 (not share_always
+    without the "always" share)."""
+    _, w1, w0, wf = bound
+    mix = 0.05
+    if always:
+        return (1 - mix) * w1 + mix / 3, (1 - mix) * w0 + mix / 3, (1 - mix) * wf + mix / 3
+    return np.zeros_like(w1), (1 - mix) * w0 + mix / 2, (1 - mix) * wf + mix / 2
+
+
+def _profile(
+    cells: _Cells, alpha: np.ndarray, beta: np.ndarray, always: bool = True, iterations: int = 500
+) -> tuple[np.ndarray, ...]:
+    """Maximise the likelihood over the three shares for each (replicate, grid point);
+    ``always=False`` holds share_always at 0. Returns loglik, w1, w0, wf, each (R, G)."""
+    f_all, f_none, log_f = _terms(cells, alpha, beta)
+    mid_term = _mid_term(cells, log_f)
+    if cells.ns.size == 1:
+        return _faces(
+            cells.all_pass, cells.all_fail, cells.flaky[:, None], mid_term, f_all.T, f_none.T, always
+        )
+    pooled_all, pooled_none = _pooled(cells, f_all, f_none)
+    m = (cells.all_pass.sum(1, keepdims=True), cells.all_fail.sum(1, keepdims=True), cells.flaky[:, None])
+    bound = _faces(*m, mid_term, pooled_all, pooled_none, always)
+    reps = cells.flaky.size
+    return _em(
+        cells,
+        np.broadcast_to(f_all[None], (reps, *f_all.shape)),
+        np.broadcast_to(f_none[None], (reps, *f_none.shape)),
+        mid_term,
+        _em_start(bound, always),
+        iterations,
+    )
+
+
+def _fit_grid(cells: _Cells, always: bool = True, batch: int = 4, iterations: int = 100) -> np.ndarray:
+    """Best grid fit per replicate: array (R, 4) of share_always, share_never, alpha, beta.
+
+    One n: the closed form at every grid point. Mixed n: the closed form with pooled f is an
+    upper bound at every grid point; EM runs only at the grid points with the highest bounds, in
+    batches, until the best loglik found is at least the next bound (so the argmax is exact).
+    """
+    reps = cells.flaky.size
+    out = np.empty((reps, 4))
+    f_all, f_none, log_f = _terms(cells, _GRID_A, _GRID_B)
+    for start in range(0, reps, _CHUNK):
+        block = cells.rows(start, min(start + _CHUNK, reps))
+        rows = np.arange(block.flaky.size)
+        mid_term = _mid_term(block, log_f)
+        if block.ns.size == 1:
+            ll, w1, w0, _ = _faces(
+                block.all_pass, block.all_fail, block.flaky[:, None], mid_term, f_all.T, f_none.T, always
+            )
+            best = np.argmax(ll, axis=1)
+            out[start : start + rows.size] = np.column_stack(
+                [w1[rows, best], w0[rows, best], _GRID_A[best], _GRID_B[best]]
+            )
+            continue
+        pooled = _pooled(block, f_all, f_none)
+        m = (block.all_pass.sum(1, keepdims=True), block.all_fail.sum(1, keepdims=True), block.flaky[:, None])
+        bound = _faces(*m, mid_term, *pooled, always)
+        order = np.argsort(-bound[0], axis=1)
+        best_ll = np.full(rows.size, -np.inf)
+        best = np.zeros((rows.size, 3))
+        best_g = np.zeros(rows.size, np.int64)
+        todo = rows
+        for first in range(0, order.shape[1], batch):
+            g = order[todo, first : first + batch]
+            sub = _Cells(
+                block.ns,
+                block.all_pass[todo],
+                block.all_fail[todo],
+                block.flaky[todo],
+                block.mid[todo],
+                block.pattern_n,
+                block.pattern_c,
+            )
+            at = (todo[:, None], g)
+            ll, w1, w0, wf = _em(
+                sub,
+                f_all[g],
+                f_none[g],
+                mid_term[at],
+                _em_start(tuple(x[at] for x in bound), always),
+                iterations,
+            )
+            pick = np.argmax(ll, axis=1)
+            here = np.arange(todo.size)
+            better = ll[here, pick] > best_ll[todo]
+            upd = todo[better]
+            best_ll[upd] = ll[here, pick][better]
+            best[upd] = np.column_stack([w1[here, pick], w0[here, pick], wf[here, pick]])[better]
+            best_g[upd] = g[here, pick][better]
+            nxt = first + batch
+            if nxt >= order.shape[1]:
+                break
+            todo = todo[best_ll[todo] < bound[0][todo, order[todo, nxt]] - 1e-9]
+            if todo.size == 0:
+                break
+        out[start : start + rows.size] = np.column_stack(
+            [best[:, 0], best[:, 1], _GRID_A[best_g], _GRID_B[best_g]]
         )
     return out
 
@@ -252,13 +421,12 @@ def fit_mixture(n: np.ndarray, c: np.ndarray, always: bool = True) -> Mixture:
     1.0
     """
     n, c = np.asarray(n, np.int64), np.asarray(c, np.int64)
-    patterns = _Patterns.for_trials(n)
-    m = np.bincount(patterns.index(n, c), minlength=patterns.n.size)[None, :].astype(float)
-    w1, w0, a, b = _fit_grid(m, patterns, always)[0]
+    cells = _Cells.of(n, c[None, :])
+    w1, w0, a, b = _fit_grid(cells, always)[0]
 
     def objective(x: np.ndarray) -> float:
         mu, s = 1.0 / (1.0 + np.exp(-x[0])), np.exp(x[1])
-        ll = _profile(m, patterns, np.array([mu * s]), np.array([(1.0 - mu) * s]), always)[0]
+        ll = _profile(cells, np.array([mu * s]), np.array([(1.0 - mu) * s]), always)[0]
         return -float(ll[0, 0])
 
     start = np.array([np.log(a / b), np.log(a + b)])
@@ -269,7 +437,7 @@ def fit_mixture(n: np.ndarray, c: np.ndarray, always: bool = True) -> Mixture:
     if res.fun <= objective(start):
         mu, s = 1.0 / (1.0 + np.exp(-res.x[0])), float(np.exp(res.x[1]))
         a, b = mu * s, (1.0 - mu) * s
-        _, w1_, w0_, _ = _profile(m, patterns, np.array([a]), np.array([b]), always)
+        _, w1_, w0_, _ = _profile(cells, np.array([a]), np.array([b]), always)
         w1, w0 = float(w1_[0, 0]), float(w0_[0, 0])
     return Mixture(float(w1), float(w0), float(a), float(b))
 
@@ -283,11 +451,9 @@ def bootstrap_mixtures(
     Returns (n_boot, 4): share_always, share_never, alpha, beta per replicate.
     """
     n = np.asarray(n, np.int64)
-    patterns = _Patterns.for_trials(n)
     p = fit.sample((n_boot, n.size), rng)
     c = rng.binomial(np.broadcast_to(n, p.shape), p)
-    m = patterns.counts(n, c)
-    return _fit_grid(m, patterns, always)
+    return _fit_grid(_Cells.of(n, c), always)
 
 
 def pass_hat_interval(

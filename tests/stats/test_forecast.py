@@ -11,10 +11,15 @@ import pytest
 
 from passk_nb.stats.estimators import pass_hat_k
 from passk_nb.stats.forecast import (
+    _GRID_A,
+    _GRID_B,
     Mixture,
-    _Patterns,
-    _profile_em,
-    _profile_one_n,
+    _Cells,
+    _em,
+    _faces,
+    _fit_grid,
+    _mid_term,
+    _terms,
     beta_moment,
     data_bounds,
     fit_mixture,
@@ -87,16 +92,55 @@ def test_too_few_tasks_declines_with_the_reason() -> None:
 
 def test_the_closed_form_equals_em_when_every_task_has_the_same_n() -> None:
     rng = np.random.default_rng(5)
-    patterns = _Patterns.for_trials(np.array([4]))
-    m = rng.integers(0, 8, size=(20, 5)).astype(float)
+    n = np.full(20, 4)
+    cells = _Cells.of(n, rng.binomial(4, rng.random((20, 20))))
     a, b = rng.uniform(0.1, 20, 30), rng.uniform(0.1, 20, 30)
-    from scipy import stats as sps
-
-    f = sps.betabinom.pmf(patterns.c[None, :], 4, a[:, None], b[:, None])
-    closed = _profile_one_n(m, f)
-    em = _profile_em(m, patterns, f, iterations=3000)
+    f_all, f_none, log_f = _terms(cells, a, b)
+    mid = _mid_term(cells, log_f)
+    closed = _faces(cells.all_pass, cells.all_fail, cells.flaky[:, None], mid, f_all.T, f_none.T)
+    start = tuple(np.full(mid.shape, 1 / 3) for _ in range(3))
+    reps = (20, *f_all.shape)
+    em = _em(cells, np.broadcast_to(f_all, reps), np.broadcast_to(f_none, reps), mid, start, 3000, tol=0.0)
     assert np.all(closed[0] >= em[0] - 1e-6)  # the closed form is the maximum
     assert np.allclose(closed[0], em[0], atol=1e-3)
+
+
+def brute_force_grid(n: np.ndarray, c: np.ndarray) -> tuple[int, float]:
+    """The grid fit as it was first written: EM over the shares on every (n, c) pattern, at every
+    grid point, from 1/3 each, for many iterations. Returns the best grid point and its loglik."""
+    pairs = np.array([(m, k) for m in np.unique(n) for k in range(m + 1)])
+    counts = np.array([np.sum((n == m) & (c == k)) for m, k in pairs], float)
+    from scipy import stats as sps
+
+    f = sps.betabinom.pmf(pairs[None, :, 1], pairs[None, :, 0], _GRID_A[:, None], _GRID_B[:, None])
+    is_all, is_none = (pairs[:, 1] == pairs[:, 0]).astype(float), (pairs[:, 1] == 0).astype(float)
+    w = np.full((3, _GRID_A.size, 1), 1 / 3)
+    for _ in range(2000):
+        dens = w[0] * is_all + w[1] * is_none + w[2] * f
+        ratio = counts / dens
+        w = (
+            w
+            * np.stack([(ratio * is_all).sum(-1), (ratio * is_none).sum(-1), (ratio * f).sum(-1)])[..., None]
+            / counts.sum()
+        )
+    dens = w[0] * is_all + w[1] * is_none + w[2] * f
+    ll = (counts * np.log(np.where(counts > 0, dens, 1.0))).sum(-1)
+    return int(np.argmax(ll)), float(ll.max())
+
+
+def test_the_mixed_n_grid_fit_finds_the_grid_maximum_of_the_full_likelihood() -> None:
+    """The cells (all-pass and all-fail per n, flaky tasks summed) and the bound-then-EM search
+    give the grid point and likelihood of EM on every (n, c) at every grid point."""
+    rng = np.random.default_rng(11)
+    for ns in ([4, 6, 8], [8, 12, 20, 33]):
+        n = rng.choice(ns, 40)
+        c = rng.binomial(n, Mixture(0.3, 0.1, 2.0, 1.0).sample((2, 40), rng))
+        fits = _fit_grid(_Cells.of(n, c))
+        for r in range(2):
+            g, ll = brute_force_grid(n, c[r])
+            fit = Mixture(*fits[r])
+            assert (fit.alpha, fit.beta) == (_GRID_A[g], _GRID_B[g])
+            assert mixture_loglik(n, c[r], fit) == pytest.approx(ll, abs=1e-4)
 
 
 def test_mixed_n_is_fitted_with_every_task_s_own_n() -> None:
