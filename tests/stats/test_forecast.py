@@ -140,7 +140,10 @@ def test_the_mixed_n_grid_fit_finds_the_grid_maximum_of_the_full_likelihood() ->
             g, ll = brute_force_grid(n, c[r])
             fit = Mixture(*fits[r])
             assert (fit.alpha, fit.beta) == (_GRID_A[g], _GRID_B[g])
-            assert mixture_loglik(n, c[r], fit) == pytest.approx(ll, abs=1e-4)
+            # The bootstrap's EM stops at 100 iterations (within 2e-3 of the maximum) ...
+            assert mixture_loglik(n, c[r], fit) == pytest.approx(ll, abs=2e-3)
+            # ... the point fit converges, and refines off the grid.
+            assert mixture_loglik(n, c[r], fit_mixture(n, c[r])) >= ll - 1e-6
 
 
 def test_mixed_n_is_fitted_with_every_task_s_own_n() -> None:
