@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import betaln, gammaln, xlogy
 
-from passk_nb.stats.forecast import _GRID_A, _GRID_B, Mixture, _Cells, _draw_counts, _fit_grid, forecast
+from passk_nb.stats.forecast import _GRID_A, _GRID_B, Mixture, _Cells, _fit_grid, forecast
 
 N_BOOT = 2_000
 TRUTH = Mixture(0.3, 0.1, 2.0, 1.0)
@@ -199,7 +199,7 @@ def main() -> int:
         f"(mixed n: 1 per 40) scaled to {N_BOOT}:"
     )
     for label, n in shapes.items():
-        c = _draw_counts(TRUTH, n, N_BOOT, rng)
+        c = rng.binomial(n, TRUTH.sample((N_BOOT, n.size), rng))
         reps = args.old_boot if np.unique(n).size == 1 else max(1, args.old_boot // 40)
         new_wall, new_cpu, new = clock(_fit_grid, _Cells.of(n, c))
         old_wall, old_cpu, old = clock(old_refits, n, c[:reps])

@@ -153,7 +153,8 @@ class _Cells:
         all_fail = np.bincount(row[none] * ns.size + d_all[none], minlength=reps * ns.size)
         mid = ~(full | none)
         key = np.broadcast_to(n, c.shape).ravel()[mid] * (int(n.max()) + 1) + c.ravel()[mid]
-        keys, col = np.unique(key, return_inverse=True)
+        seen = np.bincount(key, minlength=(int(n.max()) + 1) ** 2) > 0  # no sort: O(tasks)
+        keys, col = np.flatnonzero(seen), (np.cumsum(seen) - 1)[key]
         counts = sparse.csr_matrix(
             (np.ones(col.size), (row[mid], col)), shape=(reps, keys.size)
         )  # duplicates are summed
@@ -165,6 +166,33 @@ class _Cells:
             counts,
             keys // (int(n.max()) + 1),
             keys % (int(n.max()) + 1),
+        )
+
+    @classmethod
+    def draw(cls, fit: Mixture, n: np.ndarray, reps: int, rng: np.random.Generator) -> _Cells:
+        """The cells of ``reps`` suites drawn from ``fit`` with the tasks' n: tasks with the same n
+        are exchangeable, so each n's counts are one multinomial draw over c = 0..n (the cost
+        grows with the distinct n, not with the tasks)."""
+        ns, sizes = np.unique(np.asarray(n, np.int64), return_counts=True)
+        drawn = []
+        for value, size in zip(ns, sizes, strict=True):
+            c = np.arange(value + 1)
+            pmf = (
+                fit.share_flaky
+                * np.exp(_log_pmf(np.full(c.size, value), c, np.array([fit.alpha]), np.array([fit.beta])))[0]
+            )
+            pmf[0] += fit.share_never
+            pmf[-1] += fit.share_always
+            drawn.append(rng.multinomial(size, pmf / pmf.sum(), size=reps))
+        mid = [d[:, 1:-1] for d in drawn]
+        return cls(
+            ns,
+            np.column_stack([d[:, -1] for d in drawn]).astype(float),
+            np.column_stack([d[:, 0] for d in drawn]).astype(float),
+            sum(m.sum(1) for m in mid).astype(float),
+            sparse.csr_matrix(np.hstack(mid).astype(float)),
+            np.concatenate([np.full(v - 1, v) for v in ns]),
+            np.concatenate([np.arange(1, v) for v in ns]),
         )
 
     def rows(self, start: int, stop: int) -> _Cells:
@@ -456,14 +484,7 @@ def bootstrap_mixtures(
 
     Returns (n_boot, 4): share_always, share_never, alpha, beta per replicate.
     """
-    n = np.asarray(n, np.int64)
-    return _fit_grid(_Cells.of(n, _draw_counts(fit, n, n_boot, rng)), always)
-
-
-def _draw_counts(fit: Mixture, n: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    """n_boot suites of counts drawn from ``fit`` with the tasks' n, (n_boot, T)."""
-    p = fit.sample((n_boot, n.size), rng)
-    return rng.binomial(np.broadcast_to(n, p.shape), p)
+    return _fit_grid(_Cells.draw(fit, n, n_boot, rng), always)
 
 
 def deviance(n: np.ndarray, c: np.ndarray, fits: np.ndarray) -> np.ndarray:
@@ -475,19 +496,37 @@ def deviance(n: np.ndarray, c: np.ndarray, fits: np.ndarray) -> np.ndarray:
     >>> float(deviance(np.array([4, 4]), np.array([[4, 0]]), fit)[0])
     0.0
     """
-    n, c = np.asarray(n, np.int64), np.atleast_2d(np.asarray(c, np.int64))
+    n = np.asarray(n, np.int64)
+    return _deviance(n, _Cells.of(n, c), fits)
+
+
+def _deviance(n: np.ndarray, cells: _Cells, fits: np.ndarray) -> np.ndarray:
+    """:func:`deviance` from the suites' cells."""
     w1, w0, a, b = (x[:, None] for x in np.asarray(fits, float).T)
-    log_choose = gammaln(n + 1) - gammaln(c + 1) - gammaln(n - c + 1)
-    flaky = np.exp(log_choose + betaln(c + a, n - c + b) - betaln(a, b))
-    dens = w1 * (c == n) + w0 * (c == 0) + (1 - w1 - w0) * flaky
+    wf = 1 - w1 - w0
+
+    def log_f(n_: np.ndarray, c_: np.ndarray, a_: np.ndarray, b_: np.ndarray) -> np.ndarray:
+        log_choose = gammaln(n_ + 1) - gammaln(c_ + 1) - gammaln(n_ - c_ + 1)
+        return np.minimum(log_choose + betaln(c_ + a_, n_ - c_ + b_) - betaln(a_, b_), 0.0)
+
+    ns = cells.ns[None, :]
+    mid = cells.mid.tocoo()
+    mid.sum_duplicates()
+    mid_f = log_f(cells.pattern_n[mid.col], cells.pattern_c[mid.col], a[mid.row, 0], b[mid.row, 0])
     with np.errstate(divide="ignore"):
-        ll = np.log(dens).sum(1)
-    width = int(n.max()) + 1
-    reps = c.shape[0]
-    key = (np.arange(reps)[:, None] * width + n) * width + c
-    cells, m = np.unique(key.ravel(), return_counts=True)
-    per_n = np.bincount(n, minlength=width)
-    saturated = np.bincount(cells // (width * width), xlogy(m, m), minlength=reps) - xlogy(per_n, per_n).sum()
+        ll = (
+            xlogy(cells.all_pass, w1 + wf * np.exp(log_f(ns, ns, a, b))).sum(1)
+            + xlogy(cells.all_fail, w0 + wf * np.exp(log_f(ns, 0 * ns, a, b))).sum(1)
+            + xlogy(cells.flaky, wf[:, 0])
+            + np.bincount(mid.row, mid.data * mid_f, minlength=cells.flaky.size)
+        )
+    per_n = np.unique(n, return_counts=True)[1]
+    saturated = (
+        xlogy(cells.all_pass, cells.all_pass).sum(1)
+        + xlogy(cells.all_fail, cells.all_fail).sum(1)
+        + np.bincount(mid.row, xlogy(mid.data, mid.data), minlength=cells.flaky.size)
+        - xlogy(per_n, per_n).sum()
+    )
     return 2.0 * (saturated - ll)
 
 
@@ -572,11 +611,11 @@ class Readings:
         los, his, shares = [], [], []
         fit_p = np.nan
         for fit, always in ((self.with_always, True), (self.without_always, False)):
-            drawn = _draw_counts(fit, n, n_boot, rng)
-            reps = _fit_grid(_Cells.of(n, drawn), always)
+            drawn = _Cells.draw(fit, n, n_boot, rng)
+            reps = _fit_grid(drawn, always)
             if always:
                 observed = deviance(n, c[None, :], _fit_grid(_Cells.of(n, c[None, :])))[0]
-                fit_p = float(np.mean(deviance(n, drawn, reps) >= observed - 1e-9))
+                fit_p = float(np.mean(_deviance(n, drawn, reps) >= observed - 1e-9))
             lo, hi = pass_hat_interval(fit.pass_hat(ks), reps, ks, ci)
             los.append(lo)
             his.append(hi)
