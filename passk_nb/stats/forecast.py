@@ -15,11 +15,14 @@ choice decides pass^K far out. So the mixture is fitted twice — with the "alwa
 without it (every task may fail) — and :class:`Readings` averages the two by Akaike weight,
 with an interval spanning both models' parametric-bootstrap intervals (draw T tasks from the
 fit, trials with each task's n, refit). Either model alone missed truths the other describes
-(``benchmarks/forecast_validation.py`` measures coverage on eleven shapes; README). Every row
+(``benchmarks/forecast_validation.py`` measures coverage on fourteen shapes; README). Every row
 also carries ``bound_lo``/``bound_hi``: what the data allow with no model at all
 (:func:`data_bounds`), which always covers but is wide. Where the model cannot be identified
 (fewer than :data:`MIN_TASKS` tasks, or no task with both a pass and a failure) the forecast is
-declined: NaN, ``given`` False, a warning saying why, and the bounds are what to read.
+declined: NaN, ``given`` False, a warning saying why, and the bounds are what to read. So is
+every K beyond n when a goodness-of-fit check (:func:`deviance` against the bootstrap's, p below
+:data:`FIT_LEVEL`) says the counts have a shape the mixture does not describe — typically many
+tasks nearly but not quite certain, where the model's interval missed pass^64 most of the time.
 """
 
 from __future__ import annotations
@@ -746,7 +749,8 @@ def forecast(
     ``weight_with_always``, ``n_tasks``, ``min_n``, ``given`` (False when the forecast is
     declined: read ``bound_lo``/``bound_hi`` instead) and ``note`` (why it was declined, else
     empty). Declines (NaN, ``given`` False and a warning) with fewer than 10 tasks or fewer
-    than 2 flaky tasks (0 < c < n).
+    than 2 flaky tasks (0 < c < n), and for K beyond n when the fit check flags the counts
+    (p < :data:`FIT_LEVEL`; needs ``n_boot`` > 0).
 
     With ``per_task=True``: one row per (group, task, K) with the task's posterior
     predictive pass^K given its c of n (``pass^k``, averaged over the two models like the
