@@ -155,8 +155,9 @@ class _Cells:
         all_pass = np.bincount(row[full] * ns.size + d_all[full], minlength=reps * ns.size)
         all_fail = np.bincount(row[none] * ns.size + d_all[none], minlength=reps * ns.size)
         mid = ~(full | none)
-        key = np.broadcast_to(n, c.shape).ravel()[mid] * (int(n.max()) + 1) + c.ravel()[mid]
-        seen = np.bincount(key, minlength=(int(n.max()) + 1) ** 2) > 0  # no sort: O(tasks)
+        width = int(n.max()) + 1
+        key = d_all[mid] * width + c.ravel()[mid]  # (which distinct n, c): D · width keys at most
+        seen = np.bincount(key, minlength=ns.size * width) > 0  # no sort: O(tasks)
         keys, col = np.flatnonzero(seen), (np.cumsum(seen) - 1)[key]
         counts = sparse.csr_matrix(
             (np.ones(col.size), (row[mid], col)), shape=(reps, keys.size)
@@ -167,8 +168,8 @@ class _Cells:
             all_fail.reshape(reps, -1).astype(float),
             np.asarray(counts.sum(1)).ravel(),
             counts,
-            keys // (int(n.max()) + 1),
-            keys % (int(n.max()) + 1),
+            ns[keys // width],
+            keys % width,
         )
 
     @classmethod
@@ -186,6 +187,7 @@ class _Cells:
             )
             pmf[0] += fit.share_never
             pmf[-1] += fit.share_always
+            pmf = np.clip(pmf, 0.0, None)  # a share of -1e-17 from rounding
             drawn.append(rng.multinomial(size, pmf / pmf.sum(), size=reps))
         mid = [d[:, 1:-1] for d in drawn]
         return cls(

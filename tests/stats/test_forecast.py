@@ -323,3 +323,23 @@ def test_coverage_on_near_certain_and_uniform_truths(
     else:
         truth = 0.25 + 0.65 * (0.95 ** (ks + 1) - 0.5 ** (ks + 1)) / ((ks + 1) * 0.45)
         assert (read_coverage(p, truth, trials, seed=seed + 100) >= 0.86).all()
+
+
+def test_bootstrap_cells_are_the_counts_of_suites_drawn_task_by_task() -> None:
+    """Cells drawn per n as one multinomial have the same expected counts as suites drawn task
+    by task (p from the mixture, then c), for each kind of cell."""
+    fit, n = Mixture(0.3, 0.1, 2.0, 1.0), np.repeat([4, 9], [30, 20])
+    drawn = _Cells.draw(fit, n, 4000, np.random.default_rng(30))
+    rng = np.random.default_rng(31)
+    by_task = _Cells.of(n, rng.binomial(n, fit.sample((4000, n.size), rng)))
+    for got, want in ((drawn.all_pass, by_task.all_pass), (drawn.all_fail, by_task.all_fail)):
+        assert got.mean(0) == pytest.approx(want.mean(0), abs=0.15)
+    assert drawn.flaky.mean() == pytest.approx(by_task.flaky.mean(), abs=0.2)
+
+
+def test_cells_of_tasks_with_very_many_trials_stay_small() -> None:
+    """Pattern keys are (distinct n, c), so one task with 200,000 trials costs no 200,000² table."""
+    n = np.array([3, 3, 200_000])
+    cells = _Cells.of(n, np.array([[1, 2, 150_000]]))
+    assert cells.pattern_n.tolist() == [3, 3, 200_000] and cells.pattern_c.tolist() == [1, 2, 150_000]
+    assert cells.flaky.tolist() == [3.0]
