@@ -86,6 +86,21 @@ def one_flaky(p: float = 0.5) -> Truth:
     return Truth(sample, lambda ks, tasks: (tasks - 1 + p ** ks.astype(float)) / tasks)
 
 
+def with_uniform(always: float, never: float, lo: float, hi: float) -> Truth:
+    """Shares at p = 1 and p = 0, the rest Uniform(lo, hi)."""
+    rest = 1.0 - always - never
+
+    def sample(size: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+        u = rng.random(size)
+        return np.where(u < always, 1.0, np.where(u < always + never, 0.0, rng.uniform(lo, hi, size)))
+
+    def truth(ks: np.ndarray, tasks: int) -> np.ndarray:
+        k1 = ks.astype(float) + 1
+        return always + rest * (hi**k1 - lo**k1) / (k1 * (hi - lo))
+
+    return Truth(sample, truth)
+
+
 POPULATIONS = {
     "mixture 0.3 always, 0.1 never, Beta(2,1)": mixture(Mixture(0.3, 0.1, 2.0, 1.0)),
     "Beta(0.6,0.3)": mixture(Mixture(0.0, 0.0, 0.6, 0.3)),
@@ -98,6 +113,9 @@ POPULATIONS = {
     "three-point {0: 15%, 0.6: 50%, 0.95: 35%}": atoms([0.0, 0.6, 0.95], [0.15, 0.5, 0.35]),
     "all tasks p = 0.9": atoms([0.9], [1.0]),
     "one flaky task (p = 0.5) among certain ones": one_flaky(0.5),
+    "near-certain {0.02: 40%, 0.98: 60%}": atoms([0.02, 0.98], [0.4, 0.6]),
+    "25% always, 10% never, rest Uniform(0.5, 0.95)": with_uniform(0.25, 0.1, 0.5, 0.95),
+    "near-certain {0.99: 50%, 0.9: 30%, 0.5: 20%}": atoms([0.99, 0.9, 0.5], [0.5, 0.3, 0.2]),
 }
 
 
