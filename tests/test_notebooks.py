@@ -26,6 +26,7 @@ EXPECTED = [
     "09-frontier-reliability",
     "10-run-until-decided",
     "11-robustness",
+    "12-a-model-we-ran",
 ]
 PLOT_FUNCTIONS = (
     "plot_curve",
