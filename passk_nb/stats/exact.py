@@ -23,7 +23,6 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import gammaln, xlogy
-from scipy.stats import hypergeom
 
 __all__ = ["boschloo_exact_2x2", "fisher_exact_2x2"]
 
@@ -199,6 +198,8 @@ def _whole_numbers(x: np.ndarray, name: str) -> np.ndarray:
 def _fisher_varying(tables: np.ndarray) -> np.ndarray:
     """scipy's two-sided algorithm, one array operation per step, for rows (c_a, n_a, c_b, n_b)
     whose margins are all positive."""
+    from scipy.stats import hypergeom  # here: scipy.stats costs seconds to import, summarize needs none
+
     c_a, n_a, c_b, n_b = tables.T
     total, successes = n_a + n_b, c_a + c_b  # margins: hypergeom(M=total, n=n_a, N=successes)
     dist = hypergeom(total, n_a, successes)

@@ -23,8 +23,7 @@ import warnings
 from collections.abc import Iterator
 
 import numpy as np
-from scipy import stats as sps
-from scipy.special import gammaln
+from scipy.special import betaincinv, gammaln, ndtri, stdtr, stdtrit
 
 from passk_nb.stats._grouping import distinct_codes, group_means, group_sums
 from passk_nb.stats.estimators import pass_hat_k
@@ -75,8 +74,8 @@ def fixed_task_variance(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
     n, c = np.broadcast_arrays(np.asarray(n), np.asarray(c))
     cn, cc, where = _cells(n.ravel(), c.ravel())
     with np.errstate(invalid="ignore"):
-        lo = np.where(cc <= 0, 0.0, sps.beta.ppf((1 - FIXED_LEVEL) / 2, cc + 0.5, cn - cc + 0.5))
-        hi = np.where(cc >= cn, 1.0, sps.beta.ppf((1 + FIXED_LEVEL) / 2, cc + 0.5, cn - cc + 0.5))
+        lo = np.where(cc <= 0, 0.0, betaincinv(cc + 0.5, cn - cc + 0.5, (1 - FIXED_LEVEL) / 2))
+        hi = np.where(cc >= cn, 1.0, betaincinv(cc + 0.5, cn - cc + 0.5, (1 + FIXED_LEVEL) / 2))
     edges = lo, hi
     for _ in range(2):  # a coarse grid, then a fine one around its largest point
         grid = lo[:, None] + (hi - lo)[:, None] * _GRID
@@ -124,7 +123,7 @@ def fixed_interval(
     """The *these tasks, re-rolled* interval from a value and its fixed-task standard error:
     value ± z·se, clipped to [lower, 1] (``lower=-1`` for a difference); the one place that turns
     ``se_fixed`` into bounds."""
-    z = float(sps.norm.ppf(0.5 + ci / 2))
+    z = float(ndtri(0.5 + ci / 2))
     return np.clip(value - z * se, lower, 1.0), np.clip(value + z * se, lower, 1.0)
 
 
@@ -197,7 +196,7 @@ def student_t_p_value(gid: np.ndarray, values: np.ndarray, floor: np.ndarray, n_
     sizes, means, s2 = _spread(gid, values, floor, n_groups)
     sizes = sizes[:, None]
     with np.errstate(invalid="ignore", divide="ignore"):
-        p = 2 * sps.t.sf(np.abs(means) / np.sqrt(s2 / sizes), sizes - 1)
+        p = 2 * stdtr(sizes - 1, -np.abs(means) / np.sqrt(s2 / sizes))
     return np.where((sizes < 2) | np.isnan(p), 1.0, p)
 
 
@@ -206,7 +205,7 @@ def t_interval(
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`student_t` from the spread (T, mean, floored s²; T broadcastable to the means)."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        half = sps.t.ppf(0.5 + ci / 2, sizes - 1) * np.sqrt(s2 / sizes)
+        half = stdtrit(sizes - 1, 0.5 + ci / 2) * np.sqrt(s2 / sizes)
     half = np.where(sizes < 2, np.nan, half)
     return means - half, means + half
 
@@ -234,15 +233,15 @@ def kg_interval(
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`korn_graubard` from the spread (T, mean, floored s²; T broadcastable to the means)."""
     tail = (1 - ci) / 2
-    t, z = sps.t.ppf(1 - tail, np.maximum(sizes - 1, 1)), sps.norm.ppf(1 - tail)
+    t, z = stdtrit(np.maximum(sizes - 1, 1), 1 - tail), ndtri(1 - tail)
     bernoulli = np.clip(means, 1e-12, 1 - 1e-12) * (1 - np.clip(means, 1e-12, 1 - 1e-12))
     with np.errstate(invalid="ignore", divide="ignore"):
         phi = np.clip(s2 / bernoulli, 1e-12, 1.0)
         phi = ((sizes - 1) * phi + 1) / sizes
         t_eff = sizes / phi * (z / t) ** 2
         x = np.clip(means, 0.0, 1.0) * t_eff
-        lo = np.where(x > 0, sps.beta.ppf(tail, x, t_eff - x + 1), 0.0)
-        hi = np.where(x < t_eff, sps.beta.ppf(1 - tail, x + 1, t_eff - x), 1.0)
+        lo = np.where(x > 0, betaincinv(x, t_eff - x + 1, tail), 0.0)
+        hi = np.where(x < t_eff, betaincinv(x + 1, t_eff - x, 1 - tail), 1.0)
     small = np.broadcast_to(sizes < 2, lo.shape)
     lo[small], hi[small] = np.nan, np.nan
     return lo, hi
@@ -252,8 +251,8 @@ def clopper_pearson(n: np.ndarray, c: np.ndarray, k: int, ci: float) -> tuple[np
     """Per-task intervals: the exact interval for p mapped through p ↦ 1 − (1 − p)^k and p ↦ p^k."""
     tail = (1 - ci) / 2
     with np.errstate(invalid="ignore"):
-        p_lo = np.where(c > 0, sps.beta.ppf(tail, c, n - c + 1), 0.0)
-        p_hi = np.where(c < n, sps.beta.ppf(1 - tail, c + 1, n - c), 1.0)
+        p_lo = np.where(c > 0, betaincinv(c, n - c + 1, tail), 0.0)
+        p_hi = np.where(c < n, betaincinv(c + 1, n - c, 1 - tail), 1.0)
     defined = n >= k
     lo = np.column_stack([1 - (1 - p_lo) ** k, p_lo**k])
     hi = np.column_stack([1 - (1 - p_hi) ** k, p_hi**k])

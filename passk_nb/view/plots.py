@@ -89,6 +89,7 @@ def plot_curve(
     metrics: Sequence[str] = METRICS,
     at_k: int | None = None,
     bands: bool = True,
+    sparse: bool = False,
     names: dict[str, str] | None = None,
     ax: Axes | None = None,
     title: str | None = None,
@@ -100,6 +101,8 @@ def plot_curve(
     metrics: which of pass@k and pass^k to draw.
     at_k: mark this k with a vertical line.
     bands: shade the intervals.
+    sparse: also draw the ks where fewer than half of a group's tasks have k trials (by
+    default each group's line stops before the first such k and its legend entry says so).
     names: ``{prompt_hash: prompt_name}`` for the labels (default: from ``curve``).
     {ax}
     {title}
@@ -108,7 +111,9 @@ def plot_curve(
     when ``by`` contains ``"task"``); where a group has too few tasks for that interval, its band
     is the fixed-task interval (these tasks, re-rolled) and the legend says so. Where k exceeds
     some tasks' n those tasks drop out and the curve can rise: those points are hollow, with a
-    note. With a single group the gap between the two metrics is hatched. Draws one line per
+    note; from the first k that covers under half of a group's tasks its line is not drawn
+    (unless ``sparse``), since a mean over a few tasks would read as a jump of the whole curve.
+    With a single group the gap between the two metrics is hatched. Draws one line per
     (group, metric), labelled ``"<group> — <metric>"``.
 
     >>> from passk_nb.data.records import frame_from_records
@@ -141,7 +146,12 @@ def plot_curve(
     colors = group_colors(labels.nunique())
     for i, (label, rows) in enumerate(frame.groupby(labels, sort=False)):
         color = colors[i]
-        group_handles.append(Line2D([], [], color=color, linewidth=3, label=label))
+        stop = None if sparse else _first_sparse_k(rows)
+        entry = label
+        if stop is not None:
+            rows = rows[rows["k"] < stop]
+            entry = f"{label} (k ≥ {stop}: under half the tasks, not drawn)"
+        group_handles.append(Line2D([], [], color=color, linewidth=3, label=entry))
         by_metric = {}
         for metric in metrics:
             line = rows[rows["metric"] == metric].sort_values("k")
@@ -218,6 +228,14 @@ def plot_curve(
     legend_outside(ax, handles=handles, title=f"bands: {ci:.0%} interval, {interval}" if bands else None)
     set_title(ax, title, "Capability (pass@k) vs reliability (pass^k) as k grows", note=described)
     return ax
+
+
+def _first_sparse_k(rows: pd.DataFrame) -> int | None:
+    """The smallest k at which fewer than half of this group's tasks have k trials, or None."""
+    if not {"n_tasks", "n_tasks_covered"} <= set(rows.columns):
+        return None
+    sparse = rows[2 * rows["n_tasks_covered"] < rows["n_tasks"]]
+    return int(sparse["k"].min()) if len(sparse) else None
 
 
 @plain_text
