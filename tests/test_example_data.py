@@ -91,7 +91,7 @@ def tau_pass_hat(k: int) -> float:
 
 def test_every_data_folder_is_known_and_loads():
     folders = sorted(p.name for p in DATA.iterdir() if p.is_dir())
-    assert folders == sorted([*SMOLLM2, "tau-bench", "livecodebench"]), (
+    assert folders == sorted([*SMOLLM2, "tau-bench", "livecodebench", "qwen2.5-1.5b-orders"]), (
         "a new data folder needs its figures checked here"
     )
     for name in SMOLLM2:
@@ -505,3 +505,85 @@ def test_starter2_grid_is_the_pre_registered_one_and_its_headline_numbers():
     # at T=0 the 20 trials of a task are one decode repeated: a single outcome in every cell
     greedy = records[records["temperature"] == 0.0]
     assert set(greedy.groupby(["prompt_name", "task"])["outcome"].nunique()) == {1}
+
+
+#: data/qwen2.5-1.5b-orders (issue 46): trials and passes per (temperature, prompt) as committed
+QWEN_RUNS = {
+    (0.0, "default"): (7, 0),
+    (0.7, "default"): (100, 13),
+    (0.7, "fewshot"): (100, 18),
+    (0.7, "strict"): (100, 14),
+}
+#: successes per task (of 20) in the whole cells, by (temperature, prompt)
+QWEN_TASKS = {
+    (0.7, "default", "address-change-pending"): 13,
+    (0.7, "default", "cancel-pending-lookup"): 0,
+    (0.7, "default", "cancel-shipped-refusal"): 0,
+    (0.7, "default", "refund-damaged-shipped"): 0,
+    (0.7, "default", "refund-delivered"): 0,
+    (0.7, "fewshot", "address-change-pending"): 12,
+    (0.7, "fewshot", "cancel-pending-lookup"): 0,
+    (0.7, "fewshot", "cancel-shipped-refusal"): 0,
+    (0.7, "fewshot", "refund-damaged-shipped"): 2,
+    (0.7, "fewshot", "refund-delivered"): 4,
+    (0.7, "strict", "address-change-pending"): 7,
+    (0.7, "strict", "cancel-pending-lookup"): 1,
+    (0.7, "strict", "cancel-shipped-refusal"): 0,
+    (0.7, "strict", "refund-damaged-shipped"): 3,
+    (0.7, "strict", "refund-delivered"): 3,
+}
+#: refusal-task answers claiming the shipped order was cancelled, per prompt (whole cells)
+QWEN_CANCEL_CLAIMS = {"default": 8, "fewshot": 1, "strict": 2}
+#: (temperature, variant, task) that flip against default (Fisher per task, BH within temperature)
+QWEN_FLIPS = set()  # none at T=0.7: the smallest q was 0.11 (address-change-pending 13 -> 7 under strict)
+
+
+def test_qwen_grid_is_the_pre_registered_one_and_its_headline_numbers():
+    folder = DATA / "qwen2.5-1.5b-orders"
+    records = read_parquet_folder(folder)
+    assert set(records["suite"]) == {"orders"} and set(records["json_mode"]) == {"off"}
+    assert set(records["protocol"]) == {"json"} and set(records["model"]) == {"qwen2.5-coder-1.5b"}
+    assert set(records["base_url_host"]) == {"127.0.0.1:18432"}
+    # new seeds: trial i sends 3000 + i (the pilot sent 0-1, and wrote nothing here)
+    assert sorted(set(records["seed"] - records["trial"])) == [3000]
+    arms = {
+        key: (len(group), int(group["passed"].sum()))
+        for key, group in records.groupby(["temperature", "prompt_name"])
+    }
+    assert arms == QWEN_RUNS
+    whole = records[records.groupby(["temperature", "prompt_name"])["task"].transform("size") == 100]
+    per_task = whole.groupby(["temperature", "prompt_name", "task"])["passed"].sum()
+    assert {key: int(v) for key, v in per_task.items()} == QWEN_TASKS
+    # pass^k from the counts with math.comb alone falls with k in every whole cell
+    for (temperature, prompt), _ in whole.groupby(["temperature", "prompt_name"]):
+        counts = [QWEN_TASKS[(temperature, prompt, t)] for t in sorted(set(whole["task"]))]
+        hats = [sum(math.comb(c, k) / math.comb(20, k) for c in counts) / len(counts) for k in (1, 2, 5)]
+        assert hats[0] >= hats[1] >= hats[2]
+        cell = passk_nb.load(folder).query("temperature == @temperature and prompt_name == @prompt")
+        assert passk_nb.summarize(cell, k=2, n_boot=0)["pass^k"].iloc[0] == pytest.approx(hats[1], rel=1e-9)
+    refusal = whole[whole["task"] == "cancel-shipped-refusal"]
+    claims = refusal["false_claims"].map(lambda s: any(c["kind"] == "cancel" for c in json.loads(s)))
+    assert {p: int(n) for p, n in claims.groupby(refusal["prompt_name"]).sum().items()} == QWEN_CANCEL_CLAIMS
+    assert not refusal["state_diff"].str.contains("O1007.status").any()  # never actually cancelled
+    flagged = set()
+    loaded = passk_nb.load(folder)
+    loaded = loaded[loaded.groupby(["temperature", "prompt_name"])["task"].transform("size") == 100]
+    for variant in sorted(set(whole["prompt_name"]) - {"default"}):
+        table = passk_nb.flips(loaded, on="prompt_name", a="default", b=variant, by="temperature")
+        for row in table.itertuples():
+            assert row.p_value == pytest.approx(fisher_p(row.successes_a, row.successes_b, 20), rel=1e-9)
+        flagged |= {(r.temperature, variant, r.task) for r in table[table["flip"]].itertuples()}
+    assert flagged == QWEN_FLIPS
+
+
+def test_the_readme_quotes_the_qwen_finding_as_the_records_give_it():
+    df = passk_nb.load(DATA / "qwen2.5-1.5b-orders").query("temperature == 0.7 and prompt_name == 'default'")
+    one = passk_nb.summarize(df, k=1).iloc[0]
+    three = passk_nb.summarize(df, k=3, n_boot=0).iloc[0]
+    quoted = (
+        f"pass^1 is {one['pass^k']:.3f} (95 % for these tasks: "
+        f"[{one['pass^k_fixed_lo']:.3f}, {one['pass^k_fixed_hi']:.3f}]) and pass^3 {three['pass^k']:.3f}"
+    )
+    readme = " ".join((DATA.parent / "README.md").read_text().split())
+    assert quoted == "pass^1 is 0.130 (95 % for these tasks: [0.069, 0.191]) and pass^3 0.050"
+    assert quoted in readme
