@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import betaln, gammaln, xlogy
 
-from passk_nb.stats.forecast import _GRID_A, _GRID_B, Mixture, _Cells, _fit_grid, forecast
+from passk_nb.stats.forecast import GRID_A, GRID_B, Mixture, ReplicateCells, fit_grid, forecast
 
 N_BOOT = 2_000
 TRUTH = Mixture(0.3, 0.1, 2.0, 1.0)
@@ -151,11 +151,11 @@ def _old_fit_grid(m: np.ndarray, patterns: _Patterns, always: bool = True) -> np
     out = np.empty((m.shape[0], 4))
     for start in range(0, m.shape[0], _CHUNK):
         block = m[start : start + _CHUNK]
-        ll, w1, w0, _ = _profile(block, patterns, _GRID_A, _GRID_B, always)
+        ll, w1, w0, _ = _profile(block, patterns, GRID_A, GRID_B, always)
         best = np.argmax(ll, axis=1)
         rows = np.arange(block.shape[0])
         out[start : start + _CHUNK] = np.column_stack(
-            [w1[rows, best], w0[rows, best], _GRID_A[best], _GRID_B[best]]
+            [w1[rows, best], w0[rows, best], GRID_A[best], GRID_B[best]]
         )
     return out
 
@@ -201,7 +201,7 @@ def main() -> int:
     for label, n in shapes.items():
         c = rng.binomial(n, TRUTH.sample((N_BOOT, n.size), rng))
         reps = args.old_boot if np.unique(n).size == 1 else max(1, args.old_boot // 40)
-        new_wall, new_cpu, new = clock(_fit_grid, _Cells.of(n, c))
+        new_wall, new_cpu, new = clock(fit_grid, ReplicateCells.of(n, c))
         old_wall, old_cpu, old = clock(old_refits, n, c[:reps])
         scale = N_BOOT / reps
         same = np.mean(np.all(np.asarray(old)[:, 2:] == np.asarray(new)[:reps, 2:], axis=1))

@@ -66,7 +66,8 @@ KS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128)
 _MU = 1.0 / (1.0 + np.exp(-np.linspace(-6.0, 6.0, 31)))
 _S = np.exp(np.linspace(np.log(0.05), np.log(2000.0), 25))
 _GRID_MU, _GRID_S = (a.ravel() for a in np.meshgrid(_MU, _S, indexing="ij"))
-_GRID_A, _GRID_B = _GRID_MU * _GRID_S, (1.0 - _GRID_MU) * _GRID_S
+#: The Beta part's (α, β) grid the mixture is fitted on (public for the benchmark of fit_grid).
+GRID_A, GRID_B = _GRID_MU * _GRID_S, (1.0 - _GRID_MU) * _GRID_S
 _CHUNK = 256
 T = TypeVar("T", float, np.ndarray)
 
@@ -127,7 +128,7 @@ def mixture_pass_hat(
 
 
 @dataclass(frozen=True)
-class _Cells:
+class ReplicateCells:
     """Sufficient statistics of R replicates of one group's tasks (n fixed, c drawn per replicate).
 
     ns: the distinct n (D,); all_pass, all_fail: tasks per (replicate, n) with c = n and c = 0
@@ -144,7 +145,7 @@ class _Cells:
     pattern_c: np.ndarray
 
     @classmethod
-    def of(cls, n: np.ndarray, c: np.ndarray) -> _Cells:
+    def of(cls, n: np.ndarray, c: np.ndarray) -> ReplicateCells:
         """n (T,), c (R, T) -> the cells of each replicate."""
         n, c = np.asarray(n, np.int64), np.atleast_2d(np.asarray(c, np.int64))
         ns, d = np.unique(n, return_inverse=True)
@@ -173,7 +174,7 @@ class _Cells:
         )
 
     @classmethod
-    def draw(cls, fit: Mixture, n: np.ndarray, reps: int, rng: np.random.Generator) -> _Cells:
+    def draw(cls, fit: Mixture, n: np.ndarray, reps: int, rng: np.random.Generator) -> ReplicateCells:
         """The cells of ``reps`` suites drawn from ``fit`` with the tasks' n: tasks with the same n
         are exchangeable, so each n's counts are one multinomial draw over c = 0..n (the cost
         grows with the distinct n, not with the tasks)."""
@@ -200,8 +201,8 @@ class _Cells:
             np.concatenate([np.arange(1, v) for v in ns]),
         )
 
-    def rows(self, start: int, stop: int) -> _Cells:
-        return _Cells(
+    def rows(self, start: int, stop: int) -> ReplicateCells:
+        return ReplicateCells(
             self.ns,
             self.all_pass[start:stop],
             self.all_fail[start:stop],
@@ -219,7 +220,7 @@ def _log_pmf(n: np.ndarray, c: np.ndarray, alpha: np.ndarray, beta: np.ndarray) 
     return np.minimum(log_choose + betaln(c + a, n - c + b) - betaln(a, b), 0.0)
 
 
-def _terms(cells: _Cells, alpha: np.ndarray, beta: np.ndarray) -> tuple[np.ndarray, ...]:
+def _terms(cells: ReplicateCells, alpha: np.ndarray, beta: np.ndarray) -> tuple[np.ndarray, ...]:
     """f(n | n) and f(0 | n) per (grid point, distinct n), and log f of the flaky patterns
     (U, G): a replicate's Σ log f over its flaky tasks is ``cells.mid @`` that."""
     f_all = np.exp(_log_pmf(cells.ns, cells.ns, alpha, beta))
@@ -228,7 +229,7 @@ def _terms(cells: _Cells, alpha: np.ndarray, beta: np.ndarray) -> tuple[np.ndarr
     return f_all, f_none, log_f
 
 
-def _mid_term(cells: _Cells, log_f: np.ndarray) -> np.ndarray:
+def _mid_term(cells: ReplicateCells, log_f: np.ndarray) -> np.ndarray:
     """Σ log f over each replicate's flaky tasks, (R, G)."""
     if log_f.shape[0] == 0:
         return np.zeros((cells.flaky.size, log_f.shape[1]))
@@ -284,7 +285,7 @@ def _faces(
     return tuple(best)
 
 
-def _pooled(cells: _Cells, f_all: np.ndarray, f_none: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _pooled(cells: ReplicateCells, f_all: np.ndarray, f_none: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each replicate's task-weighted mean f(n | n) and f(0 | n) over its all-pass and all-fail
     tasks, (R, G): with these in :func:`_faces` the loglik is an upper bound (Jensen: log is
     concave), exact when one n."""
@@ -296,7 +297,7 @@ def _pooled(cells: _Cells, f_all: np.ndarray, f_none: np.ndarray) -> tuple[np.nd
 
 
 def _em(
-    cells: _Cells,
+    cells: ReplicateCells,
     f_all: np.ndarray,
     f_none: np.ndarray,
     mid_term: np.ndarray,
@@ -355,7 +356,7 @@ def _em_start(bound: tuple[np.ndarray, ...], always: bool) -> tuple[np.ndarray, 
 
 
 def _profile(
-    cells: _Cells, alpha: np.ndarray, beta: np.ndarray, always: bool = True, iterations: int = 500
+    cells: ReplicateCells, alpha: np.ndarray, beta: np.ndarray, always: bool = True, iterations: int = 500
 ) -> tuple[np.ndarray, ...]:
     """Maximise the likelihood over the three shares for each (replicate, grid point);
     ``always=False`` holds share_always at 0. Returns loglik, w1, w0, wf, each (R, G)."""
@@ -379,7 +380,7 @@ def _profile(
     )
 
 
-def _fit_grid(cells: _Cells, always: bool = True, batch: int = 4, iterations: int = 100) -> np.ndarray:
+def fit_grid(cells: ReplicateCells, always: bool = True, batch: int = 4, iterations: int = 100) -> np.ndarray:
     """Best grid fit per replicate: array (R, 4) of share_always, share_never, alpha, beta.
 
     One n: the closed form at every grid point. Mixed n: the closed form with pooled f is an
@@ -388,7 +389,7 @@ def _fit_grid(cells: _Cells, always: bool = True, batch: int = 4, iterations: in
     """
     reps = cells.flaky.size
     out = np.empty((reps, 4))
-    f_all, f_none, log_f = _terms(cells, _GRID_A, _GRID_B)
+    f_all, f_none, log_f = _terms(cells, GRID_A, GRID_B)
     for start in range(0, reps, _CHUNK):
         block = cells.rows(start, min(start + _CHUNK, reps))
         rows = np.arange(block.flaky.size)
@@ -399,7 +400,7 @@ def _fit_grid(cells: _Cells, always: bool = True, batch: int = 4, iterations: in
             )
             best = np.argmax(ll, axis=1)
             out[start : start + rows.size] = np.column_stack(
-                [w1[rows, best], w0[rows, best], _GRID_A[best], _GRID_B[best]]
+                [w1[rows, best], w0[rows, best], GRID_A[best], GRID_B[best]]
             )
             continue
         pooled = _pooled(block, f_all, f_none)
@@ -412,7 +413,7 @@ def _fit_grid(cells: _Cells, always: bool = True, batch: int = 4, iterations: in
         todo = rows
         for first in range(0, order.shape[1], batch):
             g = order[todo, first : first + batch]
-            sub = _Cells(
+            sub = ReplicateCells(
                 block.ns,
                 block.all_pass[todo],
                 block.all_fail[todo],
@@ -444,7 +445,7 @@ def _fit_grid(cells: _Cells, always: bool = True, batch: int = 4, iterations: in
             if todo.size == 0:
                 break
         out[start : start + rows.size] = np.column_stack(
-            [best[:, 0], best[:, 1], _GRID_A[best_g], _GRID_B[best_g]]
+            [best[:, 0], best[:, 1], GRID_A[best_g], GRID_B[best_g]]
         )
     return out
 
@@ -460,8 +461,8 @@ def fit_mixture(n: np.ndarray, c: np.ndarray, always: bool = True) -> Mixture:
     1.0
     """
     n, c = np.asarray(n, np.int64), np.asarray(c, np.int64)
-    cells = _Cells.of(n, c[None, :])
-    w1, w0, a, b = _fit_grid(cells, always)[0]
+    cells = ReplicateCells.of(n, c[None, :])
+    w1, w0, a, b = fit_grid(cells, always)[0]
 
     def objective(x: np.ndarray) -> float:
         mu, s = 1.0 / (1.0 + np.exp(-x[0])), np.exp(x[1])
@@ -489,7 +490,7 @@ def bootstrap_mixtures(
 
     Returns (n_boot, 4): share_always, share_never, alpha, beta per replicate.
     """
-    return _fit_grid(_Cells.draw(fit, n, n_boot, rng), always)
+    return fit_grid(ReplicateCells.draw(fit, n, n_boot, rng), always)
 
 
 def deviance(n: np.ndarray, c: np.ndarray, fits: np.ndarray) -> np.ndarray:
@@ -502,10 +503,10 @@ def deviance(n: np.ndarray, c: np.ndarray, fits: np.ndarray) -> np.ndarray:
     0.0
     """
     n = np.asarray(n, np.int64)
-    return _deviance(n, _Cells.of(n, c), fits)
+    return _deviance(n, ReplicateCells.of(n, c), fits)
 
 
-def _deviance(n: np.ndarray, cells: _Cells, fits: np.ndarray) -> np.ndarray:
+def _deviance(n: np.ndarray, cells: ReplicateCells, fits: np.ndarray) -> np.ndarray:
     """:func:`deviance` from the suites' cells."""
     w1, w0, a, b = (x[:, None] for x in np.asarray(fits, float).T)
     wf = 1 - w1 - w0
@@ -616,10 +617,10 @@ class Readings:
         los, his, shares = [], [], []
         fit_p = np.nan
         for fit, always in ((self.with_always, True), (self.without_always, False)):
-            drawn = _Cells.draw(fit, n, n_boot, rng)
-            reps = _fit_grid(drawn, always)
+            drawn = ReplicateCells.draw(fit, n, n_boot, rng)
+            reps = fit_grid(drawn, always)
             if always:
-                observed = deviance(n, c[None, :], _fit_grid(_Cells.of(n, c[None, :])))[0]
+                observed = deviance(n, c[None, :], fit_grid(ReplicateCells.of(n, c[None, :])))[0]
                 fit_p = float(np.mean(_deviance(n, drawn, reps) >= observed - 1e-9))
             lo, hi = pass_hat_interval(fit.pass_hat(ks), reps, ks, ci)
             los.append(lo)

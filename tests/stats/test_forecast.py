@@ -11,17 +11,17 @@ import pytest
 
 from passk_nb.stats.estimators import pass_hat_k
 from passk_nb.stats.forecast import (
-    _GRID_A,
-    _GRID_B,
+    GRID_A,
+    GRID_B,
     Mixture,
-    _Cells,
+    ReplicateCells,
     _em,
     _faces,
-    _fit_grid,
     _mid_term,
     _terms,
     beta_moment,
     data_bounds,
+    fit_grid,
     fit_mixture,
     forecast,
     mixture_loglik,
@@ -93,7 +93,7 @@ def test_too_few_tasks_declines_with_the_reason() -> None:
 def test_the_closed_form_equals_em_when_every_task_has_the_same_n() -> None:
     rng = np.random.default_rng(5)
     n = np.full(20, 4)
-    cells = _Cells.of(n, rng.binomial(4, rng.random((20, 20))))
+    cells = ReplicateCells.of(n, rng.binomial(4, rng.random((20, 20))))
     a, b = rng.uniform(0.1, 20, 30), rng.uniform(0.1, 20, 30)
     f_all, f_none, log_f = _terms(cells, a, b)
     mid = _mid_term(cells, log_f)
@@ -112,9 +112,9 @@ def brute_force_grid(n: np.ndarray, c: np.ndarray) -> tuple[int, float]:
     counts = np.array([np.sum((n == m) & (c == k)) for m, k in pairs], float)
     from scipy import stats as sps
 
-    f = sps.betabinom.pmf(pairs[None, :, 1], pairs[None, :, 0], _GRID_A[:, None], _GRID_B[:, None])
+    f = sps.betabinom.pmf(pairs[None, :, 1], pairs[None, :, 0], GRID_A[:, None], GRID_B[:, None])
     is_all, is_none = (pairs[:, 1] == pairs[:, 0]).astype(float), (pairs[:, 1] == 0).astype(float)
-    w = np.full((3, _GRID_A.size, 1), 1 / 3)
+    w = np.full((3, GRID_A.size, 1), 1 / 3)
     for _ in range(2000):
         dens = w[0] * is_all + w[1] * is_none + w[2] * f
         ratio = counts / dens
@@ -135,11 +135,11 @@ def test_the_mixed_n_grid_fit_finds_the_grid_maximum_of_the_full_likelihood() ->
     for ns in ([4, 6, 8], [8, 12, 20, 33]):
         n = rng.choice(ns, 40)
         c = rng.binomial(n, Mixture(0.3, 0.1, 2.0, 1.0).sample((2, 40), rng))
-        fits = _fit_grid(_Cells.of(n, c))
+        fits = fit_grid(ReplicateCells.of(n, c))
         for r in range(2):
             g, ll = brute_force_grid(n, c[r])
             fit = Mixture(*fits[r])
-            assert (fit.alpha, fit.beta) == (_GRID_A[g], _GRID_B[g])
+            assert (fit.alpha, fit.beta) == (GRID_A[g], GRID_B[g])
             # The bootstrap's EM stops at 100 iterations (within 2e-3 of the maximum) ...
             assert mixture_loglik(n, c[r], fit) == pytest.approx(ll, abs=2e-3)
             # ... the point fit converges, and refines off the grid.
@@ -329,9 +329,9 @@ def test_bootstrap_cells_are_the_counts_of_suites_drawn_task_by_task() -> None:
     """Cells drawn per n as one multinomial have the same expected counts as suites drawn task
     by task (p from the mixture, then c), for each kind of cell."""
     fit, n = Mixture(0.3, 0.1, 2.0, 1.0), np.repeat([4, 9], [30, 20])
-    drawn = _Cells.draw(fit, n, 4000, np.random.default_rng(30))
+    drawn = ReplicateCells.draw(fit, n, 4000, np.random.default_rng(30))
     rng = np.random.default_rng(31)
-    by_task = _Cells.of(n, rng.binomial(n, fit.sample((4000, n.size), rng)))
+    by_task = ReplicateCells.of(n, rng.binomial(n, fit.sample((4000, n.size), rng)))
     for got, want in ((drawn.all_pass, by_task.all_pass), (drawn.all_fail, by_task.all_fail)):
         assert got.mean(0) == pytest.approx(want.mean(0), abs=0.15)
     assert drawn.flaky.mean() == pytest.approx(by_task.flaky.mean(), abs=0.2)
@@ -340,6 +340,6 @@ def test_bootstrap_cells_are_the_counts_of_suites_drawn_task_by_task() -> None:
 def test_cells_of_tasks_with_very_many_trials_stay_small() -> None:
     """Pattern keys are (distinct n, c), so one task with 200,000 trials costs no 200,000² table."""
     n = np.array([3, 3, 200_000])
-    cells = _Cells.of(n, np.array([[1, 2, 150_000]]))
+    cells = ReplicateCells.of(n, np.array([[1, 2, 150_000]]))
     assert cells.pattern_n.tolist() == [3, 3, 200_000] and cells.pattern_c.tolist() == [1, 2, 150_000]
     assert cells.flaky.tolist() == [3.0]
