@@ -66,6 +66,7 @@ __all__ = [
     "read_consistent",
     "write_spec",
     "read_specs",
+    "append_line",
     "locked_file",
     "StoreError",
 ]
@@ -612,6 +613,28 @@ def _merge_lock(run_dir: Path) -> Iterator[None]:
     """Hold ``<run_dir>/_merge.lock`` exclusively (released by the system if the process dies)."""
     with locked_file(run_dir / "_merge.lock"):
         yield
+
+
+def append_line(path: Path, line: bytes) -> None:
+    """Append one line (``line`` without its newline) to the journal ``path``, under the file's
+    lock, on disk before it returns. A line a writer killed mid-write left is cut first (with the
+    lock held no live writer is mid-line), so every line of the journal is one whole entry."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with locked_file(path) as f:
+        end = pos = f.seek(0, os.SEEK_END)
+        while pos > 0:
+            step = min(pos, 1 << 16)
+            f.seek(pos - step)
+            newline = f.read(step).rfind(b"\n")
+            if newline >= 0:
+                pos += newline + 1 - step
+                break
+            pos -= step
+        if pos < end:
+            f.truncate(pos)
+        f.write(line + b"\n")
+        f.flush()
+        os.fsync(f.fileno())
 
 
 @contextlib.contextmanager

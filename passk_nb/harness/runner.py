@@ -27,7 +27,7 @@ import pandas as pd
 
 from passk_nb._version import __version__
 from passk_nb.data.ids import prompt_hash
-from passk_nb.data.store import StoreError, existing_trials, write_spec
+from passk_nb.data.store import StoreError, append_line, existing_trials, write_spec
 from passk_nb.harness.batch import execute_trials, load_trials
 from passk_nb.harness.config import Resolved, RunConfig, StoppingRule
 from passk_nb.harness.episode import arun_episode, run_episode
@@ -675,17 +675,9 @@ ROUNDS_FILE = "_rounds.jsonl"
 def plan_round(journal: Path, round_no: int, jobs: Sequence[tuple[str, int, str]]) -> None:
     """Append round ``round_no``'s planned jobs to ``journal``, synced to disk before the round
     starts: a kill at any moment leaves the plan of every round that ran a trial."""
-    line = json.dumps({"round": round_no, "jobs": [list(job) for job in jobs]}).encode("utf-8") + b"\n"
+    line = json.dumps({"round": round_no, "jobs": [list(job) for job in jobs]}).encode("utf-8")
     try:
-        journal.parent.mkdir(parents=True, exist_ok=True)
-        with journal.open("a+b") as f:
-            if f.tell():
-                f.seek(-1, os.SEEK_END)
-                if f.read(1) != b"\n":
-                    line = b"\n" + line  # after the torn last line of a run killed while writing it
-            f.write(line)
-            f.flush()
-            os.fsync(f.fileno())
+        append_line(journal, line)  # a torn last line of a run killed while writing it is cut
     except OSError as exc:
         raise StoreError(
             f"could not write round {round_no}'s plan to {journal}: {exc.strerror or exc}. "

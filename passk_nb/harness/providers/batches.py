@@ -62,18 +62,17 @@ import hashlib
 import json
 import logging
 import math
-import os
 import threading
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
 
-from passk_nb.data.store import locked_file
+from passk_nb.data.store import append_line
 from passk_nb.harness.providers.base import Message, ProviderError, Reply, cancel_scope
 from passk_nb.harness.providers.retry import provider_error
 
@@ -587,22 +586,6 @@ def _retrieved(future: asyncio.Future[Any]) -> None:
         future.exception()
 
 
-def _drop_torn_tail(f: BinaryIO) -> None:
-    """Cut what follows the last newline of the file ``f``: a line a writer killed mid-write left
-    (called with the file's lock held, so no live writer is mid-line)."""
-    end = pos = f.seek(0, os.SEEK_END)
-    while pos > 0:
-        step = min(pos, 1 << 16)
-        f.seek(pos - step)
-        newline = f.read(step).rfind(b"\n")
-        if newline >= 0:
-            pos += newline + 1 - step
-            break
-        pos -= step
-    if pos < end:
-        f.truncate(pos)
-
-
 @dataclass
 class _Request:
     """A request waiting for the next round: its body, the batch that did not answer it (if any),
@@ -682,15 +665,10 @@ class Batcher:
             self._known[cid] = (round_no, batch_id)
 
     def _write_journal(self, entry: dict[str, Any]) -> None:
-        """Append ``entry`` as one line, under the file's lock, on disk before it returns."""
+        """Append ``entry`` (masked) as one line of the journal."""
         if self.journal is None:
             return
-        self.journal.parent.mkdir(parents=True, exist_ok=True)
-        with locked_file(self.journal) as f:
-            _drop_torn_tail(f)
-            f.write((json.dumps(self.wire.provider.redact.known(entry)) + "\n").encode())
-            f.flush()
-            os.fsync(f.fileno())
+        append_line(self.journal, json.dumps(self.wire.provider.redact.known(entry)).encode())
 
     async def ask(
         self, cid: str, body: dict[str, Any], *, failed: str | None = None
