@@ -40,6 +40,7 @@ from typing import Any, BinaryIO, TypeVar
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from passk_nb.data.ids import IDENTITY_COLUMNS
@@ -199,7 +200,27 @@ def _read(path: Path, columns: list[str] | None = None) -> pa.Table:
         table = pq.read_table(path, columns=None if columns is None else _present(path, columns))
     except FileNotFoundError:
         raise _Vanished(path) from None
-    return _checked(table, columns)
+    return _with_suite_hash(_checked(table, columns), path.parent)
+
+
+def _with_suite_hash(table: pa.Table, run_dir: Path) -> pa.Table:
+    """Records an older version wrote without ``suite_hash`` get the suite fingerprint their run's
+    ``_spec.json`` recorded (part of the run's identity, so every record of the run was made under
+    it): a run resumed across that version stays one suite version, never two."""
+    if "suite_hash" not in table.column_names:
+        return table
+    column = table.column("suite_hash")
+    blank = pc.equal(column, "")
+    if not pc.any(blank).as_py():
+        return table
+    try:
+        fingerprint = json.loads((run_dir / SPEC_FILE).read_text()).get("suite_fingerprint")
+    except (OSError, ValueError, AttributeError):
+        return table  # no spec (an imported table, a copied file): the version stays unknown
+    if not isinstance(fingerprint, str) or not fingerprint:
+        return table
+    filled = pc.if_else(blank, fingerprint, column)
+    return table.set_column(table.column_names.index("suite_hash"), "suite_hash", filled)
 
 
 def _checked(table: pa.Table, columns: list[str] | None = None) -> pa.Table:

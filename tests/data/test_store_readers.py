@@ -302,3 +302,23 @@ def test_counting_a_folder_during_merges_never_fails_nor_loses_trials(tmp_path, 
 
     read_during_merges(tmp_path, read)
     assert read() == 100
+
+
+def test_a_run_resumed_across_the_suite_hash_version_stays_one_suite_version(tmp_path):
+    """Records written before ``suite_hash`` existed read the fingerprint their run's spec recorded:
+    a run resumed by the newer version is one suite version in load, the report and merges."""
+    passk_nb.run("scripted", trials=2, out=tmp_path, progress=False)
+    [part] = store.part_files(tmp_path)
+    table = pq.read_table(part)
+    fingerprint = table.column("suite_hash")[0].as_py()
+    assert fingerprint
+    old, new = table.slice(0, 4), table.slice(4)
+    pq.write_table(old.drop(["suite_hash"]), part)  # what the older version wrote
+    write_part(new, tmp_path, part.parent.name)  # what the resumed run added
+    assert set(load(tmp_path)["suite_hash"]) == {fingerprint}
+    merge(tmp_path, part.parent.name)
+    assert set(pq.read_table(store.part_files(tmp_path)[0]).column("suite_hash").to_pylist()) == {fingerprint}
+    assert set(load(tmp_path)["suite_hash"]) == {fingerprint}
+    copied = tmp_path.parent / "copied.parquet"  # a file out of its run folder: the version is unknown
+    pq.write_table(old.drop(["suite_hash"]), copied)
+    assert set(load(copied)["suite_hash"]) == {""}
