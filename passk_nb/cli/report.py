@@ -13,6 +13,7 @@ import argparse
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -125,6 +126,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         action="store_true",
         help="report every version of each suite (default: only the newest; an edited task, check, "
         "tool or prompt makes a new version), each in its own rows",
+    )
+    p.add_argument(
+        "--card",
+        action="store_true",
+        help="the reliability card instead: consistency, robustness, predictability, safety and cost "
+        "per configuration, each with its interval or how to measure it (--format html: one page)",
     )
     p.add_argument("--skip-bad-files", action="store_true", help="skip unreadable files with a warning")
     add_quiet(p)
@@ -257,9 +264,7 @@ def default_k(df: pd.DataFrame) -> int:
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from passk_nb.stats.params import default_by
-    from passk_nb.stats.report import newest_suite_versions, report_frame  # here: keeps `passk tasks` fast
-    from passk_nb.stats.summary import best_first
-    from passk_nb.view.tables import report_table
+    from passk_nb.stats.report import newest_suite_versions  # here: keeps `passk tasks` fast
 
     refuse_foreign(args.path)  # τ-bench / inspect_ai files: `passk import` first
     df = load(args.path, strict=not args.skip_bad_files)
@@ -294,6 +299,56 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if args.prices is not None and args.price_in is not None:
         raise CliError("give --prices (per model) or --price-in/--price-out (one price for all), not both")
     prices = read_prices(args.prices, df) if args.prices is not None else None
+    if args.card:
+        text = _card(args, df, k, by, prices)
+    else:
+        text = _report(args, df, k, by, prices, note)
+        note = "" if args.format in ("table", "markdown") else note
+    if note:  # csv, json, html: their output stays the report's; the note goes to stderr
+        for line in note.splitlines():
+            status(args, line)
+    if args.out:
+        out = Path(args.out)
+        try:
+            out.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise CliError(f"cannot write {out}: {exc.strerror or exc}; choose another --out") from None
+        status(
+            args, f"wrote the {args.format} {'card' if args.card else 'report'} of {len(df)} trials to {out}"
+        )
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
+def _card(args: argparse.Namespace, df: pd.DataFrame, k: int, by: tuple[str, ...], prices: Any) -> str:
+    """The reliability card in the chosen format (a configuration: --by, else every identity
+    column but the robustness arms, faults and perturbation)."""
+    from passk_nb.stats.card import reliability_card
+    from passk_nb.view.card import card_html, card_table
+
+    if prices is None and args.price_in is not None:
+        prices = {model: (args.price_in, args.price_out) for model in df["model"].unique()}
+    card = reliability_card(
+        df,
+        k=k,
+        by=None if args.by is None else by,
+        prices=prices,
+        ci=args.ci,
+        n_boot=args.n_boot,
+        seed=args.seed,
+    )
+    return card_html(card) if args.format == "html" else card_table(card, args.format)
+
+
+def _report(
+    args: argparse.Namespace, df: pd.DataFrame, k: int, by: tuple[str, ...], prices: Any, note: str
+) -> str:
+    """The report of pass@k and pass^k in the chosen format."""
+    from passk_nb.stats.report import report_frame
+    from passk_nb.stats.summary import best_first
+    from passk_nb.view.tables import report_table
+
     if args.format in ("table", "markdown") and hasattr(args, "log_handler"):
         args.log_handler.notes_explain_declined = True  # its notes say where an interval was declined
     report = report_frame(df, k=k, by=by, ci=args.ci, n_boot=args.n_boot, seed=args.seed)
@@ -308,24 +363,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if args.format == "html":
         from passk_nb.view.report_html import report_html
 
-        text = report_html(df, k=k, by=by, ci=args.ci, n_boot=args.n_boot, seed=args.seed, report=report)
-    else:
-        text = report_table(report, args.format, by=by, ci=args.ci, notes=not args.quiet)
-        if args.format in ("table", "markdown") and note:
-            text += "\n" + note
-            note = ""
-        if args.format in ("table", "markdown") and not args.quiet and not args.out:
-            text += f"\n{len(df)} trials from {args.path}"
-    if note:  # csv, json, html: their output stays the report's; the note goes to stderr
-        for line in note.splitlines():
-            status(args, line)
-    if args.out:
-        out = Path(args.out)
-        try:
-            out.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
-        except OSError as exc:
-            raise CliError(f"cannot write {out}: {exc.strerror or exc}; choose another --out") from None
-        status(args, f"wrote the {args.format} report of {len(df)} trials to {out}")
-    else:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
-    return 0
+        return report_html(df, k=k, by=by, ci=args.ci, n_boot=args.n_boot, seed=args.seed, report=report)
+    text = report_table(report, args.format, by=by, ci=args.ci, notes=not args.quiet)
+    if args.format in ("table", "markdown") and note:
+        text += "\n" + note
+    if args.format in ("table", "markdown") and not args.quiet and not args.out:
+        text += f"\n{len(df)} trials from {args.path}"
+    return text

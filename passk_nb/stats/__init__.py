@@ -36,6 +36,7 @@ _NAMES = {
     "gate": "passk_nb.stats.gate",
     "robustness": "passk_nb.stats.robustness",
     "robustness_tasks": "passk_nb.stats.robustness",
+    "reliability_card": "passk_nb.stats.card",
     # past the trials run, and how many to run
     "forecast": "passk_nb.stats.forecast",
     "plan": "passk_nb.stats.design.planner",

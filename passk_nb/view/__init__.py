@@ -34,6 +34,10 @@ _NAMES = {
     "plot_robustness_tasks": "passk_nb.view.robustness_plots",
     "plot_divergence": "passk_nb.view.divergence_plots",
     "plot_cost": "passk_nb.view.cost_plots",
+    # every axis of reliability on one card
+    "plot_card": "passk_nb.view.card",
+    "card_html": "passk_nb.view.card",
+    "card_table": "passk_nb.view.card",
     # tables
     "summary_table": "passk_nb.view.tables",
     # widgets: filter and read the trials in a notebook

@@ -491,3 +491,25 @@ def test_a_prompt_without_a_hash_reads_as_its_name_not_name_and_empty_brackets(t
     report = passk(capsys, "report", tmp_path / "records.parquet", "--n-boot", 0)
     assert "()" not in listed and "()" not in report
     assert " default " in listed.splitlines()[2] and "prompt: default," in report.splitlines()[0]
+
+
+def test_the_card_prints_every_axis_and_writes_one_page(tmp_path, capsys):
+    """`passk report --card`: the reliability card as a table (a row per axis and measure, how to
+    measure what was not) and as one HTML page; its numbers are reliability_card()'s."""
+    passk_nb.run("scripted", trials=3, out=tmp_path / "runs", progress=False)
+    passk_nb.run("scripted", trials=3, out=tmp_path / "runs", progress=False, faults="timeout:refund_order")
+    text = passk(capsys, "report", tmp_path / "runs", "--card", "--n-boot", "100")
+    for expected in ("reliability card", "pass^2", "change under timeout:refund_order", "not measured: ask"):
+        assert expected in text
+    card = passk_nb.stats.reliability_card(tmp_path / "runs", k=2, n_boot=100)
+    change = card.loc[card["measure"].str.contains("timeout"), "value"].iloc[0]
+    assert f"{change:.3g} [" in text
+    as_json = json.loads(
+        passk(capsys, "report", tmp_path / "runs", "--card", "--format", "json", "--n-boot", "100")
+    )
+    assert [r["measure"] for r in as_json] == card["measure"].tolist()
+    page = tmp_path / "card.html"
+    passk(capsys, "report", tmp_path / "runs", "--card", "--format", "html", "--out", page, "--n-boot", "100")
+    html_text = page.read_text()
+    assert html_text.startswith("<!doctype html>") and "data:image/png;base64," in html_text
+    assert html_text.count("<tr>") == len(card) + 1 and "not measured" in html_text

@@ -1,0 +1,258 @@
+"""The reliability card: every axis of a configuration's reliability on one page, each with its interval.
+
+Consistency (pass@k, pass^k, its forecast past the trials run, and whether passing trials take
+the same path), robustness (under the run's faults and perturbations), predictability (does the
+agent's stated confidence tell its passes from its failures) and safety (how bad its failures
+are), beside the cost of a reliable success. Each row is computed by the statistic that owns it
+(:func:`~passk_nb.stats.summarize`, :func:`~passk_nb.stats.forecast`, ...); an axis the run did
+not measure is a row saying so and how to measure it, never a blank.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from passk_nb.stats.checks import check_k, check_options
+from passk_nb.stats.consistency import consistency
+from passk_nb.stats.cost import cost_summary, with_cost
+from passk_nb.stats.forecast import forecast
+from passk_nb.stats.intervals import korn_graubard
+from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
+from passk_nb.stats.result import Result, described
+from passk_nb.stats.robustness import robustness
+from passk_nb.stats.summary import summarize
+
+__all__ = ["AXES", "reliability_card"]
+
+#: The card's axes, in the order it shows them.
+AXES: tuple[str, ...] = ("consistency", "robustness", "predictability", "safety", "cost")
+
+#: The card's columns after the configuration's.
+COLUMNS: tuple[str, ...] = ("axis", "measure", "value", "lo", "hi", "interval", "measured", "note")
+
+Row = dict[str, Any]
+
+#: The columns that make the robustness axis' arms: a card compares them within a configuration.
+ARMS: tuple[str, ...] = ("faults", "perturbation")
+
+
+def _row(axis: str, measure: str, value: float, lo: float, hi: float, interval: str, note: str = "") -> Row:
+    return {
+        "axis": axis,
+        "measure": measure,
+        "value": float(value),
+        "lo": float(lo),
+        "hi": float(hi),
+        "interval": interval,
+        "measured": True,
+        "note": note,
+    }
+
+
+def _absent(axis: str, measure: str, note: str) -> Row:
+    return {**_row(axis, measure, np.nan, np.nan, np.nan, ""), "measured": False, "note": note}
+
+
+def _pass_rows(summary: pd.Series, k: int) -> list[Row]:
+    """pass@k and pass^k with the new-task interval, or these tasks' where that one is declined."""
+    rows = []
+    for metric in (f"pass@{k}", f"pass^{k}"):
+        column = metric.replace(str(k), "k")
+        lo, hi, interval = summary[f"{column}_lo"], summary[f"{column}_hi"], "new tasks"
+        note = ""
+        if not (np.isfinite(lo) and np.isfinite(hi)):
+            lo, hi, interval = summary[f"{column}_fixed_lo"], summary[f"{column}_fixed_hi"], "these tasks"
+            note = f"too few tasks ({int(summary['n_tasks'])}) for an interval over new tasks"
+        rows.append(_row("consistency", metric, summary[column], lo, hi, interval, note))
+    return rows
+
+
+def _forecast_row(df: pd.DataFrame, horizon: int, options: dict[str, Any]) -> Row:
+    """pass^horizon: observed (summarize) where every task ran that often, else the forecast (its
+    interval says which)."""
+    measure = f"pass^{horizon}"
+    counted = df.loc[df["outcome"] != "infra_error"] if options["infra"] == "exclude" else df
+    if int(counted.groupby("task").size().min()) >= horizon:
+        return _pass_rows(summarize(df, k=horizon, by=(), **options).iloc[0], horizon)[1]
+    boot = {key: options[key] for key in ("ci", "n_boot", "seed", "infra")}
+    predicted = forecast(df, ks=[horizon], by=(), **boot).iloc[0]
+    if predicted["given"] and np.isfinite(predicted["lo"]):
+        return _row("consistency", measure, predicted["pass^k"], predicted["lo"], predicted["hi"], "forecast")
+    note = f"forecast declined: {predicted['note'] or 'no bootstrap (n_boot=0)'}"
+    return _row(
+        "consistency",
+        measure,
+        np.nan,
+        predicted["bound_lo"],
+        predicted["bound_hi"],
+        "model-free bounds",
+        note,
+    )
+
+
+def _path_row(per_task: pd.DataFrame, ci: float) -> Row:
+    """The mean over tasks with a pass of the share of their passing trials that took the task's
+    most common tool sequence, with the Korn–Graubard interval over tasks that the headline uses
+    (its variance floored at each share's own binomial variance: never zero wide)."""
+    measure = "same tool path when passing"
+    passed = per_task[per_task["n_pass"] > 0]
+    if passed.empty:
+        return _absent("consistency", measure, "no trial passed: there is no path to compare")
+    shares = passed["same_tools"].to_numpy(dtype=float)
+    if len(shares) < 2:
+        return _row(
+            "consistency", measure, shares[0], np.nan, np.nan, "", "one task with a pass: no interval"
+        )
+    floor = np.full(len(shares), np.mean(shares * (1 - shares) / passed["n_pass"].to_numpy(dtype=float)))
+    lo, hi = korn_graubard(np.zeros(len(shares), dtype=int), shares[:, None], floor[:, None], 1, ci=ci)
+    return _row("consistency", measure, shares.mean(), lo[0, 0], hi[0, 0], "new tasks")
+
+
+def _robustness_rows(df: pd.DataFrame, k: int, options: dict[str, Any]) -> list[Row]:
+    rows: list[Row] = []
+    for on, how in (("faults", "run(faults=...)"), ("perturbation", "run(perturb=...)")):
+        arms = set(df[on].astype(str)) if on in df.columns else set()
+        if "none" not in arms or len(arms) < 2:
+            rows.append(_absent("robustness", f"pass^{k} change under {on}", f"not measured: run with {how}"))
+            continue
+        other = next(arm for arm in ARMS if arm != on)
+        alone = df[df[other].astype(str) == "none"] if other in df.columns else df  # one arm at a time
+        table = robustness(alone, k=k, on=on, by=(), **options)
+        for _, arm in table[table["metric"] == "pass^k"].iterrows():
+            interval = "new tasks" if np.isfinite(arm["lo"]) else "these tasks"
+            lo, hi = (arm["lo"], arm["hi"]) if interval == "new tasks" else (arm["fixed_lo"], arm["fixed_hi"])
+            rows.append(
+                _row(
+                    "robustness",
+                    f"pass^{k} change under {arm[on]}",
+                    arm["diff"],
+                    lo,
+                    hi,
+                    interval,
+                    f"tasks broken: {arm['broken']}" if arm["broken"] else "",
+                )
+            )
+    return rows
+
+
+def _cost_row(df: pd.DataFrame, k: int, prices: Any, options: dict[str, Any]) -> Row:
+    """USD per reliable success where prices or reported costs say, else seconds (local models)."""
+    priced = with_cost(df, prices=prices) if prices is not None else df
+    for measure, unit in (("cost_usd", "USD"), ("latency_s", "seconds")):
+        if measure in priced.columns and priced[measure].notna().any():
+            row = cost_summary(priced, k=k, by=(), measure=measure, **options).iloc[0]
+            name = f"{unit} per reliable success (k={k})"
+            return _row(
+                "cost",
+                name,
+                row["per_reliable_success"],
+                row["per_reliable_success_lo"],
+                row["per_reliable_success_hi"],
+                "from the pass^k interval",
+                f"{unit} per trial taken as known",
+            )
+    return _absent("cost", f"cost per reliable success (k={k})", "not measured: give prices=")
+
+
+#: Where each optional axis comes from: ``(axis, statistic)``; a statistic returns the axis' rows
+#: for one configuration's trials, or [] when the trials do not measure it. Filled as the axes land.
+AXIS_SOURCES: dict[str, Callable[..., list[Row]]] = {}
+
+_NOT_MEASURED = {
+    "predictability": ("stated confidence", "not measured: ask the agent for its confidence"),
+    "safety": ("harmful failures", "not measured: grade the run with a suite that declares severities"),
+}
+
+
+def _card(group: pd.DataFrame, k: int, horizon: int, prices: Any, options: dict[str, Any]) -> list[Row]:
+    """One configuration's rows: every axis but robustness on its runs without faults or
+    perturbations, robustness on all of them."""
+    plain = np.ones(len(group), dtype=bool)
+    for arm in ARMS:
+        if arm in group.columns:
+            plain &= (group[arm].astype(str) == "none").to_numpy()
+    df = group[plain] if plain.any() else group
+    rows = _pass_rows(summarize(df, k=k, by=(), **options).iloc[0], k)
+    rows.append(_forecast_row(df, horizon, options))
+    if "transcript" in df.columns:
+        rows.append(_path_row(consistency(df, by=()), options["ci"]))
+    else:
+        rows.append(_absent("consistency", "same tool path when passing", "not measured: no transcripts"))
+    rows += _robustness_rows(group, k, options)
+    for axis in ("predictability", "safety"):
+        source = AXIS_SOURCES.get(axis)
+        found = source(df, k=k, **options) if source is not None else []
+        rows += found or [_absent(axis, *_NOT_MEASURED[axis])]
+    rows.append(_cost_row(df, k, prices, options))
+    return rows
+
+
+@share_docs
+def reliability_card(
+    df: pd.DataFrame | str | os.PathLike[str],
+    *,
+    k: int = 2,
+    horizon: int = 20,
+    by: str | Sequence[str] | None = None,
+    prices: Any = None,
+    ci: float = CI,
+    n_boot: int = N_BOOT,
+    seed: int = SEED,
+    infra: str = INFRA,
+) -> Result:
+    """One row per configuration, axis and measure of reliability, each with its interval.
+
+    {df_or_folder}
+    {k}
+    horizon: the k past the trials run whose pass^k is forecast (:func:`~passk_nb.stats.forecast`).
+    {by}
+    prices: ``{{model: (USD per million input tokens, per million output)}}`` for the cost row
+    (:func:`~passk_nb.stats.with_cost`).
+    {ci}
+    {n_boot}
+    {seed}
+    {infra}
+
+    Columns: the ``by`` columns, ``axis`` (:data:`AXES`), ``measure``, ``value``, ``lo``/``hi``,
+    ``interval`` (which interval: new tasks, these tasks, a bootstrap over tasks, model-free
+    bounds), ``measured`` (False: the run did not measure it, and ``note`` says how to) and
+    ``note``. By default a configuration is every identity column but ``faults`` and
+    ``perturbation``: those are the robustness axis' arms, and every other axis reads the runs
+    without them.
+
+    >>> import tempfile, passk_nb
+    >>> df = passk_nb.run("scripted", trials=3, out=tempfile.mkdtemp(), progress=False)
+    >>> card = reliability_card(df, k=2, n_boot=100)
+    >>> card[["axis", "measure", "value", "measured"]].head(3).round(3).values.tolist()
+    [['consistency', 'pass@2', 1.0, True], ['consistency', 'pass^2', 1.0, True], ['consistency', 'pass^20', nan, True]]
+    >>> sorted(set(card.loc[~card["measured"], "axis"]))
+    ['predictability', 'robustness', 'safety']
+    """  # noqa: E501
+    check_k(k)
+    check_k(horizon)
+    check_options(ci=ci, n_boot=n_boot, seed=seed)
+    if not isinstance(df, pd.DataFrame):
+        from passk_nb.data.store import load
+
+        df = load(df)
+    keys = tuple(c for c in default_by(df, by) if by is not None or c not in ARMS)
+    options = {"ci": ci, "n_boot": n_boot, "seed": seed, "infra": infra}
+    frames = []
+    groups = df.groupby(list(keys), sort=True, dropna=False) if keys else [((), df)]
+    for key, part in groups:
+        values = key if isinstance(key, tuple) else (key,)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # each row's note says what a statistic declined
+            rows = _card(part, k, horizon, prices, options)
+        frame = pd.DataFrame(rows, columns=list(COLUMNS))
+        for name, value in zip(reversed(keys), reversed(values), strict=True):
+            frame.insert(0, name, value)
+        frames.append(frame)
+    out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*keys, *COLUMNS])
+    return described(out, "reliability_card", by=keys, k=k, ci=ci, infra=infra, records=df, horizon=horizon)

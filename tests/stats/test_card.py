@@ -1,0 +1,122 @@
+"""The reliability card: each row is its owning statistic's number, never recomputed; an axis the
+run did not measure says so; the one number the card computes itself (the path share's interval)
+covers by simulation and is never zero wide."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import passk_nb
+from passk_nb.stats import cost_summary, forecast, robustness, summarize
+from passk_nb.stats.card import AXES, _path_row, reliability_card
+from passk_nb.stats.consistency import consistency
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    out = tmp_path_factory.mktemp("card")
+    passk_nb.run("scripted", trials=4, out=out, progress=False)
+    passk_nb.run("scripted", trials=4, out=out, progress=False, faults="timeout:refund_order")
+    passk_nb.run("scripted", trials=4, out=out, progress=False, perturb="typo")
+    return out
+
+
+def _row(card: pd.DataFrame, measure: str) -> pd.Series:
+    [row] = card[card["measure"] == measure].to_dict("records")
+    return pd.Series(row)
+
+
+def test_each_row_is_the_number_its_own_statistic_returns(folder):
+    df = passk_nb.load(folder).assign(input_tokens=1000, output_tokens=100)  # a priced backend's usage
+    card = reliability_card(df, k=2, horizon=3, n_boot=200, prices={"known-good": (1.0, 2.0)})
+    assert list(dict.fromkeys(card["axis"])) == [a for a in AXES if a in set(card["axis"])]
+    plain = df[(df["faults"] == "none") & (df["perturbation"] == "none")]
+    summary = summarize(plain, k=2, by=(), n_boot=200).iloc[0]
+    assert _row(card, "pass^2")[["value", "lo", "hi"]].tolist() == pytest.approx(
+        [summary["pass^k"], summary["pass^k_lo"], summary["pass^k_hi"]]
+    )
+    observed = summarize(plain, k=3, by=(), n_boot=200).iloc[0]  # horizon within the 4 trials run
+    assert _row(card, "pass^3")["value"] == pytest.approx(observed["pass^k"])
+    faulted = df[df["perturbation"] == "none"]
+    paired = robustness(faulted, k=2, on="faults", by=(), n_boot=200)
+    paired = paired[paired["metric"] == "pass^k"].iloc[0]
+    row = _row(card, "pass^2 change under timeout:refund_order")
+    assert row["measured"] and row[["value", "lo", "hi"]].tolist() == pytest.approx(
+        [paired["diff"], paired["lo"], paired["hi"]]
+    )
+    assert "refund" in row["note"]  # the tasks the fault broke
+    priced = passk_nb.stats.with_cost(plain, prices={"known-good": (1.0, 2.0)})
+    cost = cost_summary(priced, k=2, by=(), n_boot=200).iloc[0]
+    assert _row(card, "USD per reliable success (k=2)")[["value", "lo", "hi"]].tolist() == pytest.approx(
+        [cost["per_reliable_success"], cost["per_reliable_success_lo"], cost["per_reliable_success_hi"]]
+    )
+
+
+def test_faults_and_perturbations_are_arms_of_one_configuration_never_configurations(folder):
+    card = reliability_card(folder, k=2, n_boot=50)
+    assert card[card["measure"] == "pass^2"].shape[0] == 1  # one configuration, not three
+    assert "faults" not in card.attrs["by"] and "perturbation" not in card.attrs["by"]
+    measured = card[card["axis"] == "robustness"].set_index("measure")["measured"]
+    assert measured.to_dict() == {
+        "pass^2 change under timeout:refund_order": True,
+        "pass^2 change under typo": True,
+    }
+
+
+def test_an_axis_not_measured_says_how_to_measure_it(tmp_path):
+    df = passk_nb.run("scripted", trials=3, out=tmp_path, progress=False).drop(columns=["latency_s"])
+    card = reliability_card(df, k=2, n_boot=50)
+    absent = card[~card["measured"]]
+    assert set(absent["axis"]) == {"robustness", "predictability", "safety", "cost"}
+    assert absent["note"].str.startswith("not measured: ").all()
+    assert absent[["value", "lo", "hi"]].isna().all().all()
+    assert "faults=" in " ".join(absent["note"]) and "prices=" in " ".join(absent["note"])
+    forecast_row = _row(card, "pass^20")  # 3 trials of 5 tasks: the forecast declines, bounds remain
+    with pytest.warns(UserWarning, match="forecast declined"):
+        reference = forecast(df, ks=[20], by=(), n_boot=50).iloc[0]
+    assert np.isnan(forecast_row["value"]) and forecast_row["interval"] == "model-free bounds"
+    assert forecast_row[["lo", "hi"]].tolist() == pytest.approx(
+        [reference["bound_lo"], reference["bound_hi"]]
+    )
+
+
+def _paths(rng: np.random.Generator, shares: np.ndarray, passes: int) -> pd.DataFrame:
+    """Passing trials of tasks whose passing trials take their main path with these probabilities
+    (else one of five others), as transcripts."""
+    rows = []
+    for task, share in enumerate(shares):
+        for _ in range(passes):
+            path = 0 if rng.random() < share else int(rng.integers(1, 6))
+            steps = [{"kind": "reply", "action": {"tool": f"t{path}", "args": {}}}]
+            rows.append({"task": f"t{task}", "passed": True, "n_turns": 2, "transcript": json.dumps(steps)})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        lambda rng, t: rng.uniform(0.7, 1.0, t),  # every task fairly steady
+        lambda rng, t: np.where(rng.random(t) < 0.8, 1.0, rng.uniform(0.6, 0.9, t)),  # a few wander
+        lambda rng, t: rng.choice([0.75, 1.0], t),  # two point masses
+    ],
+    ids=["uniform", "mostly-steady", "point-masses"],
+)
+def test_the_path_share_interval_covers_new_tasks_and_is_never_zero_wide(shape):
+    rng = np.random.default_rng(5)
+    covered, runs = 0, 300
+    for run in range(runs):
+        shares = shape(rng, 15)
+        truth = float(np.mean(shape(np.random.default_rng(10_000 + run), 200_000)))  # the population's mean
+        row = _path_row(consistency(_paths(rng, shares, 8), by=()), 0.95)
+        assert row["hi"] > row["lo"]
+        covered += row["lo"] <= truth <= row["hi"]
+    assert covered / runs >= 0.92, covered / runs  # 95 % nominal; 3 MC s.e. at 300 runs is 0.038
+
+
+def test_every_task_on_one_path_still_has_an_interval_below_one():
+    row = _path_row(consistency(_paths(np.random.default_rng(0), np.ones(6), 4), by=()), 0.95)
+    assert row["value"] == 1.0 and row["hi"] == 1.0 and 0.8 < row["lo"] < 1.0
