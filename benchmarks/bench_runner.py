@@ -249,7 +249,7 @@ def async_client(
     return time.perf_counter() - start, time.process_time() - cpu0, n
 
 
-def request_bodies(url: str, trials_per_task: int, one_turn: bool = False) -> list[list[bytes]]:
+def request_bodies(url: str, trials_per_task: int, one_turn: bool = False) -> list[list[dict[str, Any]]]:
     """The request bodies of the run's trials as ``passk_nb.run`` sends them (the openai provider's
     ``request_body``, a seed per trial), each trial's turns in order."""
     from passk_nb.harness.providers import make_provider
@@ -258,14 +258,15 @@ def request_bodies(url: str, trials_per_task: int, one_turn: bool = False) -> li
     out = []
     for trial, turns in enumerate(conversations(trials_per_task, one_turn)):
         seeded: Any = provider.with_seed(trial)
-        out.append([json.dumps(seeded.request_body(m), ensure_ascii=False).encode() for m in turns])
+        out.append([seeded.request_body(m) for m in turns])
     provider.close()
     return out
 
 
-async def _bare_asyncio(url: str, jobs: list[list[bytes]], concurrency: int) -> int:
-    """``concurrency`` asyncio tasks taking the trials in turn, each POSTing its bodies through one
-    aiohttp session (``concurrency`` kept-alive connections) and reading each reply's message."""
+async def _bare_asyncio(url: str, jobs: list[list[dict[str, Any]]], concurrency: int) -> int:
+    """``concurrency`` asyncio tasks taking the trials in turn, each POSTing its bodies (encoded as
+    it sends them, as any client builds its request) through one aiohttp session (``concurrency``
+    kept-alive connections) and reading each reply's message."""
     import aiohttp
 
     endpoint = f"{url}/v1/chat/completions"
@@ -276,7 +277,8 @@ async def _bare_asyncio(url: str, jobs: list[list[bytes]], concurrency: int) -> 
         n = 0
         for turns in todo:
             for body in turns:
-                async with session.post(endpoint, data=body, headers=headers) as reply:
+                data = json.dumps(body, ensure_ascii=False).encode()
+                async with session.post(endpoint, data=data, headers=headers) as reply:
                     raw = await reply.read()
                 assert reply.status == 200, reply.status
                 json.loads(raw)["choices"][0]["message"]["content"]

@@ -94,7 +94,7 @@ class _Writer:
         if self.pending:
             records, self.pending = self.pending, []
             if self.stored is not None:
-                table = table_from_records(records)
+                table = table_from_records(records, storable=True)  # each one storable_record's
                 self.parts.append(self.stored.write_part(records, table))
                 self.keep(self.parts[-1], table)
             else:
