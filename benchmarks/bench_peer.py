@@ -5,9 +5,10 @@ Both send one-turn conversations to the minimal asyncio OpenAI-compatible server
 passk-nb through ``passk_nb.run`` (the orders suite, every trial one turn: the fixed answer ends it),
 inspect_ai through ``eval`` of a task of as many one-message samples with ``generate()`` and its
 ``openai-api`` provider pointed at the same URL, ``max_connections`` equal to passk-nb's
-``concurrency``. Reported: wall time against the ideal (requests × latency / in flight) and the
-client process's CPU per request (harness and HTTP client together; both run in this process, one
-after the other). Needs the ``bench`` extra (inspect-ai and openai)::
+``concurrency``; beside them the baseline of ``bench_runner.py``, a bare asyncio + aiohttp client
+posting the same request bodies with the same concurrency. Reported: wall time against the ideal
+(requests × latency / in flight) and the client process's CPU per request (harness and HTTP client
+together; all run in this process, one after the other). Needs the ``bench`` extra (inspect-ai and openai)::
 
     python benchmarks/bench_peer.py [--requests 2000] [--concurrency 32 256] [--latency 0.05]
 """
@@ -24,12 +25,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_runner import SUITE, Server, timed_run  # noqa: E402
+from bench_runner import SUITE, Server, bare_asyncio_client, timed_run  # noqa: E402
 
 
 def passk_run(url: str, requests: int, concurrency: int) -> tuple[float, float, int]:
     """(wall s, CPU s, requests) of ``passk_nb.run`` with one-turn trials (bench_runner's run)."""
     return timed_run(url, max(1, requests // len(SUITE.tasks)), concurrency, one_turn=True)
+
+
+def bare_run(url: str, requests: int, concurrency: int) -> tuple[float, float, int]:
+    """(wall s, CPU s, requests) of the bare asyncio + aiohttp client (bench_runner's baseline)."""
+    return bare_asyncio_client(url, max(1, requests // len(SUITE.tasks)), concurrency, one_turn=True)
 
 
 def inspect_run(url: str, requests: int, concurrency: int) -> tuple[float, float, int]:
@@ -76,7 +82,7 @@ def main() -> int:
     print("-" * 58)
     try:
         for concurrency in args.concurrency:
-            for name, client in (("passk-nb", passk_run), ("inspect_ai", inspect_run)):
+            for name, client in (("bare", bare_run), ("passk-nb", passk_run), ("inspect_ai", inspect_run)):
                 wall, cpu, requests = client(server.url, args.requests, concurrency)
                 ideal = requests * args.latency / concurrency
                 print(

@@ -1,31 +1,22 @@
-"""The runner at scale: ``passk_nb.run`` against a local OpenAI-compatible server that takes 50 ms a request.
+"""The runner at the transport's limit: ``passk_nb.run`` against a bare asyncio + aiohttp client.
 
-The server is the project's fake OpenAI-compatible server (``tests/helpers/fake_servers.py``,
-HTTP/1.1 keep-alive, replaying the orders suite's known-good scripts) in a process of its
-own, adding ``--latency`` (default 50 ms) before every reply. For each concurrency
-(default 32, 128, 256) the benchmark runs ``--trials`` trials (default 2,000: the 5 orders
-tasks × 400) into a fresh folder and reports:
+The baseline (issue 50) is what the machine, the server and the transport allow at all: a bare
+asyncio + aiohttp client (:func:`bare_asyncio_client`) sending the run's own request bodies (the
+openai provider's, a seed per trial) with the same concurrency, reading each reply's message,
+and nothing else. Both clients post to the floor's minimal asyncio server (its own process, a
+fixed chat completion ``latency`` after each request: every trial ends after one turn) and each
+measurement runs in a fresh process, alternating bare / passk ``--reps`` times (medians). Cells:
+32 and 256 in flight x 50 ms, 1,024 x 1 s, each on uvloop and on asyncio's own loop when uvloop
+is installed. Reported: wall time and CPU per trial (the client process's CPU time, its
+children's included) of both, and their ratios. Issue 50's targets: CPU <= 1.5x the bare
+client's in every cell, wall <= 1.1x at 1,024 x 1 s.
 
-- **ideal**: ``turns × latency / concurrency``: every one of the ``concurrency`` slots busy
-  waiting on the server all the time, nothing else costing anything (turns = requests the
-  run made; a trial's turns are sequential, a run has thousands of trials, so the tail is
-  negligible);
-- **bare client**: the same requests (the same number of trials, each its turns in sequence)
-  sent by a plain ``ThreadPoolExecutor`` through the transport the runner uses (an aiohttp
-  session on a background loop, :mod:`passk_nb.harness.providers.transport`), with no harness:
-  what this machine, this server and the transport can do at all;
-- **passk_nb.run**: wall time, its ratio to the ideal and to the bare client, and the
-  harness's CPU per turn (this process's CPU time / turns; the server's CPU is reported
-  apart, read from ``/proc``).
+    python benchmarks/bench_runner.py [--trials 3000] [--reps 3] [--quick] [--fake]
+        [--concurrency 32 256 --latency 0.05]
 
-Target (issue 15): ≤ 1.25× ideal at 256 in flight. On a small machine the bare client
-itself cannot reach the ideal (Python's HTTP stack costs CPU per request on both ends), so
-the ratio to the bare client is what the harness adds.
-
-    python benchmarks/bench_runner.py [--trials 2000] [--concurrency 32 128 256] [--latency 0.05] [--minimal]
-
-``--minimal`` runs against the floor's minimal asyncio server instead (a fixed answer: every trial
-ends after one turn), so that the fake server's own CPU is not the bottleneck at high rates.
+``--quick`` (development): 300 trials, one rep. ``--fake``: against the fake OpenAI-compatible
+server replaying the orders suite's known-good scripts (multi-turn trials) instead.
+``--concurrency``/``--latency``: those cells instead of the three.
 
 ``--floor`` measures instead what this machine allows at all: the bare clients (threads +
 ``httpx.Client``, threads + passk-nb's transport loop, and an ``httpx.AsyncClient`` sending the
@@ -258,6 +249,175 @@ def async_client(
     return time.perf_counter() - start, time.process_time() - cpu0, n
 
 
+def request_bodies(url: str, trials_per_task: int, one_turn: bool = False) -> list[list[dict[str, Any]]]:
+    """The request bodies of the run's trials as ``passk_nb.run`` sends them (the openai provider's
+    ``request_body``, a seed per trial), each trial's turns in order."""
+    from passk_nb.harness.providers import make_provider
+
+    provider = make_provider("openai", "bench", base_url=url, api_key_env=None)
+    out = []
+    for trial, turns in enumerate(conversations(trials_per_task, one_turn)):
+        seeded: Any = provider.with_seed(trial)
+        out.append([seeded.request_body(m) for m in turns])
+    provider.close()
+    return out
+
+
+async def _bare_asyncio(url: str, jobs: list[list[dict[str, Any]]], concurrency: int) -> int:
+    """``concurrency`` asyncio tasks taking the trials in turn, each POSTing its bodies (encoded as
+    it sends them, as any client builds its request) through one aiohttp session (``concurrency``
+    kept-alive connections) and reading each reply's message."""
+    import aiohttp
+
+    endpoint = f"{url}/v1/chat/completions"
+    todo = iter(jobs)
+    headers = {"Content-Type": "application/json"}
+
+    async def worker(session: aiohttp.ClientSession) -> int:
+        n = 0
+        for turns in todo:
+            for body in turns:
+                data = json.dumps(body, ensure_ascii=False).encode()
+                async with session.post(endpoint, data=data, headers=headers) as reply:
+                    raw = await reply.read()
+                assert reply.status == 200, reply.status
+                json.loads(raw)["choices"][0]["message"]["content"]
+                n += 1
+        return n
+
+    connector = aiohttp.TCPConnector(limit=concurrency, limit_per_host=0)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        return sum(await asyncio.gather(*(worker(session) for _ in range(min(concurrency, len(jobs))))))
+
+
+def bare_asyncio_client(
+    url: str, trials_per_task: int, concurrency: int, one_turn: bool = False
+) -> tuple[float, float, int]:
+    """THE baseline: the run's request bodies sent by a bare asyncio + aiohttp client, ``concurrency``
+    at a time (on uvloop when it imports): ``(wall s, CPU s, turns)``."""
+    jobs = request_bodies(url, trials_per_task, one_turn)
+    try:
+        import uvloop
+
+        factory: Any = uvloop.new_event_loop
+    except ImportError:
+        factory = None
+    start, cpu0 = time.perf_counter(), time.process_time()
+    with asyncio.Runner(loop_factory=factory) as runner:
+        n = runner.run(_bare_asyncio(url, jobs, concurrency))
+    return time.perf_counter() - start, time.process_time() - cpu0, n
+
+
+def _children_cpu() -> float:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def measure_one(args: argparse.Namespace) -> None:
+    """One measurement in this (fresh) process, printed as one JSON line: what ``--measure`` runs."""
+    if args.no_uvloop:
+        sys.modules["uvloop"] = None  # type: ignore[assignment]  # `import uvloop` now fails everywhere
+    trials_per_task = max(1, args.trials // len(SUITE.tasks))
+    one_turn = not args.fake
+    child0 = _children_cpu()
+    if args.measure == "bare":
+        bare_asyncio_client(args.url, 1, 8, one_turn)  # warm-up: imports, first connections
+        wall, cpu, turns = bare_asyncio_client(args.url, trials_per_task, args.concurrency[0], one_turn)
+    else:
+        timed_run(args.url, 1, 8, one_turn=one_turn)  # warm-up: imports, first parquet write
+        wall, cpu, turns = timed_run(args.url, trials_per_task, args.concurrency[0], one_turn=one_turn)
+    cpu += _children_cpu() - child0
+    print(json.dumps({"wall": wall, "cpu": cpu, "turns": turns}), flush=True)
+
+
+def measured(
+    client: str, url: str, args: argparse.Namespace, concurrency: int, uvloop: bool
+) -> dict[str, float]:
+    """:func:`measure_one` in a fresh process (neither client inherits the other's state): wall and
+    CPU (the process's and its children's) of the client side alone."""
+    command = [
+        sys.executable, __file__, "--measure", client, "--url", url, "--trials", str(args.trials),
+        "--concurrency", str(concurrency), "--latency", str(args.latency),
+    ]  # fmt: skip
+    command += ([] if uvloop else ["--no-uvloop"]) + (["--fake"] if args.fake else [])
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
+    if done.returncode:
+        raise RuntimeError(f"{client} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+#: The cells of the default benchmark (issue 50): (in flight, server latency s).
+CELLS = ((32, 0.05), (256, 0.05), (1024, 1.0))
+
+
+def uvloop_installed() -> bool:
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def baseline_benchmark(args: argparse.Namespace) -> None:
+    """``passk_nb.run`` against the bare asyncio + aiohttp client, same server, same bodies, same
+    concurrency, alternating, ``--reps`` times each, each in a fresh process: medians of wall time
+    and of CPU per trial, and their ratios."""
+    import statistics
+
+    cells = [(c, args.latency) for c in args.concurrency] if args.concurrency_given else list(CELLS)
+    loops = [True, False] if uvloop_installed() else [False]
+    load = os.getloadavg()
+    what = "the fake server (multi-turn)" if args.fake else "the minimal asyncio server (one-turn trials)"
+    print(
+        f"{args.trials} trials per client and cell, {what} in its own process; {args.reps} reps, "
+        f"medians; {os.cpu_count()} cores, load average {' '.join(f'{x:.2f}' for x in load)} at the start"
+    )
+    header = (
+        f"{'cell':>12} | {'loop':>7} | {'bare wall':>9} | {'run wall':>9} | {'x wall':>6} | "
+        f"{'bare CPU/turn':>13} | {'run CPU/turn':>12} | {'x CPU':>6}"
+    )
+    print(header)
+    print("-" * len(header))
+    servers: dict[float, Server] = {}
+    try:
+        for concurrency, latency in cells:
+            if latency not in servers:
+                servers[latency] = Server(latency, minimal=not args.fake)
+            sub = argparse.Namespace(**{**vars(args), "latency": latency})
+            for uv in loops:
+                runs: dict[str, list[dict[str, float]]] = {"bare": [], "passk": []}
+                for _ in range(args.reps):
+                    for client in ("bare", "passk"):
+                        runs[client].append(measured(client, servers[latency].url, sub, concurrency, uv))
+                b, p = (
+                    {
+                        "wall": statistics.median(r["wall"] for r in runs[c]),
+                        "cpu": statistics.median(r["cpu"] / r["turns"] for r in runs[c]),
+                    }
+                    for c in ("bare", "passk")
+                )
+                print(
+                    f"{concurrency:>5} x {latency * 1000:>4.0f}ms | {'uvloop' if uv else 'asyncio':>7} | "
+                    f"{b['wall']:>8.2f}s | {p['wall']:>8.2f}s | {p['wall'] / b['wall']:>5.2f}x | "
+                    f"{b['cpu'] * 1000:>10.3f} ms | {p['cpu'] * 1000:>9.3f} ms | "
+                    f"{p['cpu'] / b['cpu']:>5.2f}x",
+                    flush=True,
+                )
+    finally:
+        for server in servers.values():
+            server.close()
+    load = os.getloadavg()
+    print(
+        f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} at the end. bare = asyncio + aiohttp "
+        "posting the run's request bodies with the same concurrency; CPU/turn = the client process's "
+        "CPU (its children's included) per request; x = passk_nb.run / bare (issue 50's targets: CPU "
+        "<= 1.5x, wall at 1,024 x 1 s <= 1.1x)"
+    )
+
+
 def floor_benchmark(args: argparse.Namespace) -> None:
     """The bare clients against the minimal server: what this machine and httpx allow at all."""
     trials_per_task = max(1, args.trials // len(SUITE.tasks))
@@ -279,6 +439,7 @@ def floor_benchmark(args: argparse.Namespace) -> None:
                 ("threads + httpx.Client", bare_client),
                 ("threads + transport loop", loop_client),
                 ("asyncio + httpx.AsyncClient", async_client),
+                ("asyncio + aiohttp", bare_asyncio_client),
             ):
                 server_cpu0 = server.cpu()
                 wall, cpu, turns = client(server.url, trials_per_task, concurrency)
@@ -291,59 +452,6 @@ def floor_benchmark(args: argparse.Namespace) -> None:
                 )
     finally:
         server.close()
-
-
-def http_benchmark(args: argparse.Namespace) -> bool:
-    trials_per_task = max(1, args.trials // len(SUITE.tasks))
-    n_trials = trials_per_task * len(SUITE.tasks)
-    one_turn = args.minimal
-    server = Server(args.latency, minimal=one_turn)
-    ok = True
-    try:
-        timed_run(server.url, 2, 8, one_turn=one_turn)  # warm-up: imports, first parquet write
-        load = os.getloadavg()
-        what = (
-            "the minimal asyncio server (one fixed answer: one-turn trials)"
-            if one_turn
-            else "local OpenAI-compatible fake server"
-        )
-        print(
-            f"{n_trials} trials (orders suite), {what} adding "
-            f"{args.latency * 1000:.0f} ms per request; {os.cpu_count()} cores, load average "
-            f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f} at the start"
-        )
-        header = (
-            f"{'in flight':>9} | {'turns':>6} | {'ideal':>6} | {'bare client':>19} | {'passk_nb.run':>19} | "
-            f"{'x bare':>6} | {'CPU/turn run':>12} | {'CPU/turn bare':>13} | {'server CPU/turn':>15}"
-        )
-        print(header)
-        print("-" * len(header))
-        for concurrency in args.concurrency:
-            bare, bare_cpu, bare_turns = loop_client(server.url, trials_per_task, concurrency, one_turn)
-            server_cpu0 = server.cpu()
-            wall, cpu, turns = timed_run(server.url, trials_per_task, concurrency, one_turn=one_turn)
-            server_cpu = server.cpu() - server_cpu0
-            ideal = turns * args.latency / concurrency
-            bare_ideal = bare_turns * args.latency / concurrency
-            ratio = wall / ideal
-            print(
-                f"{concurrency:>9} | {turns:>6} | {ideal:>5.2f}s | "
-                f"{bare:>6.2f}s ({bare / bare_ideal:5.2f}x ideal) | {wall:>6.2f}s ({ratio:5.2f}x ideal) | "
-                f"{wall / bare * bare_turns / turns:>5.2f}x | {1000 * cpu / turns:>9.3f} ms | "
-                f"{1000 * bare_cpu / bare_turns:>10.3f} ms | {1000 * server_cpu / turns:>12.3f} ms",
-                flush=True,
-            )
-            if concurrency == 256 and ratio > 1.25:
-                ok = False
-    finally:
-        server.close()
-    print(
-        "ideal = turns x latency / in flight; bare client = a thread pool sending the same requests "
-        "through passk-nb's transport with no harness; x bare = passk_nb.run's wall time per turn against "
-        "the bare client's; CPU/turn = this process's CPU (harness + transport, or transport alone) "
-        "per request"
-    )
-    return ok
 
 
 # -- the earlier in-process benchmark (issue 2) ------------------------------------------------------
@@ -449,14 +557,24 @@ def workers_benchmark(workers: int = 2, cpu_s: float = 0.01, trials: int = 20) -
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--trials", type=int, default=2000, help="trials per concurrency (default 2000)")
-    parser.add_argument("--concurrency", type=int, nargs="+", default=[32, 128, 256])
-    parser.add_argument("--latency", type=float, default=0.05, help="server seconds per request (0.05)")
+    parser.add_argument("--trials", type=int, default=3000, help="trials per client and cell (default 3000)")
     parser.add_argument(
-        "--minimal",
-        action="store_true",
-        help="run against the minimal asyncio server (one-turn trials) instead of the fake server",
+        "--concurrency",
+        type=int,
+        nargs="+",
+        help="in flight (default: the cells 32 / 256 x 50 ms, 1,024 x 1 s)",
     )
+    parser.add_argument("--latency", type=float, default=0.05, help="server seconds per request (0.05)")
+    parser.add_argument("--reps", type=int, default=3, help="measurements per client and cell (median; 3)")
+    parser.add_argument("--quick", action="store_true", help="development: 300 trials, one rep")
+    parser.add_argument(
+        "--fake",
+        action="store_true",
+        help="against the fake server replaying the orders scripts (multi-turn trials) instead",
+    )
+    parser.add_argument("--measure", choices=["bare", "passk"], help=argparse.SUPPRESS)
+    parser.add_argument("--url", help=argparse.SUPPRESS)
+    parser.add_argument("--no-uvloop", action="store_true", help=argparse.SUPPRESS)
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument(
         "--callable",
@@ -480,6 +598,13 @@ def main() -> int:
         help="only the bare clients against a minimal asyncio server (no target)",
     )
     args = parser.parse_args()
+    args.concurrency_given = args.concurrency is not None
+    args.concurrency = args.concurrency or [32, 256]
+    if args.quick:
+        args.trials, args.reps = 300, 1
+    if args.measure:
+        measure_one(args)
+        return 0
     if args.floor:
         floor_benchmark(args)
         return 0
@@ -493,9 +618,8 @@ def main() -> int:
         ok = callable_benchmark()
         print("PASS" if ok else "target missed: ≤ 1.25x ideal for the function agent")
         return 0 if ok else 1
-    ok = http_benchmark(args)
-    print("PASS" if ok else "target missed: ≤ 1.25x ideal at 256 in flight (see the bare client's figure)")
-    return 0 if ok else 1
+    baseline_benchmark(args)
+    return 0
 
 
 if __name__ == "__main__":

@@ -75,8 +75,25 @@ class ClaimVocabulary:
     def compiled(self, kind: str) -> tuple[re.Pattern[str], ...]:
         return _compile(tuple(self.phrases[kind]))
 
+    def gate(self) -> re.Pattern[str] | None:
+        """One expression matching a clause exactly when a phrase of some kind does (their
+        alternation), to pass over a clause with none in one search; None when the phrases cannot
+        be joined so (a backreference, a group name used twice, a flag that must come first)."""
+        return _gate(tuple(p for kind in self.kinds for p in self.phrases[kind]))
+
 
 _CACHE: dict[tuple[str, ...], tuple[re.Pattern[str], ...]] = {}
+_GATES: dict[tuple[str, ...], re.Pattern[str] | None] = {}
+
+
+def _gate(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    if patterns not in _GATES:
+        joinable = not any(re.search(r"\\[1-9]|\(\?P=|\\g<", p) for p in patterns)
+        try:
+            _GATES[patterns] = re.compile("|".join(f"(?:{p})" for p in patterns), re.I) if joinable else None
+        except re.error:
+            _GATES[patterns] = None
+    return _GATES[patterns]
 
 
 def _compile(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
@@ -94,6 +111,7 @@ def action_claims(text: str | None, vocabulary: ClaimVocabulary) -> list[Claim]:
     if not isinstance(text, str):
         return []
     claims = []
+    gate = vocabulary.gate()
     for sentence in _SENTENCE.split(text.replace("\u2019", "'")):
         sentence = sentence.strip()
         if not sentence or sentence.endswith("?"):
@@ -101,6 +119,8 @@ def action_claims(text: str | None, vocabulary: ClaimVocabulary) -> list[Claim]:
         sentence_ids = tuple(dict.fromkeys(_ID.findall(sentence)))
         for clause in _CLAUSE.split(sentence):
             clause = clause.strip()
+            if gate is not None and not gate.search(clause):
+                continue  # no phrase of any kind in it
             for kind in vocabulary.kinds:
                 matches = (m for pattern in vocabulary.compiled(kind) for m in pattern.finditer(clause))
                 if any(_is_assertion(clause, m) for m in matches):

@@ -442,17 +442,21 @@ def _fits(name: str, value: Any) -> bool:
     return True
 
 
+_COLUMN_SET = frozenset(COLUMNS)
+
+
 def _arrays(rows: list[dict[str, Any]]) -> list[pa.Array]:
     return [pa.array([row.get(name) for row in rows], type=SCHEMA.field(name).type) for name in COLUMNS]
 
 
-def table_from_records(records: Iterable[Mapping[str, Any]]) -> pa.Table:
+def table_from_records(records: Iterable[Mapping[str, Any]], *, storable: bool = False) -> pa.Table:
     """Build an Arrow table with :data:`SCHEMA` from record dicts.
 
     Fields in :data:`DEFAULTS` may be left out; other missing fields become
     nulls. Missing :data:`REQUIRED` fields and unknown fields are errors, so a
     typo never silently drops data. Every row first goes through
-    :func:`storable_record`; a row that still cannot be stored is replaced by
+    :func:`storable_record` (``storable``: the rows came out of it already, as the
+    runner's do); a row that still cannot be stored is replaced by
     an ``infra_error`` row of the same trial saying why, and never takes the
     other rows with it.
 
@@ -460,16 +464,17 @@ def table_from_records(records: Iterable[Mapping[str, Any]]) -> pa.Table:
     0
     """
     rows = []
+    known = _COLUMN_SET
     for i, row in enumerate(records):
-        unknown = set(row) - set(COLUMNS)
+        unknown = row.keys() - known
         if unknown:
             raise ValueError(f"record {i}: unknown fields {sorted(unknown)}; allowed: {list(COLUMNS)}")
         missing = [name for name in REQUIRED if row.get(name) is None]
         if missing:
             raise ValueError(f"record {i}: missing required fields {missing}")
-        rows.append(storable_record({**DEFAULTS, **row}))
+        rows.append({**DEFAULTS, **row} if storable else storable_record({**DEFAULTS, **row}))
     try:
-        arrays = _arrays(rows)
+        return pa.Table.from_pylist(rows, schema=SCHEMA)  # the rows' fields by the schema's names, in C
     except (pa.ArrowException, TypeError, ValueError, OverflowError):
         # One bad row must not take the others with it: find it and store why instead.
         for i, row in enumerate(rows):

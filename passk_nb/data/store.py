@@ -479,6 +479,14 @@ class StoredTrials:
                 self._refresh()
         return key in self._keys
 
+    def stored_among(self, keys: Iterable[tuple[str, int]]) -> list[tuple[str, int]]:
+        """Those of ``keys`` stored with a real outcome, as of now: :meth:`has` of each, at the
+        cost of one look at the log for all of them."""
+        if self._log_size() != self._size:
+            with self._lock:
+                self._refresh()
+        return [key for key in keys if key in self._keys]
+
     def write_part(self, records: Sequence[Mapping[str, Any]], table: pa.Table | None = None) -> Path:
         """Write a part of this run (:func:`write_part`; ``table``: the records already as one, by
         :func:`~passk_nb.data.records.table_from_records`) and take its keys from ``records``, so it

@@ -13,10 +13,15 @@ import hashlib
 import os
 import struct
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 __all__ = ["TrialClaims"]
+
+#: Bytes of the lock file per task: trials 0..2**24-1 each have their own, side by side.
+_TRIALS_PER_TASK = 2**24
+#: Where the bytes of larger trial numbers start (hashed, past every task's block).
+_FAR = 2**62
 
 
 class TrialClaims:
@@ -44,10 +49,28 @@ class TrialClaims:
 
     @staticmethod
     def _offset(key: tuple[str, int]) -> int:
-        digest = hashlib.sha256(f"{key[0]}\0{key[1]}".encode("utf-8", "surrogatepass")).digest()
-        return int.from_bytes(digest[:6], "big")
+        """The byte of ``key``: a task's trials sit side by side (``task`` hashed to 38 bits, then
+        ``trial``), so that consecutive trials are claimed and released as one range
+        (:meth:`try_claim_many`) and the kernel holds them as one lock, not one each."""
+        task, trial = key
+        if 0 <= trial < _TRIALS_PER_TASK:
+            digest = hashlib.sha256(task.encode("utf-8", "surrogatepass")).digest()
+            return (int.from_bytes(digest[:5], "big") >> 2) * _TRIALS_PER_TASK + trial
+        digest = hashlib.sha256(f"{task}\0{trial}".encode("utf-8", "surrogatepass")).digest()
+        return _FAR | (int.from_bytes(digest[:8], "big") >> 2)  # beyond every task's block
 
-    def _fcntl(self, kind: int, offset: int, wait: bool) -> bool:
+    @classmethod
+    def _runs(cls, keys: Iterable[tuple[str, int]]) -> list[tuple[int, int]]:
+        """``(first byte, length)`` of each run of consecutive bytes of ``keys`` (sorted)."""
+        runs: list[tuple[int, int]] = []
+        for offset in sorted(set(map(cls._offset, keys))):
+            if runs and runs[-1][0] + runs[-1][1] == offset:
+                runs[-1] = (runs[-1][0], runs[-1][1] + 1)
+            else:
+                runs.append((offset, 1))
+        return runs
+
+    def _fcntl(self, kind: int, offset: int, wait: bool, length: int = 1) -> bool:
         try:
             import fcntl
         except ImportError:
@@ -55,11 +78,11 @@ class TrialClaims:
         ofd = getattr(fcntl, "F_OFD_SETLKW" if wait else "F_OFD_SETLK", None)
         try:
             if ofd is not None:
-                lock = struct.pack("hhqqi4x", kind, os.SEEK_SET, offset, 1, 0)
+                lock = struct.pack("hhqqi4x", kind, os.SEEK_SET, offset, length, 0)
                 fcntl.fcntl(self._fh.fileno(), ofd, lock)
             else:
                 flags = {fcntl.F_WRLCK: fcntl.LOCK_EX, fcntl.F_UNLCK: fcntl.LOCK_UN}[kind]
-                fcntl.lockf(self._fh.fileno(), flags | (0 if wait else fcntl.LOCK_NB), 1, offset)
+                fcntl.lockf(self._fh.fileno(), flags | (0 if wait else fcntl.LOCK_NB), length, offset)
         except OSError as exc:
             if exc.errno in (errno.EAGAIN, errno.EACCES):
                 return False
@@ -73,15 +96,32 @@ class TrialClaims:
         with self._lock:
             return self._fcntl(fcntl.F_WRLCK, self._offset(key), wait=False)
 
+    def try_claim_many(self, keys: Sequence[tuple[str, int]]) -> list[bool]:
+        """:meth:`try_claim` of each of ``keys`` (distinct), one lock call per run of consecutive
+        trials of a task while nobody else holds any of them; which of ``keys`` are now ours."""
+        import fcntl
+
+        mine: set[int] = set()
+        with self._lock:
+            for offset, length in self._runs(keys):
+                if self._fcntl(fcntl.F_WRLCK, offset, wait=False, length=length):
+                    mine.update(range(offset, offset + length))
+                elif length > 1:  # someone holds part of the run: claim what is free, one by one
+                    mine.update(
+                        o for o in range(offset, offset + length) if self._fcntl(fcntl.F_WRLCK, o, False)
+                    )
+        return [self._offset(key) in mine for key in keys]
+
     def release(self, keys: Iterable[tuple[str, int]]) -> None:
-        """Give up the claims of ``keys`` (their records are on disk, or they were not run)."""
+        """Give up the claims of ``keys`` (their records are on disk, or they were not run), one
+        unlock call per run of consecutive trials."""
         try:
             import fcntl
         except ImportError:
             return
         with self._lock:
-            for key in keys:
-                self._fcntl(fcntl.F_UNLCK, self._offset(key), wait=False)
+            for offset, length in self._runs(keys):
+                self._fcntl(fcntl.F_UNLCK, offset, wait=False, length=length)
 
     def close(self) -> None:
         """Release every claim."""

@@ -94,7 +94,7 @@ class _Writer:
         if self.pending:
             records, self.pending = self.pending, []
             if self.stored is not None:
-                table = table_from_records(records)
+                table = table_from_records(records, storable=True)  # each one storable_record's
                 self.parts.append(self.stored.write_part(records, table))
                 self.keep(self.parts[-1], table)
             else:
@@ -128,6 +128,53 @@ RAMP_STEP = 8
 #: Returned in place of a record for a trial another process stored meanwhile.
 _SKIPPED: dict[str, Any] = {}
 
+#: The most trials a run claims at once, with one lock call and one look at the store (:class:`_Claimer`).
+LEASE = 64
+
+
+class _Claimer:
+    """The claims of a run's trials as the schedulers take them: new trials a lease at a time
+    (:meth:`lease`: one lock call per run of consecutive trials and one look at the store for all,
+    where a claim and a look each cost a system call per trial), a trial found held elsewhere
+    alone (:meth:`claim`, :meth:`is_done`). A trial claimed and found stored is released and
+    skipped. At most ``size`` trials are claimed and not yet started.
+    """
+
+    def __init__(
+        self,
+        claims: TrialClaims,
+        stored: StoredTrials,
+        key_of: Callable[[Any, int], tuple[str, int]],
+        size: int,
+    ):
+        self.claims, self.stored, self.key_of, self.size = claims, stored, key_of, size
+
+    def lease(
+        self, jobs: list[tuple[Any, int]]
+    ) -> tuple[list[tuple[Any, int]], list[tuple[Any, int]], list[tuple[Any, int]]]:
+        """Claim ``jobs``: ``(to run, stored elsewhere, held elsewhere)``."""
+        keys = [self.key_of(*job) for job in jobs]
+        ours = self.claims.try_claim_many(keys)
+        done = set(self.stored.stored_among(key for key, mine in zip(keys, ours, strict=True) if mine))
+        if done:
+            self.claims.release(done)
+        run: list[tuple[Any, int]] = []
+        skip: list[tuple[Any, int]] = []
+        held: list[tuple[Any, int]] = []
+        for job, key, mine in zip(jobs, keys, ours, strict=True):
+            (held if not mine else skip if key in done else run).append(job)
+        return run, skip, held
+
+    def claim(self, job: tuple[Any, int]) -> bool:
+        return self.claims.try_claim(self.key_of(*job))
+
+    def is_done(self, job: tuple[Any, int]) -> bool:
+        key = self.key_of(*job)
+        if self.stored.has(key):
+            self.claims.release([key])
+            return True
+        return False
+
 
 def progress_file() -> Any:
     """Where a progress bar writes: standard error, or the stream ``passk`` gives bars (which keeps
@@ -142,11 +189,17 @@ class _Jobs:
     of abandoned threads still running, and of replacements owed."""
 
     def __init__(
-        self, jobs: list[tuple[Any, int]], concurrency: int, timeout: float | None, tick: float | None
+        self,
+        jobs: list[tuple[Any, int]],
+        concurrency: int,
+        timeout: float | None,
+        tick: float | None,
+        claimer: _Claimer | None = None,
     ):
-        self.concurrency, self.timeout, self.tick = concurrency, timeout, tick
+        self.concurrency, self.timeout, self.tick, self.claimer = concurrency, timeout, tick, claimer
         self.lock = threading.Lock()
         self.todo: deque[tuple[Any, int]] = deque(jobs)
+        self.ready: deque[tuple[Any, int]] = deque()  # claimed (a lease), not started
         self.later: deque[tuple[Any, int]] = deque()  # claimed by another process when first tried
         self.results: queue.SimpleQueue[tuple[tuple[Any, int], dict[str, Any] | None, BaseException | None]]
         self.results = queue.SimpleQueue()
@@ -158,9 +211,21 @@ class _Jobs:
         self.stalled_since: float | None = None
 
     def next_job(self) -> tuple[tuple[Any, int] | None, bool]:
+        """The next job to run: ``(job, False)`` claimed already, ``(job, True)`` to claim (held
+        elsewhere when first tried), ``(None, False)`` when none is left."""
         with self.lock:
-            if self.todo:
-                return self.todo.popleft(), False
+            while not self.ready and self.todo:
+                if self.claimer is None:
+                    self.ready.append(self.todo.popleft())
+                    continue
+                batch = [self.todo.popleft() for _ in range(min(len(self.todo), self.claimer.size))]
+                run, skip, held = self.claimer.lease(batch)
+                self.ready.extend(run)
+                self.later.extend(held)
+                for job in skip:
+                    self.results.put((job, _SKIPPED, None))
+            if self.ready:
+                return self.ready.popleft(), False
             if self.later:
                 return self.later.popleft(), True
         return None, False
@@ -228,17 +293,16 @@ def _run_concurrently(
     timeout: float | None = None,
     on_timeout: Callable[[Any, int, float], dict[str, Any]] | None = None,
     tick: float | None = None,
-    claim: Callable[[tuple[Any, int]], bool] | None = None,
-    is_done: Callable[[tuple[Any, int]], bool] | None = None,
+    claimer: _Claimer | None = None,
 ) -> Iterator[dict[str, Any] | None]:
     """Yield ``fn(*job)`` for every job as it completes, at most ``concurrency`` at a time.
 
     With ``tick``, None is yielded whenever ``tick`` seconds pass with no job
     finishing, so the caller can do periodic work (flush records to disk).
 
-    With ``claim``, a job runs only once ``claim(job)`` is true: a job claimed
-    elsewhere is put back and waited for after the others; once claimed, a job
-    for which ``is_done(job)`` holds is skipped (another process stored it).
+    With ``claimer``, a job runs only once claimed (:class:`_Claimer`: a lease at a time): a job
+    claimed elsewhere is put back and waited for after the others; once claimed, a job another
+    process stored is skipped.
 
     Jobs run on daemon threads, so a backend that never answers cannot keep
     the process alive. This is the one owner of every job's deadline, whatever runs it: a job's
@@ -254,16 +318,14 @@ def _run_concurrently(
     Ctrl-C, the generator closed) no new job starts and every running job's
     cancel event is set.
     """
-    pool = _Jobs(jobs, concurrency, timeout, tick)
+    pool = _Jobs(jobs, concurrency, timeout, tick, claimer)
 
-    def acquire(job: tuple[Any, int], wait: bool) -> bool:
-        if claim is None:
-            return True
+    def acquire(job: tuple[Any, int]) -> bool:
+        """Wait for the claim of a job held elsewhere (False: the run stops)."""
+        assert claimer is not None
         while not pool.stop.is_set():
-            if claim(job):
+            if claimer.claim(job):
                 return True
-            if not wait:
-                return False
             pool.stop.wait(0.05)
         return False
 
@@ -272,13 +334,14 @@ def _run_concurrently(
             job, waited = pool.next_job()
             if job is None:
                 break
-            if not acquire(job, wait=waited):
-                with pool.lock:
-                    pool.later.append(job)
-                continue
-            if is_done is not None and is_done(job):
-                pool.results.put((job, _SKIPPED, None))
-                continue
+            if waited:
+                if not acquire(job):
+                    with pool.lock:
+                        pool.later.append(job)
+                    continue
+                if claimer is not None and claimer.is_done(job):
+                    pool.results.put((job, _SKIPPED, None))
+                    continue
             event = threading.Event()
             with pool.lock:
                 pool.started[job], pool.cancels[job] = time.monotonic(), event
@@ -354,8 +417,7 @@ def _run_on_loop(
     timeout: float | None = None,
     on_timeout: Callable[[Any, int, float], dict[str, Any]] | None = None,
     tick: float | None = None,
-    claim: Callable[[tuple[Any, int]], bool] | None = None,
-    is_done: Callable[[tuple[Any, int]], bool] | None = None,
+    claimer: _Claimer | None = None,
 ) -> Iterator[dict[str, Any] | None]:
     """:func:`_run_concurrently` for trials that are coroutines: ``concurrency`` tasks on the
     transport loop (:mod:`~passk_nb.harness.providers.transport`) instead of as many threads,
@@ -364,21 +426,38 @@ def _run_on_loop(
     A trial still running after ``timeout`` seconds is cancelled (its request is closed) and
     ``on_timeout(*job, elapsed)`` is yielded instead; its cancel event is set too, for anything it
     runs in a worker thread. On an early exit every running trial is cancelled.
+
+    The trials that end in one iteration of the loop reach the calling thread together (one
+    hand-off, not one wake-up of that thread per trial).
     """
     loop = shared_loop()
-    results: queue.SimpleQueue[tuple[tuple[Any, int], dict[str, Any] | None, BaseException | None]]
-    results = queue.SimpleQueue()
+    Done = tuple[tuple[Any, int], dict[str, Any] | None, BaseException | None]
+    results: queue.SimpleQueue[list[Done]] = queue.SimpleQueue()
+    ended: list[Done] = []  # this iteration's, on the loop's thread
+
+    def hand_off() -> None:
+        results.put(ended[:])
+        ended.clear()
+
+    def deliver(done: Done) -> None:
+        if not ended:
+            loop.call_soon(hand_off)
+        ended.append(done)
+
     todo: deque[tuple[Any, int]] = deque(jobs)
     later: deque[tuple[Any, int]] = deque()  # claimed by another process when first tried
+    ready: deque[tuple[Any, int]] = deque()  # claimed (a lease), not started
 
-    async def acquire(job: tuple[Any, int], wait: bool) -> bool:
-        if claim is None:
-            return True
-        while not claim(job):
-            if not wait:
-                return False
-            await asyncio.sleep(0.05)
-        return True
+    def lease() -> None:
+        """Claim the next jobs of ``todo`` (a lease: one lock call, one look at the store)."""
+        if claimer is None:
+            ready.append(todo.popleft())
+            return
+        run, skip, held = claimer.lease([todo.popleft() for _ in range(min(len(todo), claimer.size))])
+        ready.extend(run)
+        later.extend(held)
+        for job in skip:
+            deliver((job, _SKIPPED, None))
 
     async def trial(job: tuple[Any, int]) -> dict[str, Any]:
         event, started = threading.Event(), time.monotonic()
@@ -396,20 +475,26 @@ def _run_on_loop(
             event.set()  # anything the trial left in a worker thread stops
 
     async def worker() -> None:
-        while todo or later:
-            job, waited = (todo.popleft(), False) if todo else (later.popleft(), True)
-            if not await acquire(job, wait=waited):
-                later.append(job)
+        while todo or later or ready:
+            if not ready and todo:
+                lease()
                 continue
-            if is_done is not None and is_done(job):
-                results.put((job, _SKIPPED, None))
-                continue
+            if ready:
+                job = ready.popleft()
+            else:  # held by another process when first tried: wait for it, then it may be stored
+                job = later.popleft()
+                assert claimer is not None
+                while not claimer.claim(job):
+                    await asyncio.sleep(0.05)
+                if claimer.is_done(job):
+                    deliver((job, _SKIPPED, None))
+                    continue
             try:
-                results.put((job, await trial(job), None))
+                deliver((job, await trial(job), None))
             except asyncio.CancelledError:
                 raise
             except BaseException as exc:  # re-raised in the caller's thread
-                results.put((job, None, exc))
+                deliver((job, None, exc))
                 return
 
     async def main() -> None:
@@ -431,7 +516,7 @@ def _run_on_loop(
     try:
         while delivered < len(jobs):
             try:
-                _, record, error = results.get(timeout=tick if tick is not None else 1.0)
+                done = results.get(timeout=tick if tick is not None else 1.0)
             except queue.Empty:
                 if running.done() and results.empty():
                     running.result()  # the loop's own failure, if any
@@ -439,11 +524,12 @@ def _run_on_loop(
                 if tick is not None:
                     yield None
                 continue
-            if error is not None:
-                raise error
-            delivered += 1
-            if record is not _SKIPPED:
-                yield record
+            for _, record, error in done:
+                if error is not None:
+                    raise error
+                delivered += 1
+                if record is not _SKIPPED:
+                    yield record
     finally:
         running.cancel()
 
@@ -583,22 +669,11 @@ def execute_trials(
         raise ValueError("keep_records=False needs an out folder: the records would be lost")
     writer = None if out is None else _Writer(out, run_id)
     key_of = trial_key or (lambda task, trial: (task, trial))
-    claims = stored = None
+    claims = claimer = None
     if writer is not None and jobs:
         claims, stored = TrialClaims(writer.out, run_id), StoredTrials(writer.out, run_id)
         writer.claims, writer.stored = claims, stored
-
-    def claim(job: tuple[Any, int]) -> bool:
-        assert claims is not None
-        return claims.try_claim(key_of(*job))
-
-    def is_done(job: tuple[Any, int]) -> bool:
-        assert claims is not None and stored is not None
-        key = key_of(*job)
-        if stored.has(key):
-            claims.release([key])
-            return True
-        return False
+        claimer = _Claimer(claims, stored, key_of, max(1, min(LEASE, concurrency)))
 
     records: list[dict[str, Any]] = []
     bar = tqdm(total=len(jobs), desc=desc, unit="trial", disable=not progress, file=progress_file())
@@ -614,8 +689,7 @@ def execute_trials(
                     timeout,
                     on_timeout,
                     tick=ticks,
-                    claim=None if claims is None else claim,
-                    is_done=None if claims is None else is_done,
+                    claimer=claimer,
                 )
                 for record in results:
                     if record is None:

@@ -210,3 +210,28 @@ def test_a_hasty_agent_is_flagged_exactly_where_it_skipped_the_action(tmp_path):
     assert flags.any() and (~flags).any()
     assert flags.tolist() == skipped.tolist()
     assert set(df.loc[flags, "outcome"]) == {"wrong_state"}
+
+
+@pytest.mark.parametrize("suite", ["orders", "bank"])
+def test_the_one_search_gate_finds_exactly_the_claims_the_phrases_find(suite, monkeypatch):
+    vocabulary = passk_nb.get_suite(suite).claims
+    assert vocabulary.gate() is not None
+    rng = random.Random(50)
+    words = [
+        *"done ok yes no it was is has been not never will would if the order payment account".split(),
+        *"cancelled canceled refunded refund transferred moved shipped updated changed closed".split(),
+        *"O1003 A-12 ACC-77 ; , : - but however . ! ? \n I we have".split(),
+    ]
+    texts = ["", "done", *(" ".join(rng.choices(words, k=rng.randint(1, 25))) for _ in range(400))]
+    gated = [engine.action_claims(text, vocabulary) for text in texts]
+    monkeypatch.setattr(engine, "_gate", lambda patterns: None)  # every phrase tried on every clause
+    assert gated == [engine.action_claims(text, vocabulary) for text in texts]
+    assert sum(map(bool, gated)) > 50  # the texts make claims, and not only none
+
+
+def test_phrases_that_cannot_be_joined_get_no_gate():
+    backreference = engine.ClaimVocabulary(phrases={"echo": (r"(\w+) \1",), "cancel": (r"\bcancelled\b",)})
+    assert backreference.gate() is None
+    assert engine.action_claims("we cancelled it", backreference)[0].kind == "cancel"
+    twice = engine.ClaimVocabulary(phrases={"a": (r"(?P<x>done)",), "b": (r"(?P<x>sent)",)})
+    assert twice.gate() is None and engine.action_claims("it was sent", twice)[0].kind == "b"

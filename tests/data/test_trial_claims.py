@@ -25,3 +25,37 @@ def test_a_claimed_trial_is_refused_to_another_holder_until_released(tmp_path: P
 def test_the_store_no_longer_holds_the_trial_claims() -> None:
     assert not hasattr(store, "TrialClaims")
     assert "TrialClaims" not in store.__all__
+
+
+def test_a_lease_claims_runs_of_trials_in_one_call_and_leaves_what_another_holds(
+    tmp_path: Path, monkeypatch
+) -> None:
+    first, second = TrialClaims(tmp_path, "r1"), TrialClaims(tmp_path, "r1")
+    calls: list[int] = []
+    real = TrialClaims._fcntl
+
+    def counted(self, kind, offset, wait, length=1):
+        calls.append(length)
+        return real(self, kind, offset, wait, length)
+
+    monkeypatch.setattr(TrialClaims, "_fcntl", counted)
+    try:
+        keys = [("t", i) for i in range(10)] + [("u", 3), ("u", 4)]
+        assert first.try_claim_many(keys) == [True] * 12
+        assert sorted(calls) == [2, 10]  # one call per run of consecutive trials of a task
+        first.release([("t", 2), ("t", 3), ("u", 4)])
+        calls.clear()
+        # the other holder gets exactly the trials released, one by one where the run is held in part
+        assert second.try_claim_many([("t", i) for i in range(6)] + [("u", 4)]) == [
+            *[False, False, True, True, False, False],
+            True,
+        ]
+        assert not first.try_claim_many([("t", 2)])[0] and first.try_claim_many([("t", 11)]) == [True]
+        # a trial number past a task's block still gets a byte of its own
+        assert second.try_claim_many([("t", 2**24), ("t", 2**24 + 1)]) == [True, True]
+        assert not first.try_claim(("t", 2**24))
+        second.release([("t", 2**24)])
+        assert first.try_claim(("t", 2**24))
+    finally:
+        first.close()
+        second.close()
