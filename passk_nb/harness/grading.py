@@ -101,8 +101,8 @@ def judge(
         named = verdict.failure if outcome == verdict.outcome else ""
         if not named and outcome == "wrong_state":
             named = "wrong_change" if diff else "no_change"
-        claimed = [suite.severity_of("claimed_unperformed")] if claims else []
-        severity = worst([suite.severity_of(named or outcome), *claimed])
+        unbacked = [suite.severity_of("claimed_unperformed")] if claims else []
+        severity = worst([suite.severity_of(named or outcome), *unbacked])
     return Judgement(outcome, reason, verdict.ok, claims, tuple(diff), severity)
 
 

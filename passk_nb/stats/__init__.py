@@ -36,6 +36,9 @@ _NAMES = {
     "gate": "passk_nb.stats.gate",
     "robustness": "passk_nb.stats.robustness",
     "robustness_tasks": "passk_nb.stats.robustness",
+    # how bad the failures are
+    "safety": "passk_nb.stats.safety",
+    "worst_trials": "passk_nb.stats.safety",
     # past the trials run, and how many to run
     "forecast": "passk_nb.stats.forecast",
     "plan": "passk_nb.stats.design.planner",
