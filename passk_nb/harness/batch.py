@@ -37,6 +37,7 @@ from passk_nb.data.records import frame_from_records, storable_record, table_fro
 from passk_nb.data.redact import Redactor
 from passk_nb.data.store import StoredTrials, load, load_merged, merge_known, write_part
 from passk_nb.data.trial_claims import TrialClaims
+from passk_nb.harness.budget import Budget
 from passk_nb.harness.providers.base import STOPS_RUN, cancel_scope, clock_scope
 from passk_nb.harness.providers.transport import shared_loop
 
@@ -551,6 +552,7 @@ def execute_trials(
     status: Callable[[], str] | None = None,
     on_merge: Callable[[tuple[Path, pa.Table]], None] | None = None,
     redact: Redactor | None = None,
+    gate: Budget | None = None,
 ) -> list[dict[str, Any]]:
     """The batch layer: run ``one_trial(*job)`` for every job and keep the records.
 
@@ -578,6 +580,11 @@ def execute_trials(
 
     ``redact`` (the backend's: it knows the run's secrets) masks every record before it is kept,
     written or handed to ``on_record`` (:func:`~passk_nb.data.records.storable_record`).
+
+    ``gate`` (a run's budget, :class:`~passk_nb.harness.budget.Budget`) is asked before each trial
+    starts: ``decide()`` is ``"start"``, ``"wait"`` (asked again later, as a trial claimed elsewhere
+    is) or ``"stop"`` (the trial is not run, nor stored); ``finished(record)`` hears of each record,
+    ``cancel()`` of a started trial another process had stored. Trials in flight always finish.
     """
     if not keep_records and out is None:
         raise ValueError("keep_records=False needs an out folder: the records would be lost")
@@ -588,15 +595,29 @@ def execute_trials(
         claims, stored = TrialClaims(writer.out, run_id), StoredTrials(writer.out, run_id)
         writer.claims, writer.stored = claims, stored
 
+    refused: set[tuple[Any, int]] = set()  # jobs the gate did not let start: skipped, never stored
+
     def claim(job: tuple[Any, int]) -> bool:
         assert claims is not None
-        return claims.try_claim(key_of(*job))
+        decision = "start" if gate is None else gate.decide()
+        if decision == "stop":
+            refused.add(job)
+            return True  # taken, then skipped by is_done: no claim held
+        if decision == "start" and claims.try_claim(key_of(*job)):
+            return True
+        if decision == "start" and gate is not None:
+            gate.cancel()
+        return False
 
     def is_done(job: tuple[Any, int]) -> bool:
         assert claims is not None and stored is not None
+        if job in refused:
+            return True
         key = key_of(*job)
         if stored.has(key):
             claims.release([key])
+            if gate is not None:
+                gate.cancel()
             return True
         return False
 
@@ -629,6 +650,8 @@ def execute_trials(
                         records.append(record)
                     if writer is not None:
                         writer.add(record)
+                    if gate is not None:
+                        gate.finished(record)
                     if on_record is not None:
                         on_record(record)
                     if status is not None:
