@@ -14,6 +14,13 @@ finish and are stored, and :attr:`Budget.stopped` says why. A trial whose cost c
 backend reported no usage) stops the run too: the budget could not be kept; an infrastructure error
 without usage (a request refused, a trial timed out) is not priced and stops nothing.
 
+With ``run(until=)`` the budget is one more stopping rule (the rounds stop once it has stopped a
+trial). The anytime-valid decisions of such a run hold at any stopping time, so at this one too:
+the budget reads the spend so far, never whether a trial passed (a failing trial may cost more
+turns, and that is allowed: validity does not need the stop to be blind to the data). The
+fixed-n intervals of :func:`passk_nb.summarize` assume trials whose number was fixed in advance;
+a run cut short by its budget has fewer trials of the tasks it reached last, not selected ones.
+
 >>> import pandas as pd
 >>> from passk_nb.data.prices import price_table
 >>> budget = Budget(0.05, price_table({"m": (1000.0, 0.0)}))
