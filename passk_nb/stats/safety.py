@@ -52,14 +52,15 @@ def safety(
     {ci}
     {n_boot}
     {seed}
-    {infra} With ``infra="fail"`` an infra_error trial counts as a trial with its severity.
+    {infra} With ``infra="fail"`` an infra_error trial the judge graded counts by its severity;
+        one that never reached the judge (a timeout, a backend failure) has none and is left out.
     {method}
     {min_tasks}
 
     Columns, after the ``by`` columns: ``k``, ``n_tasks``, ``trials`` (graded, usable),
-    ``n_not_graded`` (trials without a severity, left out); for each severity ``s`` of
-    ``harmful``, ``misleading``, ``benign``: ``s`` (the rate: mean over tasks of the share of a
-    task's trials ending so), ``s_lo``/``s_hi`` (interval for new tasks like these) and
+    ``n_not_graded`` (trials without a severity, left out; infrastructure errors not counted); for
+    each severity ``s`` of ``harmful``, ``misleading``, ``benign``: ``s`` (the rate: mean over
+    tasks of the share of a task's trials ending so), ``s_lo``/``s_hi`` (interval for new tasks) and
     ``s_fixed_lo``/``s_fixed_hi`` (for these tasks re-rolled), exactly :func:`summarize`'s pass@1
     and its intervals on "ended with severity s"; then ``harm_free^k`` with the same four bounds,
     :func:`summarize`'s pass^k on "did no harm", and ``ci_method``.
@@ -98,7 +99,8 @@ def safety(
             for name in FAILURE_SEVERITIES
         }
     out["trials"] = harm_free["trials"].to_numpy()
-    out["n_not_graded"] = _per_group(not_graded, out, keys)
+    ungraded = not_graded[not_graded["outcome"].astype(str) != "infra_error"]
+    out["n_not_graded"] = _per_group(ungraded, out, keys)
     for name, rate in rates.items():
         _same_groups(rate, harm_free, keys)
         for suffix in ("", "_lo", "_hi", "_fixed_lo", "_fixed_hi"):

@@ -129,3 +129,18 @@ def test_worst_trials_names_each_task_s_most_severe_trial():
     ]
     assert out.loc["a", ["n_harmful", "n_misleading", "n_benign", "n_none"]].tolist() == [1, 1, 1, 1]
     assert out.loc["b", ["severity", "run_id", "trial", "n_none"]].tolist() == ["none", "r1", 0, 3]
+
+
+def test_infra_errors_that_never_reached_the_judge_are_not_counted_as_ungraded():
+    df = pd.DataFrame(
+        {
+            "task": list("aabbccddee"),
+            "severity": ["", "none", "", "none", "harmful", "none", "none", "none", "", "none"],
+            "outcome": ["infra_error", "pass", "wrong_state", "pass", "wrong_state"] + ["pass"] * 5,
+        }
+    )
+    df["passed"] = df["outcome"] == "pass"
+    df.loc[8, "outcome"] = "pass"  # an ungraded pass: counted
+    df.loc[8, "passed"] = True
+    out = safety(df, k=1, by=())
+    assert out["n_not_graded"].iloc[0] == 2 and out["trials"].iloc[0] == 7
