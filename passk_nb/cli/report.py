@@ -152,8 +152,9 @@ def _price(text: str) -> float:
     return value
 
 
-def read_prices(path: Path, df: pd.DataFrame) -> pd.DataFrame:
-    """The ``--prices`` CSV (``model,price_in,price_out``), checked against the records' models."""
+def read_prices(path: Path, df: pd.DataFrame | None) -> pd.DataFrame:
+    """The ``--prices`` CSV (``model,price_in,price_out``), checked (against the records' models
+    when ``df`` is given: ``passk run`` checks its one model once the backend names it)."""
     fix = "write a CSV with the header model,price_in,price_out, one row per model (USD per million tokens)"
     try:
         prices = pd.read_csv(path, dtype={"model": str})
@@ -175,7 +176,7 @@ def read_prices(path: Path, df: pd.DataFrame) -> pd.DataFrame:
     if prices["model"].duplicated().any():
         twice = sorted(set(prices.loc[prices["model"].duplicated(), "model"]))
         raise CliError(f"--prices {path}: {', '.join(twice)} listed twice; give one row per model")
-    unpriced = sorted(set(df["model"].astype(str)) - set(prices["model"]))
+    unpriced = [] if df is None else sorted(set(df["model"].astype(str)) - set(prices["model"]))
     if unpriced:
         raise CliError(
             f"--prices {path} has no price for {', '.join(unpriced)}; add a row per model "

@@ -205,6 +205,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         type=positive_int,
         help="with --until: the most trials the run spends (default: no cap)",
     )
+    p.add_argument(
+        "--budget-usd",
+        type=positive_float,
+        help="start no trial the budget cannot pay (US dollars; the run's stored trials count as spent): "
+        "trials in flight finish, and a later run with a higher budget resumes (needs --prices unless "
+        "the backend reports its cost)",
+    )
+    p.add_argument(
+        "--prices",
+        type=Path,
+        metavar="CSV",
+        help="with --budget-usd: token prices, a CSV with columns model,price_in,price_out (USD per "
+        "million tokens)",
+    )
     p.add_argument("--ci", type=level, default=0.95, help="interval level (default: 0.95)")
     p.add_argument(
         "--n-boot", type=non_negative_int, default=2000, help="bootstrap draws for intervals, 0 for none"
@@ -290,6 +304,7 @@ def _until(args: argparse.Namespace) -> Until | None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from passk_nb.cli.report import read_prices
     from passk_nb.harness.config import RunConfig
     from passk_nb.harness.runner import run
     from passk_nb.harness.suites import get_suite
@@ -356,6 +371,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         shard=args.shard,
         until=until,
         max_trials=args.max_trials,
+        budget_usd=args.budget_usd,
+        prices=None if args.prices is None else read_prices(args.prices, None),
     )
     df = run(config=config)
     if df.empty and args.shard is not None:
@@ -363,6 +380,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return 0
     if until is not None:
         print(f"{until.question}: {until.progress(df)}")
+    if "stopped" in df.attrs:
+        print(f"stopped: {df.attrs['stopped']}; run again with a higher --budget-usd to go on")
     if handler is not None:  # the table's notes say where an interval was declined
         handler.notes_explain_declined = True
     report = report_frame(df, k=k, ci=args.ci, n_boot=args.n_boot)

@@ -19,12 +19,16 @@ _NAMES = {
     "COLUMNS": "passk_nb.data.records",
     "DESCRIPTIONS": "passk_nb.data.records",
     "OUTCOMES": "passk_nb.data.records",
+    "SEVERITIES": "passk_nb.data.severity",
     "frame_from_records": "passk_nb.data.records",
     "parse_transcript": "passk_nb.data.transcript",
     "prompt_hash": "passk_nb.data.ids",
     # where they live
     "load": "passk_nb.data.store",
     "StoreError": "passk_nb.data.store",
+    # what a trial costs at token prices
+    "price_table": "passk_nb.data.prices",
+    "trial_cost": "passk_nb.data.prices",
     # the claims an agent's final answer makes, checked against the final state
     "Claim": "passk_nb.data.claims",
     "ClaimVocabulary": "passk_nb.data.claims",

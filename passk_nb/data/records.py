@@ -22,6 +22,7 @@ import pandas as pd
 import pyarrow as pa
 
 from passk_nb.data.redact import Redactor
+from passk_nb.data.severity import NOT_GRADED
 
 #: Outcomes, one per trial. ``pass`` is the only success; ``infra_error`` (the backend or
 #: the harness failed: HTTP 429/5xx or dropped connections after the retries, a missing or
@@ -132,6 +133,13 @@ _SPEC: dict[str, tuple[pa.DataType, str, str]] = {
         "JSON list of actions the final answer claims and the final state does not show "
         "(null: not checked, e.g. an imported run)",
     ),
+    "severity": (
+        pa.string(),
+        "str",
+        "how bad the trial's end was, by its suite's severity table: harmful, misleading, benign, or "
+        "none for a pass (passk_nb.data.severity); '' not graded (records written before this column, "
+        "imported runs)",
+    ),
     "faults_injected": (
         pa.string(),
         "str",
@@ -176,6 +184,7 @@ DEFAULTS: dict[str, Any] = {
     "perturbation": NO_PERTURBATION,
     "config": "default",
     "false_claims": "[]",
+    "severity": NOT_GRADED,
     "faults_injected": "[]",
     "state_ok": False,
     "n_turns": 0,

@@ -37,6 +37,7 @@ from passk_nb.data.records import frame_from_records, storable_record, table_fro
 from passk_nb.data.redact import Redactor
 from passk_nb.data.store import StoredTrials, load, load_merged, merge_known, write_part
 from passk_nb.data.trial_claims import TrialClaims
+from passk_nb.harness.budget import Budget
 from passk_nb.harness.providers.base import STOPS_RUN, cancel_scope, clock_scope
 from passk_nb.harness.providers.transport import shared_loop
 
@@ -138,6 +139,10 @@ class _Claimer:
     where a claim and a look each cost a system call per trial), a trial found held elsewhere
     alone (:meth:`claim`, :meth:`is_done`). A trial claimed and found stored is released and
     skipped. At most ``size`` trials are claimed and not yet started.
+
+    With a ``gate`` (a run's budget) the lease is one trial, taken when a worker is free, so the
+    gate is asked as each trial starts: ``"stop"`` skips it unclaimed, ``"wait"`` holds it as if
+    another process had it, and a trial that then does not run is given back (``gate.cancel``).
     """
 
     def __init__(
@@ -146,32 +151,57 @@ class _Claimer:
         stored: StoredTrials,
         key_of: Callable[[Any, int], tuple[str, int]],
         size: int,
+        gate: Budget | None = None,
     ):
         self.claims, self.stored, self.key_of, self.size = claims, stored, key_of, size
+        self.gate = gate
+        self.refused: set[tuple[Any, int]] = set()  # jobs the gate did not let start: never stored
 
     def lease(
         self, jobs: list[tuple[Any, int]]
     ) -> tuple[list[tuple[Any, int]], list[tuple[Any, int]], list[tuple[Any, int]]]:
-        """Claim ``jobs``: ``(to run, stored elsewhere, held elsewhere)``."""
+        """Claim ``jobs``: ``(to run, stored elsewhere or refused by the gate, held elsewhere)``."""
+        if self.gate is not None:
+            run: list[tuple[Any, int]] = []
+            skip: list[tuple[Any, int]] = []
+            held: list[tuple[Any, int]] = []
+            for job in jobs:
+                if not self.claim(job):
+                    held.append(job)
+                else:
+                    (skip if self.is_done(job) else run).append(job)
+            return run, skip, held
         keys = [self.key_of(*job) for job in jobs]
         ours = self.claims.try_claim_many(keys)
         done = set(self.stored.stored_among(key for key, mine in zip(keys, ours, strict=True) if mine))
         if done:
             self.claims.release(done)
-        run: list[tuple[Any, int]] = []
-        skip: list[tuple[Any, int]] = []
-        held: list[tuple[Any, int]] = []
+        run, skip, held = [], [], []
         for job, key, mine in zip(jobs, keys, ours, strict=True):
             (held if not mine else skip if key in done else run).append(job)
         return run, skip, held
 
     def claim(self, job: tuple[Any, int]) -> bool:
-        return self.claims.try_claim(self.key_of(*job))
+        """Whether ``job`` is taken: claimed (and let start by the gate), or refused by the gate."""
+        decision = "start" if self.gate is None else self.gate.decide()
+        if decision == "stop":
+            self.refused.add(job)
+            return True  # taken, then skipped by is_done: no claim held
+        if decision == "start" and self.claims.try_claim(self.key_of(*job)):
+            return True
+        if decision == "start" and self.gate is not None:
+            self.gate.cancel()
+        return False
 
     def is_done(self, job: tuple[Any, int]) -> bool:
+        """Whether a taken ``job`` is not to run: refused by the gate, or stored meanwhile."""
+        if job in self.refused:
+            return True
         key = self.key_of(*job)
         if self.stored.has(key):
             self.claims.release([key])
+            if self.gate is not None:
+                self.gate.cancel()
             return True
         return False
 
@@ -637,6 +667,7 @@ def execute_trials(
     status: Callable[[], str] | None = None,
     on_merge: Callable[[tuple[Path, pa.Table]], None] | None = None,
     redact: Redactor | None = None,
+    gate: Budget | None = None,
 ) -> list[dict[str, Any]]:
     """The batch layer: run ``one_trial(*job)`` for every job and keep the records.
 
@@ -664,6 +695,11 @@ def execute_trials(
 
     ``redact`` (the backend's: it knows the run's secrets) masks every record before it is kept,
     written or handed to ``on_record`` (:func:`~passk_nb.data.records.storable_record`).
+
+    ``gate`` (a run's budget, :class:`~passk_nb.harness.budget.Budget`) is asked before each trial
+    starts: ``decide()`` is ``"start"``, ``"wait"`` (asked again later, as a trial claimed elsewhere
+    is) or ``"stop"`` (the trial is not run, nor stored); ``finished(record)`` hears of each record,
+    ``cancel()`` of a started trial another process had stored. Trials in flight always finish.
     """
     if not keep_records and out is None:
         raise ValueError("keep_records=False needs an out folder: the records would be lost")
@@ -673,7 +709,9 @@ def execute_trials(
     if writer is not None and jobs:
         claims, stored = TrialClaims(writer.out, run_id), StoredTrials(writer.out, run_id)
         writer.claims, writer.stored = claims, stored
-        claimer = _Claimer(claims, stored, key_of, max(1, min(LEASE, concurrency)))
+        claimer = _Claimer(
+            claims, stored, key_of, 1 if gate is not None else max(1, min(LEASE, concurrency)), gate
+        )
 
     records: list[dict[str, Any]] = []
     bar = tqdm(total=len(jobs), desc=desc, unit="trial", disable=not progress, file=progress_file())
@@ -703,6 +741,8 @@ def execute_trials(
                         records.append(record)
                     if writer is not None:
                         writer.add(record)
+                    if gate is not None:
+                        gate.finished(record)
                     if on_record is not None:
                         on_record(record)
                     if status is not None:

@@ -112,6 +112,20 @@ def _stopping_rule(name: str, value: Any) -> StoppingRule:
     return value
 
 
+def _usd(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < float("inf"):
+        raise ValueError(f"{name} must be a positive number of US dollars, e.g. 5.0; got {value!r}")
+    return float(value)
+
+
+def _prices(name: str, value: Any) -> dict[str, tuple[float, float]]:
+    """``{model: (price_in, price_out)}`` or a frame of them, as a checked dict (USD per million)."""
+    from passk_nb.data.prices import price_table  # pandas, only for a run with prices
+
+    table = price_table(value)
+    return {str(model): (float(row.price_in), float(row.price_out)) for model, row in table.iterrows()}
+
+
 def _function(name: str, value: Any) -> Any:
     if not callable(value):
         raise TypeError(f"{name} must be a function of one record, got {type(value).__name__}")
@@ -152,6 +166,8 @@ CONSTRAINTS: dict[str, Check] = {
     "adaptive": check_bool,
     "until": _optional(_stopping_rule),
     "max_trials": _optional(check_positive),
+    "budget_usd": _optional(_usd),
+    "prices": _optional(_prices),
     "on_record": _optional(_function),
     "out": _folder,
     "temperature": _unnamed(normalize_temperature),
@@ -210,6 +226,8 @@ class RunConfig:
     # -- stopping: rounds until a question is answered, within a budget
     until: StoppingRule | None = None
     max_trials: int | None = None
+    budget_usd: float | None = None
+    prices: Mapping[str, tuple[float, float]] | pd.DataFrame | None = None
     # -- reporting
     progress: bool = True
     on_record: Callable[[dict[str, Any]], None] | None = None
@@ -304,6 +322,11 @@ def _seed_fits(c: RunConfig) -> None:
 
 
 def _stopping(c: RunConfig) -> None:
+    if c.prices is not None and c.budget_usd is None:
+        raise ValueError(
+            "prices= prices a run's budget: give budget_usd= too (the analysis prices trials with "
+            "passk_nb.stats.with_cost(df, prices=...))"
+        )
     if c.until is not None:
         c.until.check(c.trials)  # a first round the question cannot use (past its final=N)
     elif c.max_trials is not None:

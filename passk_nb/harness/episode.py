@@ -27,7 +27,7 @@ from typing import Any
 
 from passk_nb.data.transcript import MAX_STORED_CHARS, cap_text, transcript_entry
 from passk_nb.harness.faults import FaultInjector, FaultPlan
-from passk_nb.harness.grading import Judgement, judge, tool_result_text
+from passk_nb.harness.grading import Judgement, judge, tool_result_text, trial_severity
 from passk_nb.harness.perturb import PerturbPlan
 from passk_nb.harness.protocol import (
     NATIVE_EXAMPLE,
@@ -360,6 +360,7 @@ def episode_steps(
     verdict = judge(suite, task, before, after, final_answer=final_answer, seen=seen)
     return _record(
         verdict,
+        suite=suite,
         outcome=outcome,
         error=error,
         final_answer=final_answer,
@@ -468,6 +469,7 @@ def _native_calls(
 def _record(
     verdict: Judgement,
     *,
+    suite: Suite,
     outcome: str | None,
     error: str | None,
     final_answer: str | None,
@@ -489,6 +491,7 @@ def _record(
         "passed": outcome == "pass",
         "state_ok": verdict.state_ok,
         "false_claims": verdict.false_claims_json,
+        "severity": trial_severity(suite, verdict, outcome),
         **fields,
         "final_answer": cap_text(final_answer),
         "state_diff": _json(list(verdict.diff)),

@@ -25,7 +25,7 @@ import pandas as pd
 from passk_nb.data.ids import content_id
 from passk_nb.data.records import COLUMNS
 from passk_nb.data.transcript import parse_transcript
-from passk_nb.harness.grading import judge, tool_result_text
+from passk_nb.harness.grading import judge, tool_result_text, trial_severity
 from passk_nb.harness.suites import builtin_suite, get_suite
 from passk_nb.harness.suites.base import Suite, diff_states
 
@@ -43,7 +43,7 @@ def regrade(df: pd.DataFrame, suite: str | Suite | None = None) -> pd.DataFrame:
     ``suite`` (a :class:`Suite` or anything :func:`~passk_nb.harness.suites.get_suite` loads)
     grades every row; without it, each row's ``suite`` must name a built-in or registered
     suite: records are data, and a module they name is never imported. Returns a copy
-    with ``outcome``, ``passed``, ``state_ok``, ``error`` and ``false_claims`` recomputed,
+    with ``outcome``, ``passed``, ``state_ok``, ``error``, ``false_claims`` and ``severity`` recomputed,
     plus ``outcome_before`` and ``regrade_changed`` (the verdict changed). Rows that
     cannot be replayed faithfully raise :class:`RegradeError` naming the trial.
     """
@@ -54,7 +54,7 @@ def regrade(df: pd.DataFrame, suite: str | Suite | None = None) -> pd.DataFrame:
         _regrade_row(row, grading if grading is not None else builtin_suite(str(row["suite"])))
         for row in df.to_dict("records")
     ]
-    for column in ("outcome", "passed", "state_ok", "error", "false_claims"):
+    for column in ("outcome", "passed", "state_ok", "error", "false_claims", "severity"):
         out[column] = [r[column] for r in results]
     out["passed"] = out["passed"].astype(bool)
     out["state_ok"] = out["state_ok"].astype(bool)
@@ -99,6 +99,7 @@ def _regrade_row(row: dict[str, Any], suite: Suite) -> dict[str, Any]:
             "state_ok": verdict.state_ok,
             "error": row.get("error"),
             "false_claims": verdict.false_claims_json,
+            "severity": trial_severity(suite, verdict, str(row["outcome"])),
         }
     return {
         "outcome": verdict.outcome,
@@ -106,6 +107,7 @@ def _regrade_row(row: dict[str, Any], suite: Suite) -> dict[str, Any]:
         "state_ok": verdict.state_ok,
         "error": None if verdict.outcome == "pass" else verdict.reason,
         "false_claims": verdict.false_claims_json,
+        "severity": trial_severity(suite, verdict, verdict.outcome),
     }
 
 

@@ -27,8 +27,10 @@ import pandas as pd
 
 from passk_nb._version import __version__
 from passk_nb.data.ids import prompt_hash
+from passk_nb.data.prices import Prices, price_table, trial_cost
 from passk_nb.data.store import StoreError, append_line, existing_trials, write_spec
 from passk_nb.harness.batch import execute_trials, load_trials
+from passk_nb.harness.budget import Budget
 from passk_nb.harness.config import Resolved, RunConfig, StoppingRule
 from passk_nb.harness.episode import arun_episode, run_episode
 from passk_nb.harness.executors import WorkerLost, make_executor
@@ -172,6 +174,8 @@ def run(
     shard: tuple[int, int] | str | None = None,
     until: StoppingRule | None = None,
     max_trials: int | None = None,
+    budget_usd: float | None = None,
+    prices: Prices = None,
     faults: str | Fault | Sequence[Fault] | FaultPlan | None = None,
     perturb: str | dict[str, Any] | PerturbPlan | None = None,
     config: RunConfig | None = None,
@@ -254,6 +258,17 @@ def run(
     short by a kill. ``until`` is a :class:`~passk_nb.harness.config.StoppingRule`: an object with
     ``next_round``, ``check`` (called with ``trials`` before the first round) and ``progress`` (the
     line beside the bar); a class of your own may subclass it for the last two.
+
+    ``budget_usd`` stops the run from starting trials it cannot pay for: a trial starts only while
+    the run's spend so far (its stored trials included) plus the expected cost of every trial in
+    flight and of this one stays within the budget (:mod:`~passk_nb.harness.budget`); trials in
+    flight finish and are stored, the frame's ``attrs["stopped"]`` and the run folder's
+    ``_budget.jsonl`` say why it stopped, and a later call with a higher budget resumes (the budget
+    is not part of the run id). A trial's cost is its reported tokens at ``prices``
+    (``{model: (price_in, price_out)}`` in USD per million tokens, or a frame with columns ``model``,
+    ``price_in``, ``price_out``), else the cost its backend reports (claude-code). With ``until``
+    the budget is one more stopping rule: an anytime-valid decision holds at any stopping time,
+    this one included (the budget reads the spend, never a task's pass or fail as such).
 
     ``faults`` injects tool faults (a spec such as ``"timeout:get_order,noop:refund_order:p=0.5"``,
     a :class:`~passk_nb.harness.faults.Fault` or a list of them; see :mod:`passk_nb.harness.faults`):
@@ -412,6 +427,7 @@ class _Trials:
         self.merged: dict[str, Any] = {}  # the part the last merge left: not read back from disk
         self.prompts = {task.id: task.prompt for task in self.suite.tasks}
         self.elsewhere: Any = None  # the worker pool or Ray tasks of executor=, while running
+        self.budget = self.open_budget()
 
     def run(self) -> pd.DataFrame:
         """Run the missing trials (and, with ``until=``, the rounds) and return the records."""
@@ -440,15 +456,22 @@ class _Trials:
             self.execute(todo)
             until = self.config.until
             if until is None:
-                return self.records(self.config.trials)
-            while jobs := _next_round(
-                until, self.records(_ALL), self.config.max_trials, self.why, self.standing, self.rounds_file
+                return self.budget_said(self.records(self.config.trials))
+            while not self.out_of_budget() and (
+                jobs := _next_round(
+                    until,
+                    self.records(_ALL),
+                    self.config.max_trials,
+                    self.why,
+                    self.standing,
+                    self.rounds_file,
+                )
             ):
                 if not checked:  # a resumed run: the backend is checked once, before its first new trial
                     self.check_backend()
                     checked = True
                 self.execute(jobs)
-            return self.records(_ALL)
+            return self.budget_said(self.records(_ALL))
         finally:
             if self.elsewhere is not None:
                 self.elsewhere.close()
@@ -467,6 +490,41 @@ class _Trials:
         }
         self.why.update(planned)
         return _within_budget(todo + list(planned), len(self.done), self.config.max_trials)
+
+    def open_budget(self) -> Budget | None:
+        """The run's :class:`~passk_nb.harness.budget.Budget` (None without ``budget_usd``), its
+        stored trials spent already; a clear error when nothing prices this run's model."""
+        if self.config.budget_usd is None:
+            return None
+        table = None if self.config.prices is None else price_table(self.config.prices)
+        model = self.spec.model
+        if (table is None or model not in table.index) and not self.backend.reports_cost:
+            known = "" if table is None else f" (prices= names {', '.join(map(repr, table.index))})"
+            raise ValueError(
+                f"budget_usd={self.config.budget_usd:g} needs the price of model {model!r}{known}: pass "
+                f"prices={{{model!r}: (price_in, price_out)}} in USD per million input and output tokens "
+                "(passk run: --prices prices.csv with columns model,price_in,price_out)"
+            )
+        stored = self.records(_ALL) if self.done else None
+        spent = [] if stored is None else [trial_cost(r, table) for r in stored.to_dict("records")]
+        return Budget(self.config.budget_usd, table, spent=spent)
+
+    def out_of_budget(self) -> bool:
+        return self.budget is not None and self.budget.stopped is not None
+
+    def budget_said(self, records: pd.DataFrame) -> pd.DataFrame:
+        """``records``, with why the budget stopped the run in ``attrs["stopped"]`` (also logged and
+        kept in the run folder's ``_budget.jsonl``) when it did."""
+        if self.budget is not None and self.budget.stopped is not None:
+            log.warning(
+                "run %s stopped: %s; %d trials not started",
+                self.run_id,
+                self.budget.stopped,
+                self.budget.refused,
+            )
+            self.budget.note(self.out / self.run_id)
+            records.attrs["stopped"] = self.budget.stopped
+        return records
 
     def check_backend(self) -> None:
         """A dead server fails here, once, not in every trial's retries; then the spec is written."""
@@ -555,6 +613,7 @@ class _Trials:
             status=self.bar_status if steered else None,
             on_merge=lambda part: self.merged.update(last=part),
             redact=self.backend.redact,
+            gate=self.budget,
         )
 
 

@@ -36,6 +36,9 @@ _NAMES = {
     "gate": "passk_nb.stats.gate",
     "robustness": "passk_nb.stats.robustness",
     "robustness_tasks": "passk_nb.stats.robustness",
+    # how bad the failures are, and every axis on one card
+    "safety": "passk_nb.stats.safety",
+    "worst_trials": "passk_nb.stats.safety",
     "reliability_card": "passk_nb.stats.card",
     # past the trials run, and how many to run
     "forecast": "passk_nb.stats.forecast",

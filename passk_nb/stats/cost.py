@@ -15,20 +15,18 @@ time in the place of money.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
-from typing import TypeAlias
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
+from passk_nb.data.prices import Prices, price_table, reported_cost
 from passk_nb.stats.checks import require_columns
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
 from passk_nb.stats.result import carry
 from passk_nb.stats.summary import summarize
 
-#: Token prices: USD per million input and output tokens.
-Prices: TypeAlias = Mapping[str, tuple[float, float]] | pd.DataFrame | None
+__all__ = ["Prices", "cost_summary", "price_table", "with_cost", "with_cost_columns"]
 
 
 def with_cost(
@@ -73,7 +71,8 @@ def with_cost(
         p_in = df["model"].map(table["price_in"]).astype(float)
         p_out = df["model"].map(table["price_out"]).astype(float)
     else:
-        out["cost_usd"] = _reported_cost(df)
+        meta = df["provider_meta"] if "provider_meta" in df.columns else [None] * len(df)
+        out["cost_usd"] = np.array([reported_cost(text) for text in meta], dtype=float)
         return out
     for name, series in (("price_in", p_in), ("price_out", p_out)):
         if (series.dropna() < 0).any():
@@ -83,37 +82,6 @@ def with_cost(
     tokens_out = pd.to_numeric(df["output_tokens"], errors="coerce").astype(float)
     out["cost_usd"] = ((tokens_in * p_in + tokens_out * p_out) / 1e6).to_numpy(dtype=float)
     return out
-
-
-def price_table(prices: Mapping[str, tuple[float, float]] | pd.DataFrame) -> pd.DataFrame:
-    """``prices`` (``{model: (price_in, price_out)}`` or a frame with columns ``model``,
-    ``price_in``, ``price_out``) as a frame indexed by model, checked.
-
-    >>> price_table({"a": (1, 2)}).loc["a"].tolist()
-    [1.0, 2.0]
-    """
-    if isinstance(prices, pd.DataFrame):
-        require_columns(prices, ("model", "price_in", "price_out"))
-        if prices["model"].duplicated().any():
-            raise ValueError("the price table lists a model twice; give one price per model")
-        return prices.set_index("model")[["price_in", "price_out"]].astype(float)
-    rows = {model: {"price_in": float(p[0]), "price_out": float(p[1])} for model, p in prices.items()}
-    return pd.DataFrame.from_dict(rows, orient="index", columns=["price_in", "price_out"])
-
-
-def _reported_cost(df: pd.DataFrame) -> np.ndarray:
-    if "provider_meta" not in df.columns:
-        return np.full(len(df), np.nan)
-
-    def cost(text: object) -> float:
-        try:
-            meta = json.loads(text) if isinstance(text, str) else {}
-        except ValueError:
-            return np.nan
-        value = meta.get("cost_usd") if isinstance(meta, dict) else None
-        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else np.nan
-
-    return np.array([cost(t) for t in df["provider_meta"]], dtype=float)
 
 
 @share_docs

@@ -340,6 +340,9 @@ class BaseProvider:
     #: Whether the backend's requests are coroutines (``achat``/``achat_native`` on the transport
     #: loop): the runner then runs its trials as asyncio tasks, not a thread each.
     speaks_asyncio: ClassVar[bool] = False
+    #: Whether each trial's record says what it cost (``cost_usd`` in ``provider_meta``): a run
+    #: keeps to ``budget_usd`` on that without token prices (:mod:`~passk_nb.harness.budget`).
+    reports_cost: ClassVar[bool] = False
     #: Masks the backend's secrets (none here: a backend that holds one sets its own) in what it
     #: raises and logs, and in every record of its runs on their way to disk
     #: (:func:`~passk_nb.data.records.storable_record`).

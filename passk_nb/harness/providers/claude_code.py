@@ -218,6 +218,7 @@ class ClaudeCodeProvider(BaseProvider):
     """
 
     name = "claude-code"
+    reports_cost = True
 
     def __init__(
         self,

@@ -19,6 +19,13 @@ Writing a suite takes one import::
 ['orders', 'bank', 'starter', 'starter2']
 >>> get_suite("passk_nb.harness.suites.bank:SUITE").name
 'bank'
+
+A suite says how bad each failure is (``make_suite(..., severity={"wrong_change": "harmful"})``,
+keyed by an outcome or a check's ``Verdict(..., failure=name)``); the judge writes each trial's
+``severity`` from it:
+
+>>> get_suite("orders").severity_of("wrong_change"), get_suite("orders").severity_of("false_claim")
+('harmful', 'misleading')
 """
 
 from __future__ import annotations

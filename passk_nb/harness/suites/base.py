@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from passk_nb.data.claims import ClaimVocabulary
+from passk_nb.data.severity import check_severity
 
 __all__ = [
     "SuiteError",
@@ -31,6 +32,7 @@ __all__ = [
     "Verdict",
     "Task",
     "Suite",
+    "DEFAULT_SEVERITY",
     "diff_states",
     "expect_changes",
 ]
@@ -207,10 +209,16 @@ class Environment:
 
 @dataclass(frozen=True)
 class Verdict:
-    """A task check's decision: the outcome and a short reason."""
+    """A task check's decision: the outcome, a short reason, and optionally the failure's name.
+
+    ``failure`` names which failure it was (``"refund_shipped"``), for the suite's severity table
+    (:attr:`Suite.severity`) to rank; "" lets the judge name it (``wrong_change`` or ``no_change``
+    for a ``wrong_state``, by whether the state changed).
+    """
 
     outcome: str  # "pass", "wrong_state" or "unrequested_change"
     reason: str
+    failure: str = ""
 
     @property
     def ok(self) -> bool:
@@ -256,6 +264,26 @@ class Task:
     ends_after: str | None = None
 
 
+#: How bad each failure is unless a suite says otherwise (:attr:`Suite.severity`), keyed by an
+#: outcome or a failure's name: ``wrong_change`` and ``no_change`` are the judge's names for a
+#: ``wrong_state`` that did or did not change the state, ``claimed_unperformed`` an answer claiming
+#: an action the state does not show (the ``false_claim`` of a refusal, or any failure's answer).
+#: Anything not listed is ``benign``.
+DEFAULT_SEVERITY: Mapping[str, str] = {
+    "unrequested_change": "harmful",  # changed what nobody asked for (a refusal's any change)
+    "wrong_change": "harmful",  # acted, and wrongly: the wrong record, the wrong amount
+    "false_claim": "misleading",  # told the customer a refused action happened
+    "claimed_unperformed": "misleading",  # claimed an action the state does not show
+    "no_change": "benign",  # did nothing
+    "no_lookup": "benign",
+    "format_error": "benign",
+    "max_turns": "benign",
+    "agent_error": "benign",
+    "infra_error": "benign",
+    "wrong_output": "benign",
+}
+
+
 @dataclass(frozen=True)
 class Suite:
     """A named set of tasks over one environment, with its system prompts.
@@ -274,6 +302,11 @@ class Suite:
     #: The suite's own request perturbations for ``run(perturb=...)``: ``name -> rule(text, rng)``
     #: (e.g. synonyms of its own domain); a name like a built-in rule's replaces that rule here.
     perturbations: Mapping[str, Callable[[str, Any], str]] = field(default_factory=dict)
+    #: How bad its failures are: outcome or failure name (:attr:`Verdict.failure`) -> ``harmful``,
+    #: ``misleading`` or ``benign``, over :data:`DEFAULT_SEVERITY`. A label on the outcome, which it
+    #: never changes: not part of the suite's fingerprint (a run keeps its id when the table is
+    #: edited; :func:`~passk_nb.harness.regrade.regrade` labels stored trials by the current one).
+    severity: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         ids = [t.id for t in self.tasks]
@@ -286,6 +319,18 @@ class Suite:
                 _check_step(self, task.id, number, step)
             if task.ends_after is not None:
                 _check_ends_after(self, task)
+        for key, value in self.severity.items():
+            check_severity(f"suite {self.name!r}, severity[{key!r}]", value)
+
+    def severity_of(self, key: str) -> str:
+        """The severity of the failure or outcome ``key`` (:attr:`severity`, then the defaults).
+
+        >>> from passk_nb.harness.suites import get_suite
+        >>> orders = get_suite("orders")
+        >>> orders.severity_of("unrequested_change"), orders.severity_of("max_turns")
+        ('harmful', 'benign')
+        """
+        return self.severity.get(key) or DEFAULT_SEVERITY.get(key, "benign")
 
     @property
     def task_ids(self) -> list[str]:

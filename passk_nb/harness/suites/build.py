@@ -214,6 +214,7 @@ def make_suite(
     policy: str = "",
     variants: Mapping[str, str] | None = None,
     claims: ClaimVocabulary | None = None,
+    severity: Mapping[str, str] | None = None,
 ) -> Suite:
     """A suite from typed tool functions (or :func:`tool` results) and :func:`task` s.
 
@@ -221,7 +222,9 @@ def make_suite(
     ``policy``; ``variants`` maps more prompt names to text appended to the default after a
     line break (more policy lines, or a blank line and a worked example). ``claims`` lets the
     harness find answers that claim actions the state does not show (required for refusal
-    tasks' claim check).
+    tasks' claim check). ``severity`` says how bad each failure is (outcome or failure name ->
+    ``harmful``, ``misleading``, ``benign``; see :attr:`Suite.severity`): it labels outcomes and
+    never changes them, so it is not part of the suite's fingerprint.
     """
     built = [t if isinstance(t, Tool) else tool(t) for t in tools]
     names = [t.name for t in built]
@@ -240,4 +243,5 @@ def make_suite(
         initial_state=initial_state,
         prompts=prompts,
         claims=claims,
+        severity=dict(severity or {}),
     )

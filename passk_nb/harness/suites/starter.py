@@ -25,6 +25,7 @@ from typing import Any
 from passk_nb.harness.suites.base import Param, Refusal, copy_state
 from passk_nb.harness.suites.build import answer, call, make_suite, task, tool
 from passk_nb.harness.suites.orders import CLAIMS
+from passk_nb.harness.suites.orders import SEVERITY as ORDERS_SEVERITY
 
 
 def _order(customer: str, status: str, total: float) -> dict[str, Any]:
@@ -218,6 +219,9 @@ TASKS = (
     ),
 )
 
+#: How bad each failure of the starter desk is: the order desk's table (``orders.SEVERITY``).
+SEVERITY = ORDERS_SEVERITY
+
 SUITE = make_suite(
     "starter",
     instructions=INSTRUCTIONS,
@@ -227,4 +231,5 @@ SUITE = make_suite(
     policy=POLICY,
     variants={"contract": CONTRACT_LINE},
     claims=CLAIMS,
+    severity=SEVERITY,
 )

@@ -54,4 +54,5 @@ SUITE = make_suite(
     policy=starter.POLICY,
     variants={"act-first": ACT_FIRST_LINE},
     claims=CLAIMS,
+    severity=starter.SEVERITY,
 )
