@@ -36,6 +36,10 @@ _NAMES = {
     "gate": "passk_nb.stats.gate",
     "robustness": "passk_nb.stats.robustness",
     "robustness_tasks": "passk_nb.stats.robustness",
+    # does the agent know when it is right: its stated (or the derived) confidence against passed
+    "predictability": "passk_nb.stats.predictability",
+    "calibration": "passk_nb.stats.predictability",
+    "agreement_confidence": "passk_nb.stats.predictability",
     # past the trials run, and how many to run
     "forecast": "passk_nb.stats.forecast",
     "plan": "passk_nb.stats.design.planner",

@@ -34,6 +34,8 @@ _NAMES = {
     "plot_robustness_tasks": "passk_nb.view.robustness_plots",
     "plot_divergence": "passk_nb.view.divergence_plots",
     "plot_cost": "passk_nb.view.cost_plots",
+    # does the agent know when it is right: the reliability diagram
+    "plot_calibration": "passk_nb.view.calibration_plots",
     # tables
     "summary_table": "passk_nb.view.tables",
     # widgets: filter and read the trials in a notebook

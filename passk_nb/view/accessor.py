@@ -36,6 +36,7 @@ PLOTS: dict[str, str] = {
     "robustness": "plot_robustness",
     "robustness_tasks": "plot_robustness_tasks",
     "cost_summary": "plot_cost",
+    "calibration": "plot_calibration",
     "action_tree": "plot_divergence",
 }
 
