@@ -191,8 +191,8 @@ CONFIDENCE_SUFFIX = "+confidence"
 #: The line a ``+confidence`` prompt adds: how to state the chance that the answer is right.
 CONFIDENCE_TEXT = (
     "With your final answer, state how likely it is that you did what the customer needed, correctly: "
-    'add "confidence", a number from 0 (surely wrong) to 1 (surely right), beside "answer", e.g. '
-    '{"answer": "<your message to the customer>", "confidence": 0.8}.'
+    'add "confidence", a number from 0 (surely wrong) to 1 (surely right), beside "answer": '
+    '{"answer": "<your message to the customer>", "confidence": <number from 0 to 1>}.'
 )
 
 #: What replaces :func:`protocol_text` in a system prompt under native tool calling.
