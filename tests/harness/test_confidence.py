@@ -75,6 +75,13 @@ def test_the_record_boundary_checks_a_confidence_from_any_source():
     assert pd.isna(df["record_notes"].iloc[3])
 
 
+def test_an_imported_table_goes_through_the_same_check():
+    table = pd.DataFrame({"case": list("aabb"), "ok": [1, 0, 1, 1], "p": [0.9, 80, 0.7, None]})
+    df = passk_nb.from_frame(table, task="case", passed="ok", model="m", columns={"confidence": "p"})
+    assert df["confidence"].iloc[[0, 2]].tolist() == [0.9, 0.7] and df["confidence"].iloc[[1, 3]].isna().all()
+    assert df["record_notes"].iloc[1] == "confidence=80.0 is not a number in [0, 1], stored as not stated"
+
+
 def test_records_written_before_the_column_load_with_confidence_not_stated(tmp_path):
     run = tmp_path / "old-run"
     run.mkdir()
