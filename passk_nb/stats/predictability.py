@@ -42,12 +42,14 @@ import numpy as np
 import pandas as pd
 from scipy.special import betaincinv
 
+from passk_nb.data.records import OUTCOMES
 from passk_nb.stats.checks import (
     ANALYSIS_COLUMNS,
     INFRA_OUTCOME,
     check_infra,
     check_options,
     refuse_repeated_trials,
+    refuse_wrong_outcomes,
     require_columns,
 )
 from passk_nb.stats.counts import is_counts_table
@@ -130,6 +132,11 @@ def _scored(
     keys = list(default_by(df, by))
     require_columns(df, keys)
     refuse_repeated_trials(df, keys)
+    outcome = df["outcome"]
+    is_pass = (outcome == "pass").to_numpy()
+    refuse_wrong_outcomes(
+        df["passed"].astype(bool).to_numpy(), is_pass, outcome.isin(OUTCOMES).to_numpy(), outcome
+    )
     if confidence == "stated":
         if "confidence" not in df.columns:
             raise ValueError(f"the frame has no 'confidence' column: {_NO_CONFIDENCE}")
@@ -331,7 +338,9 @@ def predictability(
     ``source`` (the ``confidence`` scored), ``metric``, ``value``, ``lo``/``hi`` (the interval,
     NaN where declined), ``ci_method`` (how it was computed, or why it was declined and what to
     do), ``n_tasks`` and ``n_scored`` (tasks and trials with a confidence), ``n_trials`` (usable
-    trials) and ``pass_rate`` (of the scored trials: a Brier score reads against p(1 − p)).
+    trials) and ``pass_rate`` (of the scored trials: a Brier score reads against p(1 − p)). A trial
+    that ended without an answer (a format error, ``max_turns``) stated no confidence and is not
+    scored: ``n_trials − n_scored`` says how many were left out.
 
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)

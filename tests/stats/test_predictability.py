@@ -179,6 +179,8 @@ def test_without_a_stated_confidence_it_says_how_to_get_one() -> None:
         predictability(df.assign(confidence=df["confidence"] * 100))
     with pytest.raises(ValueError, match="confidence must be one of"):
         predictability(df, confidence="logprobs")
+    with pytest.raises(ValueError, match="records that passk never writes"):
+        predictability(df.assign(outcome="pass"))  # failures marked as passes
     with pytest.raises(TypeError, match="needs trial records"):
         predictability(stats.counts(df, by=()))
 
