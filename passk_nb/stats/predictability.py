@@ -65,8 +65,9 @@ SOURCES: tuple[str, ...] = ("stated", "agreement")
 #: Default number of equal-width confidence bins of the ECE and the reliability diagram.
 BINS = 10
 #: Fewest tasks for an interval of :func:`predictability`. Simulated (calibrated, overconfident and
-#: uninformative agents on U-shaped and mostly-easy suites, 5 trials a task, 200 suites each), the
-#: 95 % intervals covered 89–98 % from 15 tasks, 83–93 % at 10 and 72–89 % at 5: below, declined.
+#: uninformative agents on U-shaped and mostly-easy suites, 5 trials a task, 200 suites each:
+#: ``benchmarks/predictability_coverage.py``), the 95 % intervals covered 88–98 % at 15 tasks and
+#: 91–100 % at 30, but 84–92 % at 10 and 72–88 % at 5: below 15, declined.
 MIN_TASKS = 15
 #: The metrics of :func:`predictability`, in order.
 METRICS: tuple[str, ...] = ("brier", "ece", "auroc")
