@@ -24,10 +24,12 @@ a resample draws tasks with replacement and keeps all their trials (the draw of
 :func:`~passk_nb.stats.intervals.task_resamples`, each resample's per-task sums one matrix
 product). Percentile intervals for the Brier score and AUROC; for the debiased ECE the basic
 interval around the plug-in ECE of the sample (the value a resample's debiased ECE estimates),
-which keeps its coverage when the agent is calibrated (ECE 0, on the boundary). Coverage is
-tested by simulation (``tests/stats/test_predictability.py``). An interval is declined (NaN, and
-``ci_method`` says why and what to do) below ``min_tasks`` tasks, with one outcome only (AUROC),
-or when no resample moves it: never a zero-width interval.
+starting at 0 wherever the basic interval of the squared calibration error (unbiased, so it
+behaves at 0) reaches 0: a calibrated agent sits on the boundary, ECE 0, where the basic interval
+alone covered 60–80 %. Coverage is tested by simulation (``tests/stats/test_predictability.py``;
+``benchmarks/predictability_coverage.py``, ``docs/methods/predictability.md``). An interval is
+declined (NaN, and ``ci_method`` says why and what to do) below ``min_tasks`` tasks, with one
+outcome only (AUROC), or when no resample moves it: never a zero-width interval.
 
 :func:`calibration` gives the reliability diagram on the same bins: per bin the mean confidence,
 the pass rate with its interval, and the counts.
