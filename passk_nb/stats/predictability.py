@@ -336,6 +336,8 @@ def predictability(
     {n_boot}
     {seed}
     {infra}
+    min_tasks: fewest tasks for an interval (default :data:`MIN_TASKS`, 15: measured by simulation,
+    see the module); fewer gives the value without an interval, and ``ci_method`` says so.
 
     One row per configuration and metric (``brier``, ``ece``, ``auroc``): the ``by`` columns,
     ``source`` (the ``confidence`` scored), ``metric``, ``value``, ``lo``/``hi`` (the interval,
