@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from passk_nb.data.confidence import stated_confidence
 from passk_nb.data.redact import Redactor
 from passk_nb.data.severity import NOT_GRADED
 
@@ -122,6 +123,13 @@ _SPEC: dict[str, tuple[pa.DataType, str, str]] = {
     "latency_s": (pa.float64(), "float64", "wall time of the trial in seconds"),
     "started_at": (pa.timestamp("us", tz="UTC"), "datetime64[us, UTC]", "trial start time"),
     "final_answer": (pa.string(), "str", "the agent's final answer, if it gave one"),
+    "confidence": (
+        pa.float64(),
+        "float64",
+        'the agent\'s stated chance, in [0, 1], that its answer is right (`"confidence"` beside '
+        '`"answer"`, asked for by a `+confidence` prompt); NaN: not stated (or not a number in [0, 1]: '
+        "`record_notes` says so)",
+    ),
     "state_diff": (
         pa.string(),
         "str",
@@ -160,7 +168,12 @@ _SPEC: dict[str, tuple[pa.DataType, str, str]] = {
         "bool",
         "some text of the row held invalid Unicode (lone surrogates), stored escaped: see unescape_text",
     ),
-    "record_notes": (pa.string(), "str", "what the write boundary changed to store the row, if anything"),
+    "record_notes": (
+        pa.string(),
+        "str",
+        "what was changed to store the row, if anything (a number out of range, escaped text, a stated "
+        "confidence that was not a number in [0, 1])",
+    ),
 }
 
 COLUMNS: tuple[str, ...] = tuple(_SPEC)
@@ -367,7 +380,8 @@ def storable_record(record: Mapping[str, Any], redact: Redactor | None = None) -
     written as UTF-8: JSON columns get the standard ``\\uXXXX`` escape, and
     ``final_answer`` and ``error`` are escaped with :func:`escape_text`; the row's
     ``text_escaped`` is then true. Counts out of range (negative, above 2**63)
-    become null (token counts) or 0, other numbers that do not fit become NaN;
+    become null (token counts) or 0, other numbers that do not fit become NaN,
+    a ``confidence`` that is not a number in [0, 1] null (:func:`stated_confidence`);
     ``record_notes`` says what was changed. A clean record is returned as is.
 
     >>> row = storable_record({"final_answer": "hi \\ud83d", "input_tokens": -3})
@@ -385,7 +399,10 @@ def storable_record(record: Mapping[str, Any], redact: Redactor | None = None) -
     escaped: list[str] = []
     for name, value in record.items():
         kind = type(value)
-        if kind is str:
+        if name == "confidence" and value is not None:  # whatever produced the row: one check
+            row[name], note = stated_confidence(value)
+            notes.extend([note] if note else [])
+        elif kind is str:
             if name in SERVER_TEXT_COLUMNS:
                 value = row[name] = redact(value)
             elif secrets:

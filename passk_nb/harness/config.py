@@ -49,7 +49,7 @@ from passk_nb.harness.spec import (
 )
 from passk_nb.harness.suites import get_suite
 from passk_nb.harness.suites.base import Suite
-from passk_nb.harness.suites.build import native_prompt
+from passk_nb.harness.suites.build import CONFIDENCE_SUFFIX, native_prompt
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -348,6 +348,23 @@ def _json_mode_fits(c: RunConfig) -> None:
         )
 
 
+def _confidence_fits(c: RunConfig) -> None:
+    """A ``+confidence`` prompt asks for ``"confidence"`` in the JSON protocol's answer object: under
+    native tool calling the answer is plain text, and a schema leaves no room for the field."""
+    if not (isinstance(c.prompt, str) and c.prompt.endswith(CONFIDENCE_SUFFIX)):
+        return
+    if c.protocol == "native":
+        raise ValueError(
+            f"prompt={c.prompt!r} asks for a confidence beside the JSON protocol's answer; under "
+            "protocol='native' the final answer is plain text and states none: use protocol='json'"
+        )
+    if c.json_mode == "schema":
+        raise ValueError(
+            f"prompt={c.prompt!r} asks for a confidence, which the suite's action schema has no field "
+            "for: use json_mode='json' or 'off'"
+        )
+
+
 #: The checks that tie fields together, in order, after :data:`CONSTRAINTS`.
 RULES: tuple[Callable[[RunConfig], None], ...] = (
     _workers_run_in_processes,
@@ -357,4 +374,5 @@ RULES: tuple[Callable[[RunConfig], None], ...] = (
     _seed_fits,
     _stopping,
     _json_mode_fits,
+    _confidence_fits,
 )

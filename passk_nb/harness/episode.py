@@ -57,7 +57,8 @@ __all__ = ["run_episode", "arun_episode", "episode_steps", "ChatRequest", "Delay
 def _action_dict(action: ToolCall | Answer) -> dict[str, Any]:
     """The parsed action for the transcript, its text capped like everything stored."""
     if isinstance(action, Answer):
-        return {"answer": cap_text(action.text)}
+        stated = {} if action.confidence is None else {"confidence": action.confidence}
+        return {"answer": cap_text(action.text), **stated}
     args_text = _json(action.args)
     args = action.args if len(args_text) <= MAX_STORED_CHARS else {"_truncated": cap_text(args_text)}
     return {"tool": cap_text(action.tool, 200), "args": args}
@@ -262,6 +263,7 @@ def episode_steps(
     outcome: str | None = None
     stops_run = False  # the agent raised KeyboardInterrupt: the run stops after this trial
     final_answer: str | None = None
+    stated: Answer | None = None  # the answer, with its stated confidence (the JSON protocol's)
     error: str | None = None
     started_at = dt.datetime.now(dt.UTC)
     t0 = time.perf_counter()
@@ -338,11 +340,12 @@ def episode_steps(
             transcript.append(transcript_entry("format_feedback", "user", feedback))
             continue
 
-        transcript.append(
-            transcript_entry("reply", "assistant", text, action=_action_dict(action), latency_s=latency)
-        )
+        unkept = action.confidence_note if isinstance(action, Answer) else None
+        note = {"confidence_note": unkept} if unkept else {}
+        entry = transcript_entry("reply", "assistant", text, action=_action_dict(action), latency_s=latency)
+        transcript.append({**entry, **note})
         if isinstance(action, Answer):
-            final_answer = action.text
+            final_answer, stated = action.text, action
             break
         result_text, is_error, noted, delay = run_tool(action)
         if delay:
@@ -364,13 +367,28 @@ def episode_steps(
         outcome=outcome,
         error=error,
         final_answer=final_answer,
-        fields={**counts, **tokens, "latency_s": time.perf_counter() - t0, "started_at": started_at},
+        fields={
+            **counts,
+            **tokens,
+            "latency_s": time.perf_counter() - t0,
+            "started_at": started_at,
+            **_confidence_fields(stated),
+        },
         transcript=transcript,
         meta=meta,
         injector=injector,
         applied=applied,
         stops_run=stops_run,
     )
+
+
+def _confidence_fields(answer: Answer | None) -> dict[str, Any]:
+    """The record's ``confidence`` (None: not stated) and, when a stated one was not a number in
+    [0, 1], the ``record_notes`` saying so: the trial and its answer stand either way."""
+    if answer is None:
+        return {"confidence": None}
+    note = {"record_notes": answer.confidence_note} if answer.confidence_note else {}
+    return {"confidence": answer.confidence, **note}
 
 
 def _run_tool(

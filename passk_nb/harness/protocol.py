@@ -1,7 +1,10 @@
 """The action protocol: every model turn is exactly one JSON object.
 
 Either a tool call ``{"tool": NAME, "args": {...}}`` or a final answer
-``{"answer": TEXT}``. The object may stand alone or inside one code fence
+``{"answer": TEXT}``, optionally with the agent's stated chance that it is right,
+``{"answer": TEXT, "confidence": 0.8}`` (a number in [0, 1]; a ``+confidence`` prompt asks for
+it; one that is not such a number is kept as not stated, with a note, and never costs the
+trial). The object may stand alone or inside one code fence
 (```` ```json ... ``` ````); surrounding whitespace is fine. Anything else is a
 format error, and the error says exactly what was wrong so the model (and the
 person reading the transcript) can see it.
@@ -20,8 +23,10 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from passk_nb.data.confidence import stated_confidence
 
 __all__ = [
     "ToolCall",
@@ -76,11 +81,24 @@ class ToolCall:
     args: dict[str, Any]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Answer:
-    """The model ended the episode with a final answer to the customer."""
+    """The model ended the episode with a final answer to the customer; ``confidence`` its stated
+    chance of being right (None: not stated), ``confidence_note`` why a stated one was not kept.
+
+    >>> parse_action('{"answer": "Refunded.", "confidence": 0.9}')
+    Answer(text='Refunded.', confidence=0.9)
+    >>> parse_action('{"answer": "Refunded.", "confidence": "very"}').confidence_note
+    "confidence='very' is not a number in [0, 1], stored as not stated"
+    """
 
     text: str
+    confidence: float | None = None
+    confidence_note: str | None = field(default=None, compare=False)
+
+    def __repr__(self) -> str:
+        stated = (("confidence", self.confidence), ("confidence_note", self.confidence_note))
+        return f"Answer(text={self.text!r}{''.join(f', {k}={v!r}' for k, v in stated if v is not None)})"
 
 
 @dataclass(frozen=True)
@@ -140,12 +158,12 @@ def _check_object(obj: Any) -> Action:
     if "tool" in keys and "answer" in keys:
         return FormatError('an action has either "tool" or "answer", not both')
     if "answer" in keys:
-        extra = sorted(keys - {"answer"})
+        extra = sorted(keys - {"answer", "confidence"})
         if extra:
             return FormatError(f'unknown keys {extra} beside "answer": send {{"answer": TEXT}} only')
         if not isinstance(obj["answer"], str):
             return FormatError(f'"answer" must be a string, got {type(obj["answer"]).__name__}')
-        return Answer(obj["answer"])
+        return Answer(obj["answer"], *stated_confidence(obj.get("confidence")))
     if "tool" in keys:
         extra = sorted(keys - {"tool", "args"})
         if extra:

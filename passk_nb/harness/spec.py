@@ -14,22 +14,32 @@ from passk_nb.data.store import load, read_specs
 from passk_nb.harness.faults import NO_FAULTS
 from passk_nb.harness.protocol import PROTOCOLS
 from passk_nb.harness.suites.base import Suite
+from passk_nb.harness.suites.build import CONFIDENCE_SUFFIX, CONFIDENCE_TEXT
 
 
 def resolve_prompt(suite: Suite, prompt: str, prompt_name: str | None = None) -> tuple[str, str]:
-    """``(name, text)`` for a prompt given by name (see ``suite.prompts``) or as full text.
+    """``(name, text)`` for a prompt given by name (see ``suite.prompts``) or as full text. A name
+    with :data:`~passk_nb.harness.suites.build.CONFIDENCE_SUFFIX` (``"default+confidence"``) is
+    that prompt asking the agent to state its confidence beside its answer.
 
     >>> from passk_nb.harness.suites import get_suite
     >>> resolve_prompt(get_suite("orders"), "strict")[0]
     'strict'
+    >>> name, text = resolve_prompt(get_suite("orders"), "default+confidence")
+    >>> name, text.endswith(CONFIDENCE_TEXT)
+    ('default+confidence', True)
     """
     if not isinstance(prompt, str) or not prompt.strip():
         raise ValueError(f"prompt must be a prompt name {sorted(suite.prompts)} or the full prompt text")
     if prompt in suite.prompts:
         return prompt_name or prompt, suite.prompts[prompt]
+    base = prompt.removesuffix(CONFIDENCE_SUFFIX)
+    if base != prompt and base in suite.prompts:
+        return prompt_name or prompt, suite.prompts[base] + "\n\n" + CONFIDENCE_TEXT
     if prompt_name is None and len(prompt.split()) < 3:
         raise ValueError(
-            f"unknown prompt name {prompt!r}; choose from {sorted(suite.prompts)}, "
+            f"unknown prompt name {prompt!r}; choose from {sorted(suite.prompts)} (each also as "
+            f"'<name>{CONFIDENCE_SUFFIX}', asking for a stated confidence), "
             "or pass the full system prompt text (with prompt_name= to label it)"
         )
     return prompt_name or "custom", prompt

@@ -40,6 +40,10 @@ _NAMES = {
     "safety": "passk_nb.stats.safety",
     "worst_trials": "passk_nb.stats.safety",
     "reliability_card": "passk_nb.stats.card",
+    # does the agent know when it is right: its stated (or the derived) confidence against passed
+    "predictability": "passk_nb.stats.predictability",
+    "calibration": "passk_nb.stats.predictability",
+    "agreement_confidence": "passk_nb.stats.predictability",
     # past the trials run, and how many to run
     "forecast": "passk_nb.stats.forecast",
     "plan": "passk_nb.stats.design.planner",

@@ -306,6 +306,22 @@ def _draws(size: int, n_boot: int, seed: int) -> Iterator[tuple[int, np.ndarray]
         yield start, np.bincount(draws.ravel(), minlength=rows * size).reshape(rows, size)
 
 
+def task_resamples(size: int, n_boot: int, seed: int) -> np.ndarray:
+    """The bootstrap draw of ``size`` tasks as one (n_boot, size) matrix of how often each resample
+    drew each task: the same draw as :func:`cluster_bootstrap`'s (it depends only on ``seed`` and
+    ``size``), for a statistic that is not a mean of per-task values but a function of per-task
+    sums (each resample's sums are one matrix product).
+
+    >>> w = task_resamples(4, 3, 0)
+    >>> w.shape, w.sum(axis=1).tolist()
+    ((3, 4), [4, 4, 4])
+    """
+    out = np.empty((n_boot, size), dtype=np.int64)
+    for start, counts in _draws(size, n_boot, seed):
+        out[start : start + len(counts)] = counts
+    return out
+
+
 def cell_bootstrap(
     cell_group: np.ndarray,
     cell_row: np.ndarray,

@@ -38,6 +38,8 @@ _NAMES = {
     "plot_card": "passk_nb.view.card",
     "card_html": "passk_nb.view.card",
     "card_table": "passk_nb.view.card",
+    # does the agent know when it is right: the reliability diagram
+    "plot_calibration": "passk_nb.view.calibration_plots",
     # tables
     "summary_table": "passk_nb.view.tables",
     # widgets: filter and read the trials in a notebook

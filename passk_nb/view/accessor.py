@@ -37,6 +37,7 @@ PLOTS: dict[str, str] = {
     "robustness_tasks": "plot_robustness_tasks",
     "cost_summary": "plot_cost",
     "reliability_card": "plot_card",
+    "calibration": "plot_calibration",
     "action_tree": "plot_divergence",
 }
 

@@ -36,7 +36,7 @@ def test_valid_actions(text, expected):
         ('{"answer": "a"}\n{"tool": "t", "args": {}}', "two JSON objects"),
         ('{"answer": "a"} hope this helps', "text after the JSON object"),
         ('{"tool": "t", "args": {}, "reason": "x"}', "unknown keys ['reason']"),
-        ('{"answer": "a", "confidence": 1}', "unknown keys ['confidence']"),
+        ('{"answer": "a", "certainty": 1}', "unknown keys ['certainty']"),
         ('{"action": "refund"}', "unknown keys ['action']"),
         ('{"tool": "t", "args": [1, 2]}', '"args" must be a JSON object, got list'),
         ('{"tool": "t", "args": null}', '"args" must be a JSON object, got null'),

@@ -12,6 +12,7 @@ from passk_nb.stats.cost import cost_summary
 from passk_nb.stats.forecast import forecast
 from passk_nb.stats.noise import noise_floor
 from passk_nb.stats.paired import compare, flips
+from passk_nb.stats.predictability import calibration, predictability
 from passk_nb.stats.rank import rank
 from passk_nb.stats.report import report_frame
 from passk_nb.stats.result import KEYS, carry, result_by, result_ci
@@ -64,6 +65,11 @@ STATISTICS = {
     "robustness_tasks": (lambda: robustness_tasks(DF, k=2, by="model"), ("model",)),
     "report_frame": (lambda: report_frame(NONE, k=2, by="model", ci=0.9, n_boot=0), ("model",)),
     "cost_summary": (lambda: cost_summary(NONE, k=2, by="model", ci=0.9, n_boot=0), ("model",)),
+    "predictability": (
+        lambda: predictability(NONE, confidence="agreement", by="model", ci=0.9, n_boot=50),
+        ("model",),
+    ),
+    "calibration": (lambda: calibration(NONE, confidence="agreement", by="model", ci=0.9), ("model",)),
 }
 
 

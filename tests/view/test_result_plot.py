@@ -71,7 +71,7 @@ def test_no_plot_declares_a_keyword_of_a_statistic() -> None:
         for parameter in list(inspect.signature(function).parameters)[1:]
     }
     plots = [name for name in view.__all__ if name.startswith("plot_")]
-    assert len(plots) == 15
+    assert len(plots) == 16
     declared = {
         name: sorted(set(list(inspect.signature(getattr(view, name)).parameters)[1:]) & keywords)
         for name in plots

@@ -54,6 +54,8 @@ __all__ = [
     "protocol_text",
     "native_prompt",
     "NATIVE_PROTOCOL_TEXT",
+    "CONFIDENCE_TEXT",
+    "CONFIDENCE_SUFFIX",
 ]
 
 _JSON_TYPES = {str: "string", float: "number", int: "number"}
@@ -180,6 +182,18 @@ def protocol_text(tools: Iterable[Tool]) -> str:
         f"Tools:\n{lines}"
     )
 
+
+#: A prompt name ending in this (``"default+confidence"``, ``"strict+confidence"``) is that prompt
+#: with :data:`CONFIDENCE_TEXT` appended: the agent states its confidence beside its answer. Made
+#: from the name rather than stored in ``suite.prompts``, so a suite's fingerprint and every
+#: existing prompt's hash stay what their records hold.
+CONFIDENCE_SUFFIX = "+confidence"
+#: The line a ``+confidence`` prompt adds: how to state the chance that the answer is right.
+CONFIDENCE_TEXT = (
+    "With your final answer, state how likely it is that you did what the customer needed, correctly: "
+    'add "confidence", a number from 0 (surely wrong) to 1 (surely right), beside "answer": '
+    '{"answer": "<your message to the customer>", "confidence": <number from 0 to 1>}.'
+)
 
 #: What replaces :func:`protocol_text` in a system prompt under native tool calling.
 NATIVE_PROTOCOL_TEXT = (
