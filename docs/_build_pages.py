@@ -78,7 +78,8 @@ PARAMETER = re.compile(r"^((?:\*{0,2}[a-z_]\w*)(?:, [a-z_]\w*)*): (.*)$")
 
 def parameter_fields(app: Any, what: str, name: str, obj: Any, options: Any, lines: list[str]) -> None:
     """The docstrings' parameter paragraphs (``name: text``, continued by indented lines) as reST
-    field lists, so they render as a table of parameters and not as a broken definition list."""
+    field lists, so they render as a table and not as a broken definition list: a function's
+    as its parameters (``:param name:``), a class's as fields (its attributes or options)."""
     out: list[str] = []
     start = 0
     for end in [*(i for i, line in enumerate(lines) if not line.strip()), len(lines)]:
@@ -90,7 +91,12 @@ def parameter_fields(app: Any, what: str, name: str, obj: Any, options: Any, lin
         ):
             for line in paragraph:
                 found = PARAMETER.match(line)
-                out.append(f":{found.group(1)}: {found.group(2)}" if found else line)
+                if found is None:
+                    out.append(line)
+                    continue
+                names, text = found.groups()
+                single = what in ("function", "method") and "," not in names  # Sphinx's "Parameters"
+                out.append(f":param {names}: {text}" if single else f":{names}: {text}")
         else:
             out.extend(paragraph)
         if end < len(lines):
@@ -130,7 +136,7 @@ def entry(face: ModuleType, name: str) -> tuple[str, str]:
         return f".. autofunction:: {full}\n", inspect.getdoc(obj) or ""
     doc = attribute_doc(face, name)
     body = "\n".join(f"   {line}" if line else "" for line in doc.splitlines())
-    return f".. py:data:: {full}\n\n{body}\n", doc
+    return f".. py:data:: {name}\n   :module: {face.__name__}\n\n{body}\n", doc
 
 
 def face_page(name: str) -> str:
@@ -309,10 +315,13 @@ def resolve_reference(app: Any, env: Any, node: Any, contnode: Any) -> Any:
                 return make_refnode(app.builder, node["refdoc"], target.docname, target.node_id, contnode)
             continue
         documented = DOCUMENTED.get(id(obj))
-        if documented in objects:
-            target = objects[documented]
-            return make_refnode(app.builder, node["refdoc"], target.docname, target.node_id, contnode)
-        return contnode
+        if documented is None:
+            return contnode
+        if documented not in objects:  # on the reference, but registered under another name
+            logger.warning(f"{documented} has no entry of that name", location=node, type="passk")
+            return None
+        target = objects[documented]
+        return make_refnode(app.builder, node["refdoc"], target.docname, target.node_id, contnode)
     return None
 
 

@@ -46,7 +46,7 @@ nitpick_ignore = [("py:class", "dict[str")]
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
-autodoc_preserve_defaults = True
+autodoc_preserve_defaults = False  # the values (0.95), not the constants (CI)
 autodoc_default_options = {"members": False}
 
 html_theme = "pydata_sphinx_theme"
@@ -54,6 +54,8 @@ html_title = "passk-nb"
 html_static_path: list[str] = []
 html_show_sourcelink = False
 html_copy_source = False
+# The theme's light/dark switch starts from this mode (left empty, its script logs an error).
+html_context = {"default_mode": "auto"}
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,

@@ -34,17 +34,18 @@ def sources(nb: nbformat.NotebookNode) -> list[tuple[str, str]]:
 def problems(name: str) -> list[str]:
     """What is wrong with the rendered copy of ``notebooks/<name>.ipynb`` (empty when it is current)."""
     copy = TUTORIALS / f"{name}.ipynb"
+    shown = copy.relative_to(ROOT) if copy.is_relative_to(ROOT) else copy
     if not copy.exists():
-        return [f"{copy.relative_to(ROOT)} is missing"]
+        return [f"{shown} is missing"]
     nb = nbformat.read(copy, as_version=4)
     found = []
     if sources(nb) != sources(nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)):
-        found.append(f"{copy.relative_to(ROOT)}: its cells differ from notebooks/{name}.ipynb")
+        found.append(f"{shown}: its cells differ from notebooks/{name}.ipynb")
     code = [cell for cell in nb.cells if cell.cell_type == "code"]
     if any(cell.execution_count is None for cell in code) or not any(cell.outputs for cell in code):
-        found.append(f"{copy.relative_to(ROOT)}: not executed (cells without outputs)")
+        found.append(f"{shown}: not executed (cells without outputs)")
     if any(out.output_type == "error" for cell in code for out in cell.outputs):
-        found.append(f"{copy.relative_to(ROOT)}: a cell raised an error")
+        found.append(f"{shown}: a cell raised an error")
     return found
 
 
