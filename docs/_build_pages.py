@@ -188,7 +188,7 @@ def cli_page() -> None:
     from passk_nb.cli.main import build_parser, subcommands
 
     columns = os.environ.get("COLUMNS")
-    os.environ["COLUMNS"] = "100"
+    os.environ["COLUMNS"] = "80"  # a terminal's width, and the page's column
     try:
         parser = build_parser()
         parts = [

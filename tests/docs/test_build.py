@@ -11,7 +11,7 @@ from types import ModuleType
 import nbformat
 import pytest
 
-from tests.docs.conftest import ROOT, require_docs_extra
+from tests.docs.conftest import BUILD, ROOT, require_docs_extra
 
 FACES = [
     "passk_nb",
@@ -125,3 +125,30 @@ def test_a_tutorial_copy_missing_unexecuted_edited_or_failing_is_a_problem(tmp_p
         f"its cells differ from notebooks/{name}.ipynb",
         "a cell raised an error",
     ]
+
+
+@pytest.mark.parametrize(
+    ("reference", "builds"),
+    [
+        ("passk_nb.stats.summary.summarize", True),  # exists: shown (linked on the real site)
+        ("pd.DataFrame", True),  # a third-party name: shown as text, no inventory is fetched
+        ("passk_nb.stats.summary.summarise", False),  # a name that exists nowhere: the build fails
+    ],
+)
+def test_a_strict_build_fails_on_a_reference_to_nothing(pages, tmp_path, reference, builds):
+    import subprocess
+
+    (tmp_path / "conf.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(ROOT / 'docs')!r})\nimport _build_pages\n"
+        "nitpicky = True\n"
+        "def setup(app):\n    app.connect('missing-reference', _build_pages.resolve_reference)\n"
+    )
+    (tmp_path / "index.rst").write_text(f"Page\n====\n\nSee :func:`{reference}`.\n")
+    done = subprocess.run(
+        [*BUILD, "-q", str(tmp_path), str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert (done.returncode == 0) == builds, done.stderr
+    assert builds or "summarise" in done.stderr

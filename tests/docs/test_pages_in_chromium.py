@@ -50,6 +50,8 @@ const { chromium } = require(process.env.PLAYWRIGHT);
       text: (document.querySelector('article') || document.body).innerText.slice(0, 50000),
       anchor: location.hash ? !!document.getElementById(decodeURIComponent(location.hash.slice(1))) : null,
     }));
+    await page.evaluate(() => {  // a tutorial's screenshot shows its first figure
+      const figure = document.querySelector('.cell_output img'); if (figure) figure.scrollIntoView(); });
     await page.screenshot({ path: shot, fullPage: false });
     seen.push({ ...info, errors });
     await page.close();
