@@ -13,7 +13,7 @@ from tests.helpers.fake_servers import require
 
 ROOT = Path(__file__).resolve().parents[2]
 #: docs/README.md's command, with the output folder and the doctrees put where the test says.
-BUILD = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-n", "-b", "html"]
+BUILD = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-n", "-E", "-b", "html"]
 
 
 def require_docs_extra() -> None:
