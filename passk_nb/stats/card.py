@@ -12,20 +12,23 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from passk_nb.data.severity import NOT_GRADED
 from passk_nb.stats.checks import check_k, check_options
 from passk_nb.stats.consistency import consistency
 from passk_nb.stats.cost import cost_summary, with_cost
 from passk_nb.stats.forecast import forecast
 from passk_nb.stats.intervals import korn_graubard
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
+from passk_nb.stats.predictability import predictability
 from passk_nb.stats.result import Result, described
 from passk_nb.stats.robustness import robustness
+from passk_nb.stats.safety import safety
 from passk_nb.stats.summary import summarize
 
 __all__ = ["AXES", "reliability_card"]
@@ -60,17 +63,11 @@ def _absent(axis: str, measure: str, note: str) -> Row:
 
 
 def _pass_rows(summary: pd.Series, k: int) -> list[Row]:
-    """pass@k and pass^k with the new-task interval, or these tasks' where that one is declined."""
-    rows = []
-    for metric in (f"pass@{k}", f"pass^{k}"):
-        column = metric.replace(str(k), "k")
-        lo, hi, interval = summary[f"{column}_lo"], summary[f"{column}_hi"], "new tasks"
-        note = ""
-        if not (np.isfinite(lo) and np.isfinite(hi)):
-            lo, hi, interval = summary[f"{column}_fixed_lo"], summary[f"{column}_fixed_hi"], "these tasks"
-            note = f"too few tasks ({int(summary['n_tasks'])}) for an interval over new tasks"
-        rows.append(_row("consistency", metric, summary[column], lo, hi, interval, note))
-    return rows
+    """pass@k and pass^k from :func:`summarize`'s row."""
+    return [
+        _rate_row("consistency", metric, summary, metric.replace(str(k), "k"))
+        for metric in (f"pass@{k}", f"pass^{k}")
+    ]
 
 
 def _forecast_row(df: pd.DataFrame, horizon: int, options: dict[str, Any]) -> Row:
@@ -160,14 +157,62 @@ def _cost_row(df: pd.DataFrame, k: int, prices: Any, options: dict[str, Any]) ->
     return _absent("cost", f"cost per reliable success (k={k})", "not measured: give prices=")
 
 
-#: Where each optional axis comes from: ``(axis, statistic)``; a statistic returns the axis' rows
-#: for one configuration's trials, or [] when the trials do not measure it. Filled as the axes land.
-AXIS_SOURCES: dict[str, Callable[..., list[Row]]] = {}
+def _rate_row(axis: str, measure: str, row: pd.Series, column: str, note: str = "") -> Row:
+    """A value of :func:`summarize`'s kind: its new-task interval, or these tasks' where that one
+    was declined (the note says why)."""
+    lo, hi, interval = row[f"{column}_lo"], row[f"{column}_hi"], "new tasks"
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        lo, hi, interval = row[f"{column}_fixed_lo"], row[f"{column}_fixed_hi"], "these tasks"
+        why = f"no interval for new tasks ({row.get('ci_method', 'declined')})"
+        note = f"{note}; {why}" if note else why
+    return _row(axis, measure, row[column], lo, hi, interval, note)
 
-_NOT_MEASURED = {
-    "predictability": ("stated confidence", "not measured: ask the agent for its confidence"),
-    "safety": ("harmful failures", "not measured: grade the run with a suite that declares severities"),
-}
+
+def _safety_rows(df: pd.DataFrame, k: int, options: dict[str, Any]) -> list[Row]:
+    """The harmful and misleading rates per trial and harm-free pass^k (:func:`safety`)."""
+    if "severity" not in df.columns or not (df["severity"].astype(str) != NOT_GRADED).any():
+        return [
+            _absent(
+                "safety",
+                "harmful failures",
+                "not measured: regrade the run (passk regrade) to grade severities",
+            )
+        ]
+    row = safety(df, k=k, by=(), **options).iloc[0]
+    ungraded = int(row["n_not_graded"])
+    note = f"{ungraded} trial{'s' * (ungraded != 1)} not graded, left out" if ungraded else ""
+    return [
+        _rate_row("safety", "harmful failures per trial", row, "harmful", note),
+        _rate_row("safety", "misleading failures per trial", row, "misleading", note),
+        _rate_row("safety", f"harm-free^{k}", row, "harm_free^k", note),
+    ]
+
+
+#: The card's names of :func:`predictability`'s metrics.
+PREDICTABILITY = {"brier": "Brier score", "ece": "calibration error (ECE)", "auroc": "AUROC"}
+
+
+def _predictability_rows(df: pd.DataFrame, options: dict[str, Any]) -> list[Row]:
+    """How well the stated confidence tells passes from failures (:func:`predictability`)."""
+    if "confidence" not in df.columns or not df["confidence"].notna().any():
+        note = "not measured: ask the agent for its confidence (a +confidence prompt)"
+        return [_absent("predictability", "stated confidence", note)]
+    table = predictability(df, by=(), **options)
+    rows = []
+    for _, metric in table.iterrows():
+        declined = not (np.isfinite(metric["lo"]) and np.isfinite(metric["hi"]))
+        rows.append(
+            _row(
+                "predictability",
+                PREDICTABILITY.get(metric["metric"], metric["metric"]),
+                metric["value"],
+                metric["lo"],
+                metric["hi"],
+                "" if declined else "bootstrap over tasks",
+                str(metric["ci_method"]) if declined else "",
+            )
+        )
+    return rows
 
 
 def _card(group: pd.DataFrame, k: int, horizon: int, prices: Any, options: dict[str, Any]) -> list[Row]:
@@ -185,10 +230,8 @@ def _card(group: pd.DataFrame, k: int, horizon: int, prices: Any, options: dict[
     else:
         rows.append(_absent("consistency", "same tool path when passing", "not measured: no transcripts"))
     rows += _robustness_rows(group, k, options)
-    for axis in ("predictability", "safety"):
-        source = AXIS_SOURCES.get(axis)
-        found = source(df, k=k, **options) if source is not None else []
-        rows += found or [_absent(axis, *_NOT_MEASURED[axis])]
+    rows += _predictability_rows(df, options)
+    rows += _safety_rows(df, k, options)
     rows.append(_cost_row(df, k, prices, options))
     return rows
 
@@ -232,7 +275,7 @@ def reliability_card(
     >>> card[["axis", "measure", "value", "measured"]].head(3).round(3).values.tolist()
     [['consistency', 'pass@2', 1.0, True], ['consistency', 'pass^2', 1.0, True], ['consistency', 'pass^20', nan, True]]
     >>> sorted(set(card.loc[~card["measured"], "axis"]))
-    ['predictability', 'robustness', 'safety']
+    ['predictability', 'robustness']
     """  # noqa: E501
     check_k(k)
     check_k(horizon)

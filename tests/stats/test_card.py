@@ -71,10 +71,13 @@ def test_an_axis_not_measured_says_how_to_measure_it(tmp_path):
     df = passk_nb.run("scripted", trials=3, out=tmp_path, progress=False).drop(columns=["latency_s"])
     card = reliability_card(df, k=2, n_boot=50)
     absent = card[~card["measured"]]
-    assert set(absent["axis"]) == {"robustness", "predictability", "safety", "cost"}
+    assert set(absent["axis"]) == {"robustness", "predictability", "cost"}
     assert absent["note"].str.startswith("not measured: ").all()
     assert absent[["value", "lo", "hi"]].isna().all().all()
     assert "faults=" in " ".join(absent["note"]) and "prices=" in " ".join(absent["note"])
+    assert "+confidence" in " ".join(absent["note"])
+    ungraded = reliability_card(df.assign(severity=""), k=2, n_boot=50)
+    assert _row(ungraded, "harmful failures")["note"].startswith("not measured: regrade")
     forecast_row = _row(card, "pass^20")  # 3 trials of 5 tasks: the forecast declines, bounds remain
     with pytest.warns(UserWarning, match="forecast declined"):
         reference = forecast(df, ks=[20], by=(), n_boot=50).iloc[0]
@@ -82,6 +85,29 @@ def test_an_axis_not_measured_says_how_to_measure_it(tmp_path):
     assert forecast_row[["lo", "hi"]].tolist() == pytest.approx(
         [reference["bound_lo"], reference["bound_hi"]]
     )
+
+
+def test_predictability_and_safety_rows_are_their_statistics_numbers():
+    rng = np.random.default_rng(3)
+    p = rng.beta(2, 1, 20)
+    rows = [
+        {"task": f"t{t}", "model": "m", "trial": i, "passed": ok, "confidence": float(np.clip(p[t] + 0.1, 0, 1)),
+         "severity": "none" if ok else ("harmful" if t % 4 == 0 else "benign")}
+        for t in range(20) for i in range(6) for ok in [bool(rng.random() < p[t])]
+    ]  # fmt: skip
+    df = pd.DataFrame(rows).assign(outcome=lambda d: np.where(d["passed"], "pass", "wrong_state"))
+    card = reliability_card(df, k=2, n_boot=300)
+    table = passk_nb.stats.predictability(df, by=(), n_boot=300).set_index("metric")
+    for metric, measure in (("brier", "Brier score"), ("auroc", "AUROC"), ("ece", "calibration error (ECE)")):
+        assert _row(card, measure)[["value", "lo", "hi"]].tolist() == pytest.approx(
+            table.loc[metric, ["value", "lo", "hi"]].tolist(), nan_ok=True
+        )
+    harms = passk_nb.stats.safety(df, k=2, by=(), n_boot=300).iloc[0]
+    assert _row(card, "harm-free^2")[["value", "lo", "hi"]].tolist() == pytest.approx(
+        [harms["harm_free^k"], harms["harm_free^k_lo"], harms["harm_free^k_hi"]]
+    )
+    assert _row(card, "harmful failures per trial")["value"] == pytest.approx(harms["harmful"])
+    assert 0 < harms["harmful"] < 1
 
 
 def _paths(rng: np.random.Generator, shares: np.ndarray, passes: int) -> pd.DataFrame:
