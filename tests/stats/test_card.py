@@ -90,8 +90,9 @@ def test_an_axis_not_measured_says_how_to_measure_it(tmp_path):
 def test_predictability_and_safety_rows_are_their_statistics_numbers():
     rng = np.random.default_rng(3)
     p = rng.beta(2, 1, 20)
+    stated = np.clip(p + 0.1, 0, 1)  # a little overconfident
     rows = [
-        {"task": f"t{t}", "model": "m", "trial": i, "passed": ok, "confidence": float(np.clip(p[t] + 0.1, 0, 1)),
+        {"task": f"t{t}", "model": "m", "trial": i, "passed": ok, "confidence": float(stated[t]),
          "severity": "none" if ok else ("harmful" if t % 4 == 0 else "benign")}
         for t in range(20) for i in range(6) for ok in [bool(rng.random() < p[t])]
     ]  # fmt: skip
