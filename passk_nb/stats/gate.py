@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from passk_nb.stats.params import CI, N_BOOT, SEED, default_by
+from passk_nb.stats.params import CI, CLUSTER, N_BOOT, SEED, default_by
 
 #: What ``interval=`` accepts; the first is the default.
 GATE_INTERVALS: tuple[str, ...] = ("tasks", "fixed")
@@ -76,6 +76,7 @@ def gate(
     ci: float = CI,
     n_boot: int = N_BOOT,
     seed: int = SEED,
+    cluster: str | None = CLUSTER,
 ) -> GateResult:
     """Decide a CI gate on trial records: pass^k's lower bound ≥ ``min``, and no paired regression.
 
@@ -86,6 +87,8 @@ def gate(
     baseline: trial records of one baseline configuration to compare with, paired by task.
     interval: ``"tasks"`` (new tasks like these) or ``"fixed"`` (these tasks, re-rolled).
     ci, n_boot, seed: as in :func:`~passk_nb.stats.summary.summarize`.
+    cluster: the column naming each task's family (as in summarize; use it when tasks come in
+    families): the interval for new tasks and the baseline comparison resample families.
 
     >>> import pandas as pd
     >>> df = pd.DataFrame({"task": [f"t{i}" for i in range(20) for _ in range(4)], "model": "m",
@@ -113,7 +116,7 @@ def gate(
     by = default_by(df, None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        summary = summarize(df, k=k, ci=ci, n_boot=n_boot, seed=seed)
+        summary = summarize(df, k=k, ci=ci, n_boot=n_boot, seed=seed, cluster=cluster)
         per_task = summarize(df, k=k, by=(*by, "task"), n_boot=0)
     short = per_task[per_task["trials"] < k]
     if len(short):
@@ -129,7 +132,9 @@ def gate(
         failed[per_task["pass^k"] < min] = f"pass^{k} below {min:g}"
     comparison = regressed = None
     if baseline is not None:
-        comparison, regressed = _against_baseline(df, baseline, k=k, ci=ci, n_boot=n_boot, seed=seed)
+        comparison, regressed = _against_baseline(
+            df, baseline, k=k, ci=ci, n_boot=n_boot, seed=seed, cluster=cluster
+        )
         if not comparison["holds"]:
             reasons.append(
                 f"pass^{k} is worse than the baseline's: the whole {ci:.0%} interval of the paired "
@@ -197,7 +202,14 @@ def _bounds(
 
 
 def _against_baseline(
-    df: pd.DataFrame, baseline: pd.DataFrame, *, k: int, ci: float, n_boot: int, seed: int
+    df: pd.DataFrame,
+    baseline: pd.DataFrame,
+    *,
+    k: int,
+    ci: float,
+    n_boot: int,
+    seed: int,
+    cluster: str | None = None,
 ) -> tuple[pd.Series, pd.DataFrame]:
     """compare()'s pass^k row against the baseline (with ``holds``) and the tasks that got worse."""
     from passk_nb.stats.paired import compare, flips
@@ -216,7 +228,16 @@ def _against_baseline(
         warnings.simplefilter("ignore")
         try:
             result = compare(
-                arms, on="arm", a="baseline", b="current", k=k, by=(), ci=ci, n_boot=n_boot, seed=seed
+                arms,
+                on="arm",
+                a="baseline",
+                b="current",
+                k=k,
+                by=(),
+                ci=ci,
+                n_boot=n_boot,
+                seed=seed,
+                cluster=cluster,
             )
             per_task = flips(arms, on="arm", a="baseline", b="current", by=())
         except ValueError as exc:

@@ -227,6 +227,24 @@ def unit_spread(
         return families, means, np.fmax(s2, families * floor_mean / sizes)
 
 
+def design_effect(values: np.ndarray, floor: np.ndarray, unit: np.ndarray) -> float:
+    """Kish's design effect of a mean of per-task ``values`` whose tasks come in families ``unit``:
+    the clustered variance of the mean (:func:`unit_spread`) over its variance were the tasks
+    independent (:func:`cell_spread`, the same floor), at least 1; 1 when either is undefined.
+    A plan counts T tasks in such families as T / deff independent tasks.
+
+    >>> design_effect(np.array([1.0, 1.0, 0.0, 0.0]), np.zeros(4), np.array([0, 0, 1, 1]))
+    1.5
+    """
+    gid, ones = np.zeros(len(values), dtype=np.int64), np.ones((len(values), 1))
+    v, f = np.asarray(values, float)[:, None], np.asarray(floor, float)[:, None]
+    families, _, clustered = unit_spread(gid, ones, v, f, 1, unit)
+    tasks, _, independent = cell_spread(gid, ones, v, f, 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = float((clustered / families)[0, 0] / (independent / tasks)[0, 0])
+    return max(1.0, ratio) if np.isfinite(ratio) else 1.0
+
+
 def unit_bootstrap(
     unit_group: np.ndarray,
     sums: np.ndarray,

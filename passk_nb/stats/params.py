@@ -113,7 +113,7 @@ DOCS: dict[str, str] = {
     ),
     "cluster": (
         "cluster: a column naming each task's family (e.g. ``task_family``; every trial of a task "
-        "has one value; missing or \"\" is a family of its own). Use it when tasks come in "
+        'has one value; missing or "" is a family of its own). Use it when tasks come in '
         "families (variants of one scenario): the interval for new tasks, the paired comparison and "
         "the plan then resample families, not tasks, and need ``min_tasks`` families. The interval "
         "for these tasks re-rolled is conditional on the tasks and does not change. Default None: "
