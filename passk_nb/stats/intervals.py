@@ -234,7 +234,7 @@ def design_effect(values: np.ndarray, floor: np.ndarray, unit: np.ndarray) -> fl
     A plan counts T tasks in such families as T / deff independent tasks.
 
     >>> design_effect(np.array([1.0, 1.0, 0.0, 0.0]), np.zeros(4), np.array([0, 0, 1, 1]))
-    1.5
+    3.0
     """
     gid, ones = np.zeros(len(values), dtype=np.int64), np.ones((len(values), 1))
     v, f = np.asarray(values, float)[:, None], np.asarray(floor, float)[:, None]
