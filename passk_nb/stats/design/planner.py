@@ -110,10 +110,27 @@ def plan_trials(
         if not reached.size:
             raise ValueError(
                 f"no fixed design of up to {grid[-1]} trials per task reaches ± {target:.3f} for {q}: "
-                "ask a looser question, add tasks (tasks=), or raise most="
+                f"{_reachable(q, these, grid, power)}. Ask a looser question, add tasks (tasks=), or "
+                "raise most="
             )
         needed.append(grid[int(reached[0])])
     return max(needed)
+
+
+def _reachable(q: Question, these: np.ndarray, grid: list[int], power: float) -> str:
+    """What the narrowest of the designs tried does answer, in the question's own terms: the
+    precision it gives, or the smallest gap to the gate it resolves with ``power``."""
+    best = int(np.nanargmin(these))
+    half, n = float(these[best]), grid[best]
+    if q.kind == "compare":
+        return f"the narrowest, {n} trials per task, gives a comparison ± {half * np.sqrt(2):.3f}"
+    if q.kind == "precision":
+        return f"the narrowest, {n} trials per task, gives ± {half:.3f}"
+    gap = half / gate_halfwidth(1.0, power, q.ci)  # the half-width is linear in the gap
+    return (
+        f"the narrowest, ± {half:.3f} at {n} trials per task, resolves a gate at least {gap:.3f} "
+        f"from pass^{q.k} (with power {power:.0%})"
+    )
 
 
 @share_docs
