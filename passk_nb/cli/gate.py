@@ -59,6 +59,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--ci", type=level, default=CI, help=f"interval level (default {CI})")
     p.add_argument("--n-boot", type=positive_int, default=N_BOOT, help=f"bootstrap draws (default {N_BOOT})")
     p.add_argument("--seed", type=int, default=SEED, help=f"bootstrap seed (default {SEED})")
+    p.add_argument(
+        "--cluster",
+        metavar="COLUMN",
+        help="the column naming each task's family (e.g. task_family): tasks that come in families "
+        "are resampled together for the interval for new tasks and the baseline comparison",
+    )
     p.add_argument("--provider", help="only this provider")
     p.add_argument("--model", help="only this model")
     p.add_argument("--config", help="only this configuration label (the records' config column)")
@@ -204,6 +210,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
             ci=args.ci,
             n_boot=args.n_boot,
             seed=args.seed,
+            cluster=args.cluster,
         )
     except ValueError as exc:
         raise CliError(str(exc)) from None

@@ -127,7 +127,9 @@ def gate(
         )
     reasons: list[str] = []
     failed = pd.Series("", index=per_task.index)
-    bounds = _bounds(summary, by, k=k, minimum=min, interval=interval, ci=ci, reasons=reasons)
+    bounds = _bounds(
+        summary, by, k=k, minimum=min, interval=interval, ci=ci, reasons=reasons, cluster=cluster
+    )
     if min is not None:
         failed[per_task["pass^k"] < min] = f"pass^{k} below {min:g}"
     comparison = regressed = None
@@ -172,6 +174,7 @@ def _bounds(
     interval: str,
     ci: float,
     reasons: list[str],
+    cluster: str | None = None,
 ) -> pd.DataFrame:
     """Per configuration: the chosen interval of pass^k and whether its lower bound holds."""
     columns = [*by, "n_tasks", "n_tasks_covered", "successes", "trials", "pass^k", "lo", "hi", "holds"]
@@ -185,8 +188,9 @@ def _bounds(
     for row in out.to_dict("records"):
         name = ", ".join(f"{col}={row[col]}" for col in by) or "all trials"
         if math.isnan(row["lo"]):
+            units = "tasks" if cluster is None else f"families (cluster={cluster!r})"
             why = (
-                'too few tasks for an interval over tasks (declined below five); use interval="fixed" '
+                f'too few {units} for an interval over tasks (declined below five); use interval="fixed" '
                 "(--interval fixed) or run more tasks"
                 if interval == "tasks"
                 else f"a task has fewer than k={k} usable trials; run more"
