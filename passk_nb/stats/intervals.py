@@ -65,12 +65,16 @@ def estimator_variance(n: np.ndarray, c: np.ndarray, k: int, q: np.ndarray) -> n
     return np.where(n >= k, variance, np.nan)
 
 
-def fixed_task_variance(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
+def fixed_task_variance(
+    n: np.ndarray, c: np.ndarray, k: int, *, trials: int | None = None, level: float = FIXED_LEVEL
+) -> np.ndarray:
     """Variance of the per-task pass^k estimate for a re-run of this task: the largest
     :func:`estimator_variance` over p in the task's :data:`~passk_nb.stats.params.FIXED_LEVEL`
     Jeffreys interval (from 0 when c = 0, to 1 when c = n), so that a task whose few trials look
     certain is not taken for certain. Positive whenever n ≥ k; NaN where n < k. For pass@k pass the
-    failures n − c (the pass^k form applied to failures).
+    failures n − c (the pass^k form applied to failures). ``trials``: the variance of a re-run with
+    that many trials instead of n (the interval still comes from c of n); ``level``: the Jeffreys
+    interval's level.
 
     >>> fixed_task_variance(np.array([4, 4, 4]), np.array([4, 1, 0]), 2).round(4).tolist()
     [0.1115, 0.0893, 0.0212]
@@ -78,13 +82,14 @@ def fixed_task_variance(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
     n, c = np.broadcast_arrays(np.asarray(n), np.asarray(c))
     cn, cc, where = _cells(n.ravel(), c.ravel())
     with np.errstate(invalid="ignore"):
-        lo = np.where(cc <= 0, 0.0, betaincinv(cc + 0.5, cn - cc + 0.5, (1 - FIXED_LEVEL) / 2))
-        hi = np.where(cc >= cn, 1.0, betaincinv(cc + 0.5, cn - cc + 0.5, (1 + FIXED_LEVEL) / 2))
+        lo = np.where(cc <= 0, 0.0, betaincinv(cc + 0.5, cn - cc + 0.5, (1 - level) / 2))
+        hi = np.where(cc >= cn, 1.0, betaincinv(cc + 0.5, cn - cc + 0.5, (1 + level) / 2))
     edges = lo, hi
     for _ in range(2):  # a coarse grid, then a fine one around its largest point
         grid = lo[:, None] + (hi - lo)[:, None] * _GRID
         shape = grid.shape
-        values = estimator_variance(np.broadcast_to(cn[:, None], shape), np.zeros(shape), k, grid)
+        rerun = cn if trials is None else np.full_like(cn, trials)
+        values = estimator_variance(np.broadcast_to(rerun[:, None], shape), np.zeros(shape), k, grid)
         best = grid[np.arange(len(grid)), np.argmax(np.nan_to_num(values, nan=-1.0), axis=1)]
         step = (hi - lo) / (_GRID.size - 1)
         lo, hi = np.maximum(best - step, edges[0]), np.minimum(best + step, edges[1])
