@@ -143,8 +143,8 @@ def noise_floor(
     also at least the largest re-run variance over the task's 80 % Jeffreys interval for p (as the
     fixed-task interval's, :func:`~passk_nb.stats.intervals.fixed_task_variance`), so that the
     promise holds for the one pilot a user has: two re-runs of these tasks differ by more than
-    ``min_difference`` at most 5 % of the time for ≥ 99 % of pilots (measured: 0–0.7 % of pilots
-    above 5 %, on Beta(½, 2), Uniform(0.7, 1) and Beta(2, 1) truths, T = 10 and 30, n = 4 and 8).
+    ``min_difference`` at most 5 % of the time for ≥ 98 % of pilots (measured: 0–2 % of pilots
+    above 5 % on six truths, ``benchmarks/exact_and_noise.py``; also Uniform(0.7, 1) and Beta(2, 1)).
     A posterior mean held only on average over pilots: 8–31 % of pilots exceeded 5 %, some 23 %.
     The price: ``min_difference`` 12–38 % larger on average.
 
