@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from passk_nb.cli.common import CliError, level, positive_int
+from passk_nb.cli.common import CliError, add_cluster, level, positive_int
 from passk_nb.cli.terminal import escape_controls
 from passk_nb.data.store import load
 from passk_nb.stats.gate import GATE_INTERVALS, GateResult, gate
@@ -59,12 +59,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--ci", type=level, default=CI, help=f"interval level (default {CI})")
     p.add_argument("--n-boot", type=positive_int, default=N_BOOT, help=f"bootstrap draws (default {N_BOOT})")
     p.add_argument("--seed", type=int, default=SEED, help=f"bootstrap seed (default {SEED})")
-    p.add_argument(
-        "--cluster",
-        metavar="COLUMN",
-        help="the column naming each task's family (e.g. task_family): tasks that come in families "
-        "are resampled together for the interval for new tasks and the baseline comparison",
-    )
+    add_cluster(p)
     p.add_argument("--provider", help="only this provider")
     p.add_argument("--model", help="only this model")
     p.add_argument("--config", help="only this configuration label (the records' config column)")
