@@ -19,8 +19,14 @@ contains its target:
 Population intervals are shown even below the task count where passk-nb declines them (the
 ``given`` column says whether passk-nb gives it), so the table shows why it declines.
 
+Task families (``cluster=``): ``--families`` adds a clustered truth, families of 3 tasks whose
+logits share a family effect (1 + N(0, 1.5²) per family + N(0, 0.5²) per task), and measures the
+new-task intervals with and without the family as the sampling unit, and compare's false-positive
+rate when a family's lift goes to one arm or the other (equal populations).
+
     python benchmarks/coverage.py                 # the README table (about a minute)
     python benchmarks/coverage.py --suites 400 --quick
+    python benchmarks/coverage.py --families-only --suites 200   # the clustered truth alone
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ from passk_nb.stats.intervals import (
     fixed_task_variance,
     korn_graubard,
     plugin_task_variance,
+    population_interval,
     student_t,
     unbiased_variance,
 )
@@ -211,6 +218,96 @@ def compare_size(tasks: int, n: int, k: int, suites: int, seed: int) -> tuple[fl
     return shipped, float(np.mean(np.abs(diff) > sps.norm.ppf(0.975) * se))
 
 
+#: The clustered truth: families of FAMILY_SIZE tasks, logit MU + N(0, SD_FAMILY²) + N(0, SD_TASK²).
+FAMILY_SIZE, MU, SD_FAMILY, SD_TASK = 3, 1.0, 1.5, 0.5
+CLUSTERED = logit_normal_prior(MU, float(np.hypot(SD_FAMILY, SD_TASK)), "families of 3 (sd 1.5)")
+
+
+def clustered_cell(tasks: int, n: int, k: int, suites: int, seed: int, n_boot: int) -> dict[str, object]:
+    """Coverage of the new-task intervals on the clustered truth, tasks independent (``*_naive``) or
+    families the unit (``*_cluster``: the ``unit`` of :mod:`passk_nb.stats.intervals`, what
+    ``cluster=`` passes); compare's paired t false-positive rate on two arms with equal population
+    values whose difference a family shares (``fp_*``)."""
+    rng = np.random.default_rng(seed)
+    families = tasks // FAMILY_SIZE
+    tasks = families * FAMILY_SIZE
+    logit = (
+        MU
+        + rng.normal(0, SD_FAMILY, (suites, families, 1))
+        + rng.normal(0, SD_TASK, (suites, families, FAMILY_SIZE))
+    )
+    p = (1 / (1 + np.exp(-logit))).reshape(suites, tasks)
+    c = rng.binomial(n, p)
+    gid, values = _flat(suites, tasks, metric_values(n, c, k))
+    _, floor = _flat(suites, tasks, fixed_variances(n, c, k, plugin_task_variance))
+    unit = np.tile(np.repeat(np.arange(families), FAMILY_SIZE), suites)
+    population = np.array([1 - CLUSTERED.moment_fail(k, tasks), CLUSTERED.moment(k, tasks)])
+    out: dict[str, object] = {"families": families}
+    for method, key in (("korn-graubard", "kg"), ("t", "t"), ("bootstrap", "boot")):
+        for name, u in (("naive", None), ("cluster", unit)):
+            lo, hi, _ = population_interval(
+                gid,
+                values,
+                floor,
+                suites,
+                method=method,
+                ci=0.95,
+                n_boot=n_boot,
+                seed=seed,
+                min_tasks=2,
+                unit=u,
+            )
+            out[f"{key}_{name}"] = ((lo <= population) & (population <= hi)).mean(axis=0)
+    lift = rng.choice([-0.75, 0.75], (suites, families, 1))  # a family's lift to arm a or to arm b
+    c_a = rng.binomial(n, (1 / (1 + np.exp(-(logit + lift)))).reshape(suites, tasks))
+    c_b = rng.binomial(n, (1 / (1 + np.exp(-(logit - lift)))).reshape(suites, tasks))
+    _, diff = _flat(suites, tasks, metric_values(n, c_b, k) - metric_values(n, c_a, k))
+    _, dfloor = _flat(suites, tasks, fixed_variances(n, c_a, k) + fixed_variances(n, c_b, k))
+    for name, u in (("naive", None), ("cluster", unit)):
+        lo, hi, _ = population_interval(
+            gid,
+            diff,
+            dfloor,
+            suites,
+            method="t",
+            ci=0.95,
+            n_boot=0,
+            seed=seed,
+            min_tasks=2,
+            lower=-1.0,
+            unit=u,
+        )
+        out[f"fp_{name}"] = ((lo > 0) | (hi < 0)).mean(axis=0)
+    return out
+
+
+def families_table(args: argparse.Namespace) -> None:
+    """Print the clustered truth's table (``--families``)."""
+    print(f"\nTask families: {CLUSTERED.name}; pass^k (pass@k in brackets), nominal 95 %\n")
+    print(
+        "| T | families | n | k | KG tasks | KG families | t tasks | t families | bootstrap tasks "
+        "| bootstrap families | compare false positives: tasks | families |"
+    )
+    print("|---" * 12 + "|")
+    for tasks in [t for t in args.tasks if t >= 2 * FAMILY_SIZE]:
+        for n in args.trials:
+            for k in [k for k in args.ks if k <= n]:
+                res = clustered_cell(tasks, n, k, args.suites, args.seed + 7 * tasks + n + k, args.n_boot)
+                cells = [
+                    f"{res[key][1]:.0%} ({res[key][0]:.0%})"  # type: ignore[index]
+                    for key in (
+                        "kg_naive",
+                        "kg_cluster",
+                        "t_naive",
+                        "t_cluster",
+                        "boot_naive",
+                        "boot_cluster",
+                    )
+                ]
+                fp = [f"{res[key][1]:.1%}" for key in ("fp_naive", "fp_cluster")]  # type: ignore[index]
+                print(f"| {tasks} | {res['families']} | {n} | {k} | " + " | ".join(cells + fp) + " |")
+
+
 SUMMARY_ROWS = (
     ("kg", "new tasks: Korn–Graubard (summarize's default)", True),
     ("t", "new tasks: Student-t", False),
@@ -256,7 +353,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", type=int, nargs="+", default=[3, 5, 10, 30])
     parser.add_argument("--trials", type=int, nargs="+", default=[4, 8])
     parser.add_argument("--ks", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--families", action="store_true", help="also the clustered truth (cluster=)")
+    parser.add_argument("--families-only", action="store_true", help="only the clustered truth")
     args = parser.parse_args(argv)
+    if args.families_only:
+        families_table(args)
+        return 0
     start = time.perf_counter()
     rows = []
     for tasks in args.tasks:
@@ -311,6 +413,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print("worst coverage of what passk-nb gives:", ", ".join(f"{k} {v:.1%}" for k, v in worst.items()))
     print(f"zero-width fixed-task intervals: {zero.get('fixed', 0)}")
+    if args.families:
+        families_table(args)
     print(f"({time.perf_counter() - start:.0f} s)")
     return 0 if worst["fixed"] >= 0.93 and min(worst.values()) >= 0.90 else 1
 

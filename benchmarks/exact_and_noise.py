@@ -9,10 +9,12 @@
    tasks in which Benjamini–Hochberg still flags it alone (floor(alpha / p)).
 3. ``noise_floor``: pilots of n trials on T tasks drawn from a truth; for each pilot, the share
    of pairs of independent re-runs (k trials per task each) whose suite pass^k differ by more
-   than ``min_difference`` (promised: 5 %), averaged over pilots, against the unbiased per-task
-   variance alone (what noise_floor used before).
+   than ``min_difference`` (promised: 5 % for the pilot in hand), averaged over pilots, the share
+   of pilots for which it exceeds 5 %, and the average with the unbiased per-task variance alone
+   (what noise_floor used before).
 
-    python benchmarks/exact_and_noise.py [--pilots 200] [--pairs 400]
+    python benchmarks/exact_and_noise.py [--pilots 200] [--pairs 2000]
+    python benchmarks/exact_and_noise.py --noise-only
 
 Prints three markdown tables (the README's) with the figures measured in this run.
 """
@@ -38,6 +40,7 @@ TRUTHS = {
     "mostly easy, Beta(5, 1)": lambda rng, t: rng.beta(5, 1, t),
     "U-shaped, Beta(0.3, 0.3)": lambda rng, t: rng.beta(0.3, 0.3, t),
     "all p = 0.9": lambda rng, t: np.full(t, 0.9),
+    "hard, Beta(0.5, 2)": lambda rng, t: rng.beta(0.5, 2, t),
 }
 CELLS = [(5, 4, 1), (10, 4, 2), (10, 8, 1), (30, 8, 2)]  # (tasks, pilot trials, k)
 
@@ -110,7 +113,7 @@ def exceedance(rng: np.random.Generator, truth, tasks: int, n: int, k: int, pilo
         gap = np.abs(runs[0] - runs[1])
         new.append(np.mean(gap > floor["min_difference"].iloc[0] + 1e-12))
         old.append(np.mean(gap > sps.norm.ppf(0.975) * np.sqrt(2) * unbiased + 1e-12))
-    return np.mean(new), np.max(new), np.mean(old)
+    return np.mean(new), np.mean(np.array(new) > 0.05), np.mean(old)
 
 
 def noise_table(pilots: int, pairs: int) -> str:
@@ -120,8 +123,8 @@ def noise_table(pilots: int, pairs: int) -> str:
     for name, truth in TRUTHS.items():
         cells = []
         for tasks, n, k in CELLS:
-            mean, _, old = exceedance(rng, truth, tasks, n, k, pilots, pairs)
-            cells.append(f"{mean:.1%} (was {old:.1%})")
+            mean, above, old = exceedance(rng, truth, tasks, n, k, pilots, pairs)
+            cells.append(f"{mean:.1%}; {above:.0%} of pilots > 5 % (was {old:.1%})")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -129,8 +132,12 @@ def noise_table(pilots: int, pairs: int) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pilots", type=int, default=200, help="pilot suites per cell")
-    parser.add_argument("--pairs", type=int, default=400, help="pairs of re-runs per pilot")
+    parser.add_argument("--pairs", type=int, default=2000, help="pairs of re-runs per pilot")
+    parser.add_argument("--noise-only", action="store_true", help="only the noise_floor table")
     args = parser.parse_args()
+    if args.noise_only:
+        print(noise_table(args.pilots, args.pairs))
+        return
     print(f"Exact size at alpha = {ALPHA} (n trials in each arm; worst common rate of {GRID.size}):\n")
     print(size_table())
     print("\nA complete flip n/n → 0/n:\n")

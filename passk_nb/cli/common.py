@@ -129,6 +129,16 @@ def prompt_arg(text: str) -> tuple[str, str | None]:
     return text, None
 
 
+def add_cluster(parser: argparse.ArgumentParser) -> None:
+    """Add ``--cluster COLUMN``: the statistic's ``cluster=`` (tasks in families)."""
+    parser.add_argument(
+        "--cluster",
+        metavar="COLUMN",
+        help="the column naming each task's family (e.g. task_family): use it when tasks come in "
+        "families; the interval for new tasks and the paired comparison then resample families",
+    )
+
+
 def add_quiet(parser: argparse.ArgumentParser) -> None:
     """Add ``--quiet``: no progress bar, no notes, only the table (for scripts)."""
     parser.add_argument(

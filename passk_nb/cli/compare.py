@@ -17,7 +17,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from passk_nb.cli.common import CliError, add_quiet, level, non_negative_int, positive_int, status
+from passk_nb.cli.common import (
+    CliError,
+    add_cluster,
+    add_quiet,
+    level,
+    non_negative_int,
+    positive_int,
+    status,
+)
 from passk_nb.cli.import_ import refuse_foreign
 from passk_nb.cli.report import apply_where, default_k, parse_by, parse_where
 from passk_nb.data.store import load
@@ -85,6 +93,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "--n-boot", type=non_negative_int, default=N_BOOT, help="bootstrap draws for intervals, 0 for none"
     )
     p.add_argument("--seed", type=int, default=SEED, help=f"bootstrap seed (default: {SEED})")
+    add_cluster(p)
     p.add_argument("--skip-bad-files", action="store_true", help="skip unreadable files with a warning")
     add_quiet(p)
     p.set_defaults(func=_cmd_compare)
@@ -114,7 +123,16 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     tables: dict[str, pd.DataFrame] = {}
     if args.only in (None, "compare"):
         tables["compare"] = compare(
-            df, on=args.on, a=a, b=b, k=k, by=by, ci=args.ci, n_boot=args.n_boot, seed=args.seed
+            df,
+            on=args.on,
+            a=a,
+            b=b,
+            k=k,
+            by=by,
+            ci=args.ci,
+            n_boot=args.n_boot,
+            seed=args.seed,
+            cluster=args.cluster,
         )
     if args.only in (None, "flips"):
         tables["flips"] = flips(df, on=args.on, a=a, b=b, by=by, alpha=args.alpha, test=args.test)

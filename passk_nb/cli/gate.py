@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from passk_nb.cli.common import CliError, level, positive_int
+from passk_nb.cli.common import CliError, add_cluster, level, positive_int
 from passk_nb.cli.terminal import escape_controls
 from passk_nb.data.store import load
 from passk_nb.stats.gate import GATE_INTERVALS, GateResult, gate
@@ -59,6 +59,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--ci", type=level, default=CI, help=f"interval level (default {CI})")
     p.add_argument("--n-boot", type=positive_int, default=N_BOOT, help=f"bootstrap draws (default {N_BOOT})")
     p.add_argument("--seed", type=int, default=SEED, help=f"bootstrap seed (default {SEED})")
+    add_cluster(p)
     p.add_argument("--provider", help="only this provider")
     p.add_argument("--model", help="only this model")
     p.add_argument("--config", help="only this configuration label (the records' config column)")
@@ -204,6 +205,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
             ci=args.ci,
             n_boot=args.n_boot,
             seed=args.seed,
+            cluster=args.cluster,
         )
     except ValueError as exc:
         raise CliError(str(exc)) from None

@@ -20,6 +20,7 @@ import pandas as pd
 
 from passk_nb.cli.common import (
     CliError,
+    add_cluster,
     add_quiet,
     level,
     non_negative_int,
@@ -134,6 +135,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "per configuration, each with its interval or how to measure it (--format html: one page)",
     )
     p.add_argument("--skip-bad-files", action="store_true", help="skip unreadable files with a warning")
+    add_cluster(p)
     add_quiet(p)
     p.set_defaults(func=_cmd_report)
     return p
@@ -352,7 +354,9 @@ def _report(
 
     if args.format in ("table", "markdown") and hasattr(args, "log_handler"):
         args.log_handler.notes_explain_declined = True  # its notes say where an interval was declined
-    report = report_frame(df, k=k, by=by, ci=args.ci, n_boot=args.n_boot, seed=args.seed)
+    report = report_frame(
+        df, k=k, by=by, ci=args.ci, n_boot=args.n_boot, seed=args.seed, cluster=args.cluster
+    )
     if args.price_in is not None or prices is not None:
         from passk_nb.view.tables import report_costs
 

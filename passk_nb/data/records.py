@@ -65,6 +65,13 @@ _SPEC: dict[str, tuple[pa.DataType, str, str]] = {
         "when unknown (records written before this column, imported runs)",
     ),
     "task": (pa.string(), "str", "task id within the suite"),
+    "task_family": (
+        pa.string(),
+        "str",
+        "the task's family: tasks that are variants of one scenario share one (a suite's ``Task.family``, "
+        "an imported source's category); the sampling unit of ``cluster='task_family'``; '' (records "
+        "written before this column, tasks without one) makes the task a family of its own",
+    ),
     "provider": (pa.string(), "str", "backend name, e.g. 'scripted', 'ollama'"),
     "model": (pa.string(), "str", "model name as given to the backend"),
     "base_url_host": (pa.string(), "str", "host[:port] of the backend, no credentials"),
@@ -189,6 +196,7 @@ REQUIRED: tuple[str, ...] = ("run_id", "suite", "task", "trial", "passed", "outc
 #: Values for fields a record may leave out (everything else not listed becomes null).
 DEFAULTS: dict[str, Any] = {
     "suite_hash": "",
+    "task_family": "",
     "provider": "",
     "model": "",
     "prompt_hash": "",

@@ -401,6 +401,7 @@ class _Trials:
         self.run_id = self.spec.run_id
         self.out = Path(config.out)
         self.base = _base_fields(config, resolved, described, self.spec)
+        self.families = {task.id: task.family for task in self.suite.tasks}
         note_changes(self.out, self.spec, resolved.prompt_name)
         self.done = existing_trials(self.out, self.run_id)
         if self.done and unseen:
@@ -536,8 +537,13 @@ class _Trials:
         return load_trials(self.out, self.run_id, self.task_ids, trials, self.merged.pop("last", None))
 
     def fields_of(self, task_id: str, trial: int) -> dict[str, Any]:
-        """The run's fields of every record, with the trial's round and allocation under until=."""
-        return {**self.base, **self.why.get((task_id, trial), {})}
+        """The run's fields of every record, with the task's family and, under until=, the trial's
+        round and allocation."""
+        return {
+            **self.base,
+            "task_family": self.families.get(task_id, ""),
+            **self.why.get((task_id, trial), {}),
+        }
 
     def options_of(self, task_id: str, trial: int) -> dict[str, Any]:
         """The episode's options; fault and perturbation draws seeded by the task and trial alone."""

@@ -56,6 +56,7 @@ def from_inspect(
     value_map: Mapping[Any, bool] | None = None,
     threshold: float | None = None,
     model: str | None = None,
+    family: str | None = None,
     strict: bool = True,
     max_bytes: int = MAX_BYTES,
 ) -> pd.DataFrame:
@@ -92,6 +93,9 @@ def from_inspect(
     - ``state_diff`` and ``false_claims`` are null: the log keeps no final state of ours,
       and no claim was checked ("[]" would say "no change" and "checked, none found").
     - ``run_id``: a hash of the log's eval id and run id, so two logs are never pooled.
+    - ``task_family``: with ``family=``, the value of that key of each sample's metadata (the key
+      inspect's ``stderr(cluster=...)`` takes; prefixed by the task's name as ``task`` is), so that
+      ``cluster="task_family"`` resamples a family's samples together; else "" (each sample its own).
 
     Checked: every sample × epoch has a score from the scorer (else it names the first
     one missing), no (sample, epoch) appears twice in a log, every epoch is a whole number
@@ -120,6 +124,7 @@ def from_inspect(
                 value_map=value_map,
                 threshold=threshold,
                 model=model,
+                family=family,
                 prefix=len(names) > 1,
                 strict=strict,
             )
@@ -203,6 +208,7 @@ def _log_records(
     value_map: Mapping[Any, bool] | None,
     threshold: float | None,
     model: str | None,
+    family: str | None,
     prefix: bool,
     strict: bool,
 ) -> list[dict[str, Any]]:
@@ -239,6 +245,7 @@ def _log_records(
             "run_id": run_id,
             "suite": log.eval.task,
             "task": f"{log.eval.task}/{key[0]}" if prefix else key[0],
+            "task_family": _family(sample, family, log.eval.task if prefix else None),
             "provider": "inspect_ai",
             "model": model or eval_model,
             "temperature": _float(temperature),
@@ -319,6 +326,20 @@ def _log_records(
             "threshold= (e.g. threshold=1.0: scores >= 1.0 pass)"
         )
     return records
+
+
+def _family(sample: Any, key: str | None, prefix: str | None) -> str:
+    """The sample's family: its metadata's ``key`` (prefixed by the task's name when the logs hold
+    several inspect tasks); "" without ``key``. A sample whose metadata lacks it is refused."""
+    if key is None:
+        return ""
+    metadata = getattr(sample, "metadata", None) or {}
+    if key not in metadata or metadata[key] is None:
+        raise ImportFormatError(
+            f"family={key!r}: the sample's metadata has no {key!r} (it has {sorted(metadata)}); "
+            "name a metadata key every sample has, or leave family= out"
+        )
+    return f"{prefix}/{metadata[key]}" if prefix else str(metadata[key])
 
 
 def _outcome(score: Any, passed: bool, where: str) -> str:

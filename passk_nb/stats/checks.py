@@ -12,7 +12,7 @@ import pandas as pd
 
 from passk_nb.data.records import COLUMNS as RECORD_COLUMNS
 from passk_nb.data.records import OUTCOMES, outcome_text
-from passk_nb.stats.params import default_by
+from passk_nb.stats.params import NOT_CLUSTERS, default_by
 
 #: Columns every analysis needs, besides the grouping columns.
 ANALYSIS_COLUMNS: tuple[str, ...] = ("task", "passed", "outcome")
@@ -124,6 +124,29 @@ def check_options(*, ci: float, n_boot: int, seed: int) -> None:
 def check_infra(infra: object) -> None:
     if infra not in INFRA_MODES:
         raise ValueError(f"infra must be one of {list(INFRA_MODES)}; got infra={infra!r}")
+
+
+def check_cluster(cluster: object, by: Sequence[str] = ()) -> None:
+    """ValueError unless ``cluster`` is None or a column name that is neither a grouping column nor
+    one of :data:`~passk_nb.stats.params.NOT_CLUSTERS` (a family groups tasks; it is not a group).
+
+    >>> check_cluster("task")
+    Traceback (most recent call last):
+    ...
+    ValueError: cluster='task' cannot name a task's family (not one of ['task', 'trial', 'passed', 'outcome', 'n', 'c', 'n_infra']); pass the column that names each task's family, e.g. cluster='task_family', or None
+    """  # noqa: E501
+    if cluster is None:
+        return
+    if not isinstance(cluster, str) or cluster in NOT_CLUSTERS:
+        raise ValueError(
+            f"cluster={cluster!r} cannot name a task's family (not one of {list(NOT_CLUSTERS)}); pass "
+            "the column that names each task's family, e.g. cluster='task_family', or None"
+        )
+    if cluster in by:
+        raise ValueError(
+            f"cluster={cluster!r} is also a grouping column (by={list(by)}): a family groups the tasks "
+            "inside one row, so leave it out of by, or drop cluster= to report each family on its own"
+        )
 
 
 def records_by(by: str | Sequence[str] | None) -> tuple[str, ...]:

@@ -20,8 +20,15 @@ import pandas as pd
 
 from passk_nb.data.records import OUTCOMES
 from passk_nb.stats import _grouping
-from passk_nb.stats.checks import COUNTED_OUTCOMES, as_columns, check_infra, records_by, require_columns
-from passk_nb.stats.params import INFRA, default_by, share_docs
+from passk_nb.stats.checks import (
+    COUNTED_OUTCOMES,
+    as_columns,
+    check_cluster,
+    check_infra,
+    records_by,
+    require_columns,
+)
+from passk_nb.stats.params import CLUSTER, INFRA, default_by, share_docs
 from passk_nb.stats.parquet_counts import ENGINES, count_folder
 from passk_nb.stats.result import described
 
@@ -102,6 +109,8 @@ class Counts:
     infra: how infra errors were counted ("exclude": kept apart in ``n_infra``; "fail": in n).
     source: "records", "counts" (a counts table) or "folder" (parquet records, not loaded).
     key_dtypes: the dtypes the key columns had in the input; :meth:`restore` gives results them.
+    cluster: the column naming each task's family (a column of the table, not a grouping column;
+        :meth:`units` numbers the families), or None: each task on its own.
     """
 
     table: pd.DataFrame
@@ -109,6 +118,12 @@ class Counts:
     infra: str
     source: str
     key_dtypes: Mapping[str, Any] = field(default_factory=dict)
+    cluster: str | None = None
+
+    def units(self) -> np.ndarray | None:
+        """Each row's family code (:func:`unit_codes` of the ``cluster`` column), None without one:
+        what the intervals for new tasks resample."""
+        return None if self.cluster is None else unit_codes(self.table[self.cluster])
 
     @property
     def rounds(self) -> int:
@@ -144,6 +159,7 @@ def as_counts(
     infra: str = INFRA,
     on: str | None = None,
     outcomes: bool = False,
+    cluster: str | None = CLUSTER,
 ) -> Counts:
     """The :class:`Counts` of ``data``: the only code that tells trial records, a counts table and a
     run folder apart. Every statistic starts from it.
@@ -156,6 +172,8 @@ def as_counts(
     on: a column the counts are also grouped by (a paired analysis's arms).
     outcomes: from trial records, also the ``n_<outcome>`` columns, with the key columns' own dtypes
         (for a result that shows the table's rows); a counts table or a folder keeps what it has.
+    {cluster} The table keeps it as a column (counted as one more key, so it is grouped once, here),
+        and a task with two families is an error.
 
     >>> import pandas as pd
     >>> df = pd.DataFrame({"model": ["m1", "m1", "m2"], "task": ["a", "a", "a"],
@@ -168,21 +186,62 @@ def as_counts(
     """
     check_infra(infra)
     if isinstance(data, Counts):
-        return _regrouped(data, by, infra, on)
+        return _one_family_per_task(_regrouped(data, by, infra, on, cluster))
     if isinstance(data, str | os.PathLike):
         keys = tuple(dict.fromkeys([*records_by(by), *_also(on)]))
-        return Counts(count_folder(data, by=keys, infra=infra), keys, infra, "folder")
+        check_cluster(cluster, keys)
+        table = count_folder(data, by=(*keys, *_also(cluster)), infra=infra)
+        return _one_family_per_task(Counts(table, keys, infra, "folder", cluster=cluster))
     if not isinstance(data, pd.DataFrame):
         raise TypeError(
             "expected trial records, a counts table, a folder of records or a Counts; "
             f"got {type(data).__name__}"
         )
     keys = tuple(dict.fromkeys([*default_by(data, by), *_also(on)]))
+    check_cluster(cluster, keys)
+    if cluster is not None:
+        require_columns(data, (cluster,))
+    counted = (*keys, *_also(cluster))
     if is_counts_table(data):
-        return Counts(counts(data, by=keys, infra=infra), keys, infra, "counts")
-    table = _grouping.count_trials(data, keys, infra, outcomes=outcomes, categorical_keys=not outcomes)
-    dtypes = {col: data[col].dtype for col in dict.fromkeys([*keys, "task"])}
-    return Counts(_with_rounds(table, data, keys, infra), keys, infra, "records", dtypes)
+        return _one_family_per_task(
+            Counts(counts(data, by=counted, infra=infra), keys, infra, "counts", cluster=cluster)
+        )
+    table = _grouping.count_trials(data, counted, infra, outcomes=outcomes, categorical_keys=not outcomes)
+    dtypes = {col: data[col].dtype for col in dict.fromkeys([*counted, "task"])}
+    table = _with_rounds(table, data, counted, infra)
+    return _one_family_per_task(Counts(table, keys, infra, "records", dtypes, cluster))
+
+
+def unit_codes(column: pd.Series) -> np.ndarray:
+    """Integer codes of a family column, one per row: equal values share a code, and a missing or
+    empty value ("" is the default of ``task_family``) is a family of its own.
+
+    >>> unit_codes(pd.Series(["a", "", "a", None, "b"])).tolist()
+    [0, 3, 0, 4, 2]
+    """
+    codes, _ = pd.factorize(column, use_na_sentinel=True)
+    alone = (codes < 0) | (column.astype(object) == "").to_numpy()
+    codes = codes.astype(np.int64)
+    codes[alone] = codes.max(initial=-1) + 1 + np.arange(int(alone.sum()))
+    return codes
+
+
+def _one_family_per_task(counted: Counts) -> Counts:
+    """``counted``, after checking that no task of a group has two families (it would be counted
+    twice, once per family)."""
+    if counted.cluster is None:
+        return counted
+    twice = counted.table.duplicated([*counted.by, "task"], keep=False)
+    if twice.any():
+        task = counted.table.loc[twice, "task"].iloc[0]
+        families = sorted(
+            map(str, counted.table.loc[twice & (counted.table["task"] == task), counted.cluster])
+        )
+        raise ValueError(
+            f"task {task!r} has more than one {counted.cluster!r} ({families}); a task belongs to one "
+            f"family: give every trial of a task the same {counted.cluster!r}"
+        )
+    return counted
 
 
 def round_columns(table: pd.DataFrame) -> list[str]:
@@ -194,8 +253,11 @@ def _also(on: str | None) -> tuple[str, ...]:
     return () if on is None else (on,)
 
 
-def _regrouped(data: Counts, by: str | Sequence[str] | None, infra: str, on: str | None) -> Counts:
-    """A :class:`Counts` grouped by ``by`` (and ``on``) with ``infra``: ``data`` itself when it is."""
+def _regrouped(
+    data: Counts, by: str | Sequence[str] | None, infra: str, on: str | None, cluster: str | None = None
+) -> Counts:
+    """A :class:`Counts` grouped by ``by`` (and ``on``) with ``infra`` and families ``cluster``:
+    ``data`` itself when it is."""
     if by is None:
         if on is not None and on not in data.by:
             raise ValueError(
@@ -205,21 +267,23 @@ def _regrouped(data: Counts, by: str | Sequence[str] | None, infra: str, on: str
         keys = data.by
     else:
         keys = tuple(dict.fromkeys([*as_columns(by), *_also(on)]))
-    if keys == data.by and infra == data.infra:
+    check_cluster(cluster, keys)
+    if keys == data.by and infra == data.infra and cluster == data.cluster:
         return data
     if data.infra == "fail" and infra == "exclude":
         raise ValueError(
             "these counts were made with infra='fail' (infra errors counted as failures), so they "
             "cannot be separated again: pass infra='fail', or count the records again"
         )
-    missing = [col for col in keys if col not in data.by]
+    has = (*data.by, *_also(data.cluster))
+    missing = [col for col in (*keys, *_also(cluster)) if col not in has]
     if missing:
         raise ValueError(
-            f"these counts are grouped by {list(data.by)} and cannot be grouped by {missing}; "
+            f"these counts are grouped by {list(has)} and cannot be grouped by {missing}; "
             "count the records again with them"
         )
-    table = _grouping.regroup(data.table, keys, infra)
-    return Counts(table, keys, infra, data.source, data.key_dtypes)
+    table = _grouping.regroup(data.table, (*keys, *_also(cluster)), infra)
+    return Counts(table, keys, infra, data.source, data.key_dtypes, cluster)
 
 
 def _with_rounds(table: pd.DataFrame, df: pd.DataFrame, keys: tuple[str, ...], infra: str) -> pd.DataFrame:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from passk_nb.stats.params import CI, N_BOOT, SEED, default_by
+from passk_nb.stats.params import CI, CLUSTER, N_BOOT, SEED, default_by
 
 #: What ``interval=`` accepts; the first is the default.
 GATE_INTERVALS: tuple[str, ...] = ("tasks", "fixed")
@@ -76,6 +76,7 @@ def gate(
     ci: float = CI,
     n_boot: int = N_BOOT,
     seed: int = SEED,
+    cluster: str | None = CLUSTER,
 ) -> GateResult:
     """Decide a CI gate on trial records: pass^k's lower bound ≥ ``min``, and no paired regression.
 
@@ -86,6 +87,8 @@ def gate(
     baseline: trial records of one baseline configuration to compare with, paired by task.
     interval: ``"tasks"`` (new tasks like these) or ``"fixed"`` (these tasks, re-rolled).
     ci, n_boot, seed: as in :func:`~passk_nb.stats.summary.summarize`.
+    cluster: the column naming each task's family (as in summarize; use it when tasks come in
+    families): the interval for new tasks and the baseline comparison resample families.
 
     >>> import pandas as pd
     >>> df = pd.DataFrame({"task": [f"t{i}" for i in range(20) for _ in range(4)], "model": "m",
@@ -113,7 +116,7 @@ def gate(
     by = default_by(df, None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        summary = summarize(df, k=k, ci=ci, n_boot=n_boot, seed=seed)
+        summary = summarize(df, k=k, ci=ci, n_boot=n_boot, seed=seed, cluster=cluster)
         per_task = summarize(df, k=k, by=(*by, "task"), n_boot=0)
     short = per_task[per_task["trials"] < k]
     if len(short):
@@ -124,12 +127,16 @@ def gate(
         )
     reasons: list[str] = []
     failed = pd.Series("", index=per_task.index)
-    bounds = _bounds(summary, by, k=k, minimum=min, interval=interval, ci=ci, reasons=reasons)
+    bounds = _bounds(
+        summary, by, k=k, minimum=min, interval=interval, ci=ci, reasons=reasons, cluster=cluster
+    )
     if min is not None:
         failed[per_task["pass^k"] < min] = f"pass^{k} below {min:g}"
     comparison = regressed = None
     if baseline is not None:
-        comparison, regressed = _against_baseline(df, baseline, k=k, ci=ci, n_boot=n_boot, seed=seed)
+        comparison, regressed = _against_baseline(
+            df, baseline, k=k, ci=ci, n_boot=n_boot, seed=seed, cluster=cluster
+        )
         if not comparison["holds"]:
             reasons.append(
                 f"pass^{k} is worse than the baseline's: the whole {ci:.0%} interval of the paired "
@@ -167,6 +174,7 @@ def _bounds(
     interval: str,
     ci: float,
     reasons: list[str],
+    cluster: str | None = None,
 ) -> pd.DataFrame:
     """Per configuration: the chosen interval of pass^k and whether its lower bound holds."""
     columns = [*by, "n_tasks", "n_tasks_covered", "successes", "trials", "pass^k", "lo", "hi", "holds"]
@@ -180,8 +188,9 @@ def _bounds(
     for row in out.to_dict("records"):
         name = ", ".join(f"{col}={row[col]}" for col in by) or "all trials"
         if math.isnan(row["lo"]):
+            units = "tasks" if cluster is None else f"families (cluster={cluster!r})"
             why = (
-                'too few tasks for an interval over tasks (declined below five); use interval="fixed" '
+                f'too few {units} for an interval over tasks (declined below five); use interval="fixed" '
                 "(--interval fixed) or run more tasks"
                 if interval == "tasks"
                 else f"a task has fewer than k={k} usable trials; run more"
@@ -197,7 +206,14 @@ def _bounds(
 
 
 def _against_baseline(
-    df: pd.DataFrame, baseline: pd.DataFrame, *, k: int, ci: float, n_boot: int, seed: int
+    df: pd.DataFrame,
+    baseline: pd.DataFrame,
+    *,
+    k: int,
+    ci: float,
+    n_boot: int,
+    seed: int,
+    cluster: str | None = None,
 ) -> tuple[pd.Series, pd.DataFrame]:
     """compare()'s pass^k row against the baseline (with ``holds``) and the tasks that got worse."""
     from passk_nb.stats.paired import compare, flips
@@ -216,7 +232,16 @@ def _against_baseline(
         warnings.simplefilter("ignore")
         try:
             result = compare(
-                arms, on="arm", a="baseline", b="current", k=k, by=(), ci=ci, n_boot=n_boot, seed=seed
+                arms,
+                on="arm",
+                a="baseline",
+                b="current",
+                k=k,
+                by=(),
+                ci=ci,
+                n_boot=n_boot,
+                seed=seed,
+                cluster=cluster,
             )
             per_task = flips(arms, on="arm", a="baseline", b="current", by=())
         except ValueError as exc:

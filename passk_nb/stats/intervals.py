@@ -15,6 +15,10 @@ Every choice here was made by simulation (``benchmarks/coverage.py``; the README
   re-rolled): :func:`plugin_task_variance` for a mean, :func:`fixed_task_variance` for a
   difference. Callers
   decline both below :data:`passk_nb.stats.params.MIN_TASKS` tasks.
+- *Task families* (``cluster=``): the same intervals with the family as the sampling unit
+  (:func:`unit_spread`, :func:`unit_bootstrap`, both fed by :func:`units`): tasks of one family share
+  what makes them hard, so they are not independent draws of new tasks; with each task its own
+  family every interval is the unclustered one.
 """
 
 from __future__ import annotations
@@ -61,12 +65,16 @@ def estimator_variance(n: np.ndarray, c: np.ndarray, k: int, q: np.ndarray) -> n
     return np.where(n >= k, variance, np.nan)
 
 
-def fixed_task_variance(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
+def fixed_task_variance(
+    n: np.ndarray, c: np.ndarray, k: int, *, trials: int | None = None, level: float = FIXED_LEVEL
+) -> np.ndarray:
     """Variance of the per-task pass^k estimate for a re-run of this task: the largest
     :func:`estimator_variance` over p in the task's :data:`~passk_nb.stats.params.FIXED_LEVEL`
     Jeffreys interval (from 0 when c = 0, to 1 when c = n), so that a task whose few trials look
     certain is not taken for certain. Positive whenever n ≥ k; NaN where n < k. For pass@k pass the
-    failures n − c (the pass^k form applied to failures).
+    failures n − c (the pass^k form applied to failures). ``trials``: the variance of a re-run with
+    that many trials instead of n (the interval still comes from c of n); ``level``: the Jeffreys
+    interval's level.
 
     >>> fixed_task_variance(np.array([4, 4, 4]), np.array([4, 1, 0]), 2).round(4).tolist()
     [0.1115, 0.0893, 0.0212]
@@ -74,13 +82,14 @@ def fixed_task_variance(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
     n, c = np.broadcast_arrays(np.asarray(n), np.asarray(c))
     cn, cc, where = _cells(n.ravel(), c.ravel())
     with np.errstate(invalid="ignore"):
-        lo = np.where(cc <= 0, 0.0, betaincinv(cc + 0.5, cn - cc + 0.5, (1 - FIXED_LEVEL) / 2))
-        hi = np.where(cc >= cn, 1.0, betaincinv(cc + 0.5, cn - cc + 0.5, (1 + FIXED_LEVEL) / 2))
+        lo = np.where(cc <= 0, 0.0, betaincinv(cc + 0.5, cn - cc + 0.5, (1 - level) / 2))
+        hi = np.where(cc >= cn, 1.0, betaincinv(cc + 0.5, cn - cc + 0.5, (1 + level) / 2))
     edges = lo, hi
     for _ in range(2):  # a coarse grid, then a fine one around its largest point
         grid = lo[:, None] + (hi - lo)[:, None] * _GRID
         shape = grid.shape
-        values = estimator_variance(np.broadcast_to(cn[:, None], shape), np.zeros(shape), k, grid)
+        rerun = cn if trials is None else np.full_like(cn, trials)
+        values = estimator_variance(np.broadcast_to(rerun[:, None], shape), np.zeros(shape), k, grid)
         best = grid[np.arange(len(grid)), np.argmax(np.nan_to_num(values, nan=-1.0), axis=1)]
         step = (hi - lo) / (_GRID.size - 1)
         lo, hi = np.maximum(best - step, edges[0]), np.minimum(best + step, edges[1])
@@ -137,11 +146,14 @@ def unbiased_variance(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
 
 
 def _spread(
-    gid: np.ndarray, values: np.ndarray, floor: np.ndarray, n_groups: int
+    gid: np.ndarray, values: np.ndarray, floor: np.ndarray, n_groups: int, unit: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per group: the number of tasks T, the mean and s², s² floored at the mean fixed-task variance
     (the spread of per-task estimates over a population of tasks includes each task's
-    trial-to-trial spread, so it cannot be smaller)."""
+    trial-to-trial spread, so it cannot be smaller). With ``unit`` (each task's family):
+    :func:`unit_spread`, in families."""
+    if unit is not None:
+        return unit_spread(gid, np.ones_like(values), values, floor, n_groups, unit)
     sizes = np.bincount(gid, minlength=n_groups).astype(float)
     means = group_means(gid, values, sizes)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -170,22 +182,145 @@ def cell_spread(
     return sizes, means, np.fmax(s2, floor_mean)
 
 
+def units(group: np.ndarray, unit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's sampling unit: (unit id, the group of each unit), ids numbered 0.. in group order
+    so that units never span groups (a family shared by two models is two units) and the units of a
+    group are contiguous. ``unit`` holds any integer codes (:func:`passk_nb.stats.counts.unit_codes`).
+
+    >>> [x.tolist() for x in units(np.array([0, 0, 0, 1]), np.array([7, 3, 7, 7]))]
+    [[1, 0, 1, 2], [0, 0, 1]]
+    """
+    pairs, unit_id = np.unique(np.column_stack([group, unit]).astype(np.int64), axis=0, return_inverse=True)
+    return unit_id.ravel(), pairs[:, 0]
+
+
+def unit_spread(
+    cell_group: np.ndarray,
+    weight: np.ndarray,
+    values: np.ndarray,
+    floor: np.ndarray,
+    n_groups: int,
+    unit: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`cell_spread` with families as the sampling unit: the count of families F, the mean
+    over tasks m, and s² on the scale of one family, so that s²/F is the clustered (CR1) variance
+    of m, F/(F − 1)·Σ_f (S_f − m·T_f)²/T² (S_f, T_f: family f's sum of values and its tasks). It
+    is floored at F·(mean fixed-task variance)/T, the variance m would have from trial noise alone.
+    Every interval reading (sizes, means, s²) then uses F − 1 degrees of freedom. With each task its
+    own family this is :func:`cell_spread` exactly. ``unit`` gives each row's family (any codes;
+    :func:`units` separates the groups); ``weight`` (rows, m) as in :func:`cell_spread`.
+
+    >>> g, w, f = np.zeros(4, dtype=int), np.ones((4, 1)), np.zeros((4, 1))
+    >>> v = np.array([[1.0], [1.0], [0.0], [0.0]])
+    >>> unit_spread(g, w, v, f, 1, np.arange(4))[2], cell_spread(g, w, v, f, 1)[2]  # tasks: the same
+    (array([[0.33333333]]), array([[0.33333333]]))
+    >>> unit_spread(g, w, v, f, 1, np.array([0, 0, 1, 1]))  # two families, each all pass or all fail
+    (array([[2.]]), array([[0.5]]), array([[0.5]]))
+    """
+    unit_id, unit_group = units(cell_group, unit)
+    n_units = unit_group.size
+    weight = np.broadcast_to(weight, values.shape)
+    sizes = group_sums(cell_group, weight, n_groups)
+    unit_sums = group_sums(unit_id, np.where(weight > 0, values, 0.0) * weight, n_units)
+    unit_sizes = group_sums(unit_id, weight, n_units)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = group_sums(unit_group, unit_sums, n_groups) / sizes
+        families = group_sums(unit_group, (unit_sizes > 0).astype(float), n_groups)
+        residual = group_sums(unit_group, (unit_sums - means[unit_group] * unit_sizes) ** 2, n_groups)
+        s2 = families**2 / (families - 1) * residual / sizes**2
+        floor_mean = group_sums(cell_group, floor * weight, n_groups) / sizes
+        return families, means, np.fmax(s2, families * floor_mean / sizes)
+
+
+def design_effect(values: np.ndarray, floor: np.ndarray, unit: np.ndarray) -> float:
+    """Kish's design effect of a mean of per-task ``values`` whose tasks come in families ``unit``:
+    the clustered variance of the mean (:func:`unit_spread`) over its variance were the tasks
+    independent (:func:`cell_spread`, the same floor), at least 1; 1 when either is undefined.
+    A plan counts T tasks in such families as T / deff independent tasks.
+
+    >>> design_effect(np.array([1.0, 1.0, 0.0, 0.0]), np.zeros(4), np.array([0, 0, 1, 1]))
+    3.0
+    """
+    gid, ones = np.zeros(len(values), dtype=np.int64), np.ones((len(values), 1))
+    v, f = np.asarray(values, float)[:, None], np.asarray(floor, float)[:, None]
+    families, _, clustered = unit_spread(gid, ones, v, f, 1, unit)
+    tasks, _, independent = cell_spread(gid, ones, v, f, 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = float((clustered / families)[0, 0] / (independent / tasks)[0, 0])
+    return max(1.0, ratio) if np.isfinite(ratio) else 1.0
+
+
+def unit_bootstrap(
+    unit_group: np.ndarray,
+    sums: np.ndarray,
+    sizes: np.ndarray,
+    n_groups: int,
+    *,
+    ci: float,
+    n_boot: int,
+    seed: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile interval of each group's mean over tasks, resampling families with replacement
+    and keeping each family's tasks together: a resample's mean is Σ draws·S_f / Σ draws·T_f.
+
+    ``unit_group`` (sorted) gives each family's group, ``sums`` (families, m) its sum of values over
+    the tasks that have one, ``sizes`` (families, m) how many tasks have one. The draw is
+    :func:`cluster_bootstrap`'s over families (it depends only on ``seed`` and the number of
+    families); a resample that drew no task with a value is left out. NaN for groups with fewer
+    than two families.
+
+    >>> lo, hi = unit_bootstrap(np.zeros(2, dtype=int), np.array([[3.0], [0.0]]), np.array([[3.0], [3.0]]),
+    ...                         1, ci=0.9, n_boot=200, seed=0)
+    >>> float(lo[0, 0]), float(hi[0, 0])
+    (0.0, 1.0)
+    """
+    m = sums.shape[1]
+    lo, hi = nan_interval(n_groups, m)
+    counts = np.bincount(unit_group, minlength=n_groups)
+    for size in np.unique(counts[counts >= 2]):
+        groups = np.flatnonzero(counts == size)
+        rows = np.isin(unit_group, groups)
+        s_block, t_block = (
+            x[rows].reshape(groups.size, size, m).transpose(1, 0, 2).reshape(size, groups.size * m)
+            for x in (sums, sizes)
+        )
+        means = np.empty((n_boot, groups.size * m))
+        for start, drawn in _draws(int(size), n_boot, seed):
+            with np.errstate(invalid="ignore", divide="ignore"):
+                means[start : start + len(drawn)] = (drawn @ s_block) / (drawn @ t_block)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a column without any value: NaN
+            bounds = np.nanquantile(means, [(1 - ci) / 2, (1 + ci) / 2], axis=0)
+        lo[groups], hi[groups] = bounds.reshape(2, groups.size, m)
+    return lo, hi
+
+
 def student_t(
-    gid: np.ndarray, values: np.ndarray, floor: np.ndarray, n_groups: int, *, ci: float
+    gid: np.ndarray,
+    values: np.ndarray,
+    floor: np.ndarray,
+    n_groups: int,
+    *,
+    ci: float,
+    unit: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Mean ± t(T − 1)·s/√T per group and column (unclipped), s² floored as in :func:`_spread`.
 
     ``values`` (rows, m) are per-task values, ``floor`` (rows, m) their fixed-task variances.
-    NaN for groups with fewer than two tasks.
+    NaN for groups with fewer than two tasks. With ``unit`` (each task's family), the clustered
+    variance and F − 1 degrees of freedom (:func:`unit_spread`).
     """
-    sizes, means, s2 = _spread(gid, values, floor, n_groups)
-    return t_interval(sizes[:, None], means, s2, ci=ci)
+    sizes, means, s2 = _spread(gid, values, floor, n_groups, unit)
+    return t_interval(sizes[:, None] if sizes.ndim == 1 else sizes, means, s2, ci=ci)
 
 
-def student_t_p_value(gid: np.ndarray, values: np.ndarray, floor: np.ndarray, n_groups: int) -> np.ndarray:
+def student_t_p_value(
+    gid: np.ndarray, values: np.ndarray, floor: np.ndarray, n_groups: int, unit: np.ndarray | None = None
+) -> np.ndarray:
     """The two-sided p-value of a zero mean under :func:`student_t`, per group and column: p ≤ 1 − ci
     exactly when student_t's interval at ``ci`` excludes 0, so a multiple-testing correction can be
     applied to p-values computed once. 1 for groups with fewer than two tasks (no interval).
+    ``unit``: each task's family, as in :func:`student_t`.
 
     >>> gid, values, floor = np.zeros(4, dtype=int), np.array([[0.1], [0.2], [0.3], [0.2]]), np.zeros((4, 1))
     >>> p = student_t_p_value(gid, values, floor, 1)
@@ -193,8 +328,8 @@ def student_t_p_value(gid: np.ndarray, values: np.ndarray, floor: np.ndarray, n_
     >>> round(float(p[0, 0]), 4), round(float(lo[0, 0]), 10)
     (0.0163, 0.0)
     """
-    sizes, means, s2 = _spread(gid, values, floor, n_groups)
-    sizes = sizes[:, None]
+    sizes, means, s2 = _spread(gid, values, floor, n_groups, unit)
+    sizes = sizes[:, None] if sizes.ndim == 1 else sizes
     with np.errstate(invalid="ignore", divide="ignore"):
         p = 2 * stdtr(sizes - 1, -np.abs(means) / np.sqrt(s2 / sizes))
     return np.where((sizes < 2) | np.isnan(p), 1.0, p)
@@ -211,7 +346,13 @@ def t_interval(
 
 
 def korn_graubard(
-    gid: np.ndarray, values: np.ndarray, floor: np.ndarray, n_groups: int, *, ci: float
+    gid: np.ndarray,
+    values: np.ndarray,
+    floor: np.ndarray,
+    n_groups: int,
+    *,
+    ci: float,
+    unit: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Clopper–Pearson with an effective number of tasks, for a mean of per-task values in [0, 1].
 
@@ -222,10 +363,11 @@ def korn_graubard(
     one pseudo-task ((T − 1)·φ + 1)/T: a sample of a few tasks that all look alike says little
     about how alike new tasks are. Values near 0 or 1 (pass@k of a good agent, pass^k of a weak
     one) get the asymmetric interval they need, where mean ± t·s/√T under-covered. NaN for groups
-    with fewer than two tasks.
+    with fewer than two tasks. With ``unit`` (each task's family) T is the number of families and
+    s²/T the clustered variance (:func:`unit_spread`): Korn and Graubard's design-effect form.
     """
-    sizes, means, s2 = _spread(gid, values, floor, n_groups)
-    return kg_interval(sizes[:, None], means, s2, ci=ci)
+    sizes, means, s2 = _spread(gid, values, floor, n_groups, unit)
+    return kg_interval(sizes[:, None] if sizes.ndim == 1 else sizes, means, s2, ci=ci)
 
 
 def kg_interval(
@@ -412,19 +554,33 @@ def population_interval(
     seed: int,
     min_tasks: int,
     lower: float = 0.0,
+    unit: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The "new tasks like these" interval per group: (lo, hi, declined), clipped to [lower, 1].
 
     ``method`` is ``"korn-graubard"``, ``"t"`` or ``"bootstrap"``. ``declined`` marks groups with
-    at least one but fewer than ``min_tasks`` tasks; their interval is NaN.
+    at least one but fewer than ``min_tasks`` tasks (with ``unit``, each task's family: families,
+    the sampling unit); their interval is NaN.
     """
     if method == METHOD:
-        lo, hi = korn_graubard(gid, values, floor, n_groups, ci=ci)
+        lo, hi = korn_graubard(gid, values, floor, n_groups, ci=ci, unit=unit)
     elif method == "t":
-        lo, hi = student_t(gid, values, floor, n_groups, ci=ci)
-    else:
+        lo, hi = student_t(gid, values, floor, n_groups, ci=ci, unit=unit)
+    elif unit is None:
         lo, hi = cluster_bootstrap(gid, values, n_groups, ci=ci, n_boot=n_boot, seed=seed)
-    sizes = np.bincount(gid, minlength=n_groups)
+    else:
+        unit_id, unit_group = units(gid, unit)
+        ones = np.ones_like(values)
+        lo, hi = unit_bootstrap(
+            unit_group,
+            group_sums(unit_id, values, unit_group.size),
+            group_sums(unit_id, ones, unit_group.size),
+            n_groups,
+            ci=ci,
+            n_boot=n_boot,
+            seed=seed,
+        )
+    sizes = np.bincount(gid if unit is None else units(gid, unit)[1], minlength=n_groups)
     declined = (sizes < min_tasks) & (sizes >= 1)
     lo[declined], hi[declined] = np.nan, np.nan
     return np.clip(lo, lower, 1.0), np.clip(hi, lower, 1.0), declined

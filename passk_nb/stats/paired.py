@@ -13,7 +13,7 @@ from scipy import stats as sps
 
 from passk_nb.stats._grouping import distinct_codes, group_ids, group_means, group_sums, shared_columns
 from passk_nb.stats.checks import check_k, check_options, require_columns
-from passk_nb.stats.counts import Counts, as_counts, counts
+from passk_nb.stats.counts import Counts, as_counts, counts, unit_codes
 from passk_nb.stats.estimators import pass_at_k, pass_hat_k
 from passk_nb.stats.exact import boschloo_exact_2x2, fisher_exact_2x2, unique_rows
 from passk_nb.stats.intervals import (
@@ -24,9 +24,11 @@ from passk_nb.stats.intervals import (
     nan_interval,
     population_interval,
     student_t_p_value,
+    units,
 )
 from passk_nb.stats.params import (
     CI,
+    CLUSTER,
     INFRA,
     MIN_TASKS,
     N_BOOT,
@@ -62,6 +64,7 @@ def compare(
     infra: str = INFRA,
     method: str = PAIRED_METHOD,
     min_tasks: int = MIN_TASKS,
+    cluster: str | None = CLUSTER,
 ) -> pd.DataFrame:
     """Paired comparison of arm ``b`` against arm ``a`` (values of column ``on``), over tasks.
 
@@ -75,6 +78,7 @@ def compare(
     {infra}
     {paired_method}
     {min_tasks}
+    {cluster}
 
     Only tasks with at least k usable trials under both arms are paired (a warning says how many
     were left out). For each group and metric: ``n_tasks`` paired tasks, the arm means ``a`` and
@@ -100,16 +104,18 @@ def compare(
     check_options(ci=ci, n_boot=n_boot, seed=seed)
     check_method(method, PAIRED_METHODS, min_tasks)
     check_k(k)
-    tasks = paired_tasks(df, on=on, a=a, b=b, k=k, by=by, infra=infra)
+    tasks = paired_tasks(df, on=on, a=a, b=b, k=k, by=by, infra=infra, cluster=cluster)
     out = paired_frame(tasks, ci=ci, n_boot=n_boot, seed=seed, method=method, min_tasks=min_tasks)
-    return described(out, "compare", by=tasks.by, k=k, ci=ci, method=method, infra=infra)
+    return described(out, "compare", by=tasks.by, k=k, ci=ci, method=method, infra=infra, cluster=cluster)
 
 
 @dataclass(frozen=True)
 class PairedTasks:
     """What :func:`compare` computes before it chooses a level: the paired tasks' per-task values
     and fixed-task variances of both arms (columns pass@k, pass^k), grouped by ``by``. :func:`rank`
-    builds one per pair and reads compare's interval at several levels from it."""
+    builds one per pair and reads compare's interval at several levels from it. ``unit``: each
+    task's family (:func:`~passk_nb.stats.counts.unit_codes`), the sampling unit of the interval
+    for new tasks, or None (each task its own)."""
 
     by: tuple[str, ...]
     k: int
@@ -119,6 +125,7 @@ class PairedTasks:
     vb: np.ndarray
     var_a: np.ndarray
     var_b: np.ndarray
+    unit: np.ndarray | None = None
 
     @classmethod
     def from_counts(
@@ -131,6 +138,7 @@ class PairedTasks:
         c_a: np.ndarray,
         n_b: np.ndarray,
         c_b: np.ndarray,
+        unit: np.ndarray | None = None,
     ) -> PairedTasks:
         """The paired tasks from both arms' trials ``n`` and successes ``c`` per task (n ≥ k), task
         i in group ``gid[i]`` (a row of ``groups``): what :func:`compare` decides on, and what
@@ -145,7 +153,7 @@ class PairedTasks:
             return values[where], variances[where]
 
         (va, var_a), (vb, var_b) = arm(n_a, c_a), arm(n_b, c_b)
-        return cls(by, k, gid, groups, va, vb, var_a, var_b)
+        return cls(by, k, gid, groups, va, vb, var_a, var_b, unit)
 
 
 def paired_tasks(
@@ -157,9 +165,11 @@ def paired_tasks(
     k: int,
     by: str | Sequence[str] | None,
     infra: str,
+    cluster: str | None = CLUSTER,
 ) -> PairedTasks:
-    """The tasks with at least k usable trials under both arms, paired (see :func:`compare`)."""
-    counted = as_counts(df, by=by, infra=infra, on=on)
+    """The tasks with at least k usable trials under both arms, paired (see :func:`compare`), with
+    each task's family when ``cluster`` names one (a task has one family in both arms)."""
+    counted = as_counts(df, by=by, infra=infra, on=on, cluster=cluster)
     arm_a, arm_b = _arms(counted.table, on, a, b)
     by = _default_by(by, on, arm_a, arm_b)
     if "task" in by or on in by:
@@ -167,11 +177,14 @@ def paired_tasks(
             f"by={list(by)} must not contain 'task' or on={on!r}; for per-task differences use flips()"
         )
     keys = [*by, "task"]
+    family = [] if cluster is None else [cluster]
     tables = (
-        counts(arm_a, by=by, infra=infra)[[*keys, "n", "c"]],
-        counts(arm_b, by=by, infra=infra)[[*keys, "n", "c"]],
+        counts(arm_a, by=[*by, *family], infra=infra)[[*keys, *family, "n", "c"]],
+        counts(arm_b, by=[*by, *family], infra=infra)[[*keys, *family, "n", "c"]],
     )
     paired = pd.merge(*tables, on=keys, how="outer", suffixes=("_a", "_b"))
+    if cluster is not None:
+        paired[cluster] = _one_family(paired, cluster, on, a, b)
     usable = (paired["n_a"] >= k) & (paired["n_b"] >= k)
     if not usable.all():
         warnings.warn(
@@ -188,7 +201,21 @@ def paired_tasks(
     gid, groups = group_ids(paired, by)
     groups = counted.restore(groups)
     n_a, c_a, n_b, c_b = (paired[col].to_numpy().astype(np.int64) for col in ("n_a", "c_a", "n_b", "c_b"))
-    return PairedTasks.from_counts(by, k, gid, groups, n_a, c_a, n_b, c_b)
+    unit = None if cluster is None else unit_codes(paired[cluster])
+    return PairedTasks.from_counts(by, k, gid, groups, n_a, c_a, n_b, c_b, unit)
+
+
+def _one_family(paired: pd.DataFrame, cluster: str, on: str, a: object, b: object) -> pd.Series:
+    """Each paired task's family: the one both arms give it (an arm without the task gives none)."""
+    fam_a, fam_b = paired[f"{cluster}_a"].astype(object), paired[f"{cluster}_b"].astype(object)
+    clash = fam_a.notna() & fam_b.notna() & (fam_a != fam_b)
+    if clash.any():
+        i = int(np.flatnonzero(clash.to_numpy())[0])
+        raise ValueError(
+            f"task {paired['task'].iloc[i]!r} is in family {fam_a.iloc[i]!r} under {on}={a!r} and "
+            f"{fam_b.iloc[i]!r} under {on}={b!r}; a task has one {cluster!r} in both arms"
+        )
+    return fam_a.where(fam_a.notna(), fam_b)
 
 
 def paired_frame(
@@ -215,6 +242,7 @@ def paired_frame(
             seed=seed,
             min_tasks=min_tasks,
             lower=-1.0,
+            unit=tasks.unit,
         )
         ci_method[:] = method
         ci_method[declined] = DECLINED
@@ -249,11 +277,13 @@ def paired_frame(
 def paired_p_values(tasks: PairedTasks, *, min_tasks: int) -> np.ndarray:
     """Per group and metric (groups, METRICS): the two-sided p-value of compare's default interval
     (the paired t, ``method="t"``) for a zero difference: p ≤ 1 − ci exactly when compare's
-    interval at ``ci`` excludes 0. 1 where compare declines (fewer than ``min_tasks`` tasks), as a
+    interval at ``ci`` excludes 0. 1 where compare declines (fewer than ``min_tasks`` tasks, or
+    families with ``unit``), as a
     declined pair never differs. :func:`~passk_nb.stats.rank.rank` corrects these for multiplicity."""
     n_groups = len(tasks.groups)
-    p = student_t_p_value(tasks.gid, tasks.vb - tasks.va, tasks.var_a + tasks.var_b, n_groups)
-    sizes = np.bincount(tasks.gid, minlength=n_groups)
+    p = student_t_p_value(tasks.gid, tasks.vb - tasks.va, tasks.var_a + tasks.var_b, n_groups, tasks.unit)
+    group = tasks.gid if tasks.unit is None else units(tasks.gid, tasks.unit)[1]
+    sizes = np.bincount(group, minlength=n_groups)
     p[sizes < min_tasks] = 1.0
     return p
 

@@ -35,6 +35,12 @@ N_BOOT = 2000
 SEED = 0
 #: Default handling of infrastructure errors.
 INFRA = "exclude"
+#: Default sampling unit of the new-task interval: None, each task on its own. A column name (such
+#: as ``task_family``) makes the tasks sharing a value one cluster, resampled together.
+CLUSTER: str | None = None
+#: Columns that cannot name a task's family: a task is the thing clustered, and a trial's own fields
+#: vary within a task.
+NOT_CLUSTERS: tuple[str, ...] = ("task", "trial", "passed", "outcome", "n", "c", "n_infra")
 #: Fewest tasks for which an interval for new tasks is given. Measured with
 #: ``benchmarks/coverage.py``: below five tasks the interval that keeps its coverage spans
 #: nearly [0, 1] (mean width ≥ 0.95 at three tasks), so it is declined instead.
@@ -104,6 +110,14 @@ DOCS: dict[str, str] = {
     "paired_method": (
         f'method: the interval of the mean paired difference: "{PAIRED_METHOD}" (default; paired t on '
         'per-task differences) or "bootstrap" (the same draw of tasks for both arms).'
+    ),
+    "cluster": (
+        "cluster: a column naming each task's family (e.g. ``task_family``; every trial of a task "
+        'has one value; missing or "" is a family of its own). Use it when tasks come in '
+        "families (variants of one scenario): the interval for new tasks, the paired comparison and "
+        "the plan then resample families, not tasks, and need ``min_tasks`` families. The interval "
+        "for these tasks re-rolled is conditional on the tasks and does not change. Default None: "
+        "tasks are independent."
     ),
     "min_tasks": (
         f"min_tasks: fewest tasks for an interval for new tasks (default {MIN_TASKS}, measured by "

@@ -23,9 +23,19 @@ import pandas as pd
 
 from passk_nb.stats._grouping import shared_columns
 from passk_nb.stats.checks import check_k, check_options
-from passk_nb.stats.counts import Counts, as_counts
+from passk_nb.stats.counts import Counts, as_counts, unit_codes
 from passk_nb.stats.paired import PairedTasks, paired_frame, paired_p_values
-from passk_nb.stats.params import CI, INFRA, MIN_TASKS, N_BOOT, PAIRED_METHOD, SEED, default_by, share_docs
+from passk_nb.stats.params import (
+    CI,
+    CLUSTER,
+    INFRA,
+    MIN_TASKS,
+    N_BOOT,
+    PAIRED_METHOD,
+    SEED,
+    default_by,
+    share_docs,
+)
 from passk_nb.stats.result import described
 from passk_nb.stats.summary import METRICS, summarize
 
@@ -46,6 +56,7 @@ def rank(
     alpha: float = 0.05,
     correction: str = "holm",
     pairs: bool = False,
+    cluster: str | None = CLUSTER,
 ) -> pd.DataFrame:
     """Rank the arms (values of column ``on``) by pass^k, with rank intervals and tiers.
 
@@ -72,6 +83,7 @@ def rank(
     {n_boot}
     {seed}
     {infra}
+    {cluster}
 
     >>> import numpy as np, pandas as pd
     >>> rng = np.random.default_rng(0)
@@ -96,17 +108,17 @@ def rank(
         raise ValueError(f"alpha must be between 0 and 1; got alpha={alpha}")
     if isinstance(df, pd.DataFrame) and on not in df.columns:
         raise ValueError(f"on={on!r} is not a column; the arms are the values of a column such as 'model'")
-    counted = as_counts(df, by=by, infra=infra, on=on)
+    counted = as_counts(df, by=by, infra=infra, on=on, cluster=cluster)
     by_ = _shared_by(counted.table, by, on)
-    counted = as_counts(counted, by=(*by_, on), infra=infra)
+    counted = as_counts(counted, by=(*by_, on), infra=infra, cluster=cluster)
     table = counted.table
     gid, keys = counted.groups(by_)
-    options = {"k": k, "ci": ci, "n_boot": n_boot, "seed": seed}
+    options = {"k": k, "ci": ci, "n_boot": n_boot, "seed": seed, "cluster": cluster}
     frames = []
     for g in range(len(keys)):
         group = {col: keys.iloc[g][col] for col in by_}
         arms, data = _usable(table[gid == g], on, k)
-        tests = _pairs(data, arms, on, k, ci, alpha, correction)
+        tests = _pairs(data, arms, on, k, ci, alpha, correction, cluster)
         out = tests if pairs else _ranking(data, arms, on, by_, options, tests)
         frames.append(out.assign(**group)[[*by_, *out.columns]])
     out = pd.concat(frames, ignore_index=True)
@@ -143,13 +155,21 @@ def _usable(sub: pd.DataFrame, on: str, k: int) -> tuple[list[object], pd.DataFr
 
 
 def _pairs(
-    data: pd.DataFrame, arms: list[object], on: str, k: int, ci: float, alpha: float, correction: str
+    data: pd.DataFrame,
+    arms: list[object],
+    on: str,
+    k: int,
+    ci: float,
+    alpha: float,
+    correction: str,
+    cluster: str | None = None,
 ) -> pd.DataFrame:
     """Every pair of arms by :func:`compare` (pass^k) on the tasks both ran, all pairs at once (the
     pairs are the groups of one :class:`PairedTasks`), decided by Holm or Benjamini–Hochberg on
-    compare's p-values, each computed once."""
+    compare's p-values, each computed once; with ``cluster``, each task's family is the sampling unit."""
     index = {arm: i for i, arm in enumerate(arms)}
     task_id, tasks = pd.factorize(data["task"])
+    task_unit = None if cluster is None else _task_families(data, task_id, cluster)
     arm_id = data[on].map(index).to_numpy()
     n, c = np.zeros((len(arms), len(tasks)), np.int64), np.zeros((len(arms), len(tasks)), np.int64)
     n[arm_id, task_id], c[arm_id, task_id] = data["n"].to_numpy(), data["c"].to_numpy()
@@ -165,7 +185,15 @@ def _pairs(
     p_value[:] = 1.0
     if ran.size:
         paired = PairedTasks.from_counts(
-            ("pair",), k, gid, pd.DataFrame({"pair": ran}), n[a, task], c[a, task], n[b, task], c[b, task]
+            ("pair",),
+            k,
+            gid,
+            pd.DataFrame({"pair": ran}),
+            n[a, task],
+            c[a, task],
+            n[b, task],
+            c[b, task],
+            None if task_unit is None else task_unit[task],
         )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # declines: said once by rank
@@ -200,6 +228,18 @@ def _pairs(
     )
 
 
+def _task_families(data: pd.DataFrame, task_id: np.ndarray, cluster: str) -> np.ndarray:
+    """The family code of each task (numbered as ``task_id``), the same under every arm."""
+    first = np.unique(task_id, return_index=True)[1]
+    family = data[cluster].astype(object).iloc[first].reset_index(drop=True)
+    given = data[cluster].astype(object).to_numpy()
+    clash = ~(pd.isna(given) & pd.isna(family.to_numpy()[task_id])) & (given != family.to_numpy()[task_id])
+    if clash.any():
+        task = data["task"].iloc[int(np.flatnonzero(clash)[0])]
+        raise ValueError(f"task {task!r} has more than one {cluster!r} across arms; a task has one family")
+    return unit_codes(family)
+
+
 def _correct(p: np.ndarray, alpha: float, correction: str) -> tuple[np.ndarray, np.ndarray]:
     """Which p-values a multiple-testing correction rejects, and the level each decision used:
     Holm's step-down (the i-th smallest p is rejected, with all before it, while p ≤ alpha/(m − i))
@@ -227,7 +267,7 @@ def _ranking(
     arms: list[object],
     on: str,
     by: tuple[str, ...],
-    options: dict[str, int | float],
+    options: dict[str, int | float | str | None],
     tests: pd.DataFrame,
 ) -> pd.DataFrame:
     """One row per arm: summarize's pass^k on its tasks, the order, rank intervals and tiers."""

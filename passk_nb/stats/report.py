@@ -13,7 +13,7 @@ import pandas as pd
 
 from passk_nb.data.records import claims_checked
 from passk_nb.stats.flags import claimed_unperformed_action
-from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
+from passk_nb.stats.params import CI, CLUSTER, INFRA, N_BOOT, SEED, default_by, share_docs
 from passk_nb.stats.result import carry
 from passk_nb.stats.summary import summarize
 
@@ -28,6 +28,7 @@ def report_frame(
     n_boot: int = N_BOOT,
     seed: int = SEED,
     infra: str = INFRA,
+    cluster: str | None = CLUSTER,
 ) -> pd.DataFrame:
     """:func:`~passk_nb.stats.summary.summarize` with the counts a report shows beside the trials.
 
@@ -45,6 +46,7 @@ def report_frame(
     {n_boot}
     {seed}
     {infra}
+    {cluster}
 
     >>> from passk_nb.data.records import frame_from_records
     >>> df = frame_from_records([{"run_id": "r", "suite": "s", "task": "t", "trial": i, "model": "m",
@@ -79,7 +81,7 @@ def report_frame(
     dead = counts.index[counts["_usable"] == 0]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        out = summarize(df, k=k, by=by, ci=ci, n_boot=n_boot, seed=seed, infra=infra)
+        out = summarize(df, k=k, by=by, ci=ci, n_boot=n_boot, seed=seed, infra=infra, cluster=cluster)
     for w in caught:  # a group with no usable trial at all is said better below
         if not (len(dead) and str(w.message).startswith("no task has")):
             warnings.warn(w.message, w.category, stacklevel=2)

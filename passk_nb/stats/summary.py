@@ -65,9 +65,13 @@ from passk_nb.stats.intervals import (
     kg_interval,
     plugin_task_variance,
     t_interval,
+    unit_bootstrap,
+    unit_spread,
+    units,
 )
 from passk_nb.stats.params import (
     CI,
+    CLUSTER,
     INFRA,
     METHOD,
     METHODS,
@@ -194,6 +198,7 @@ def summarize(
     infra: str = INFRA,
     method: str = METHOD,
     min_tasks: int = MIN_TASKS,
+    cluster: str | None = CLUSTER,
 ) -> Summary:
     """pass@k and pass^k with both intervals, one row per group of ``by``.
 
@@ -206,6 +211,7 @@ def summarize(
     {infra}
     {method}
     {min_tasks}
+    {cluster}
 
     Columns, after the ``by`` columns:
 
@@ -232,6 +238,8 @@ def summarize(
     - ``ci_method``: the interval each row has: ``"korn-graubard"``, ``"t"``,
       ``"bootstrap"``, ``"clopper-pearson"``, ``"declined: too few tasks"`` or ``"none"``
       (``n_boot=0``).
+    - With ``cluster``: ``n_clusters``, the families of the covered tasks (the interval for new
+      tasks resamples them).
 
     A group where k exceeds every task's n is NaN with a warning; k above every n in the whole
     frame is a ValueError.
@@ -274,7 +282,7 @@ def summarize(
     check_options(ci=ci, n_boot=n_boot, seed=seed)
     check_method(method, METHODS, min_tasks)
     check_k(k)
-    counted = as_counts(df, by=by, infra=infra)
+    counted = as_counts(df, by=by, infra=infra, cluster=cluster)
     by, table = counted.by, counted.table
     n_max = int(table["n"].max())
     if n_max == 0 and table["n_infra"].sum() > 0:
@@ -292,13 +300,16 @@ def summarize(
         "seed": seed,
         "method": method,
         "min_tasks": min_tasks,
+        "unit": counted.units(),
     }
     grouping = counted.groups()
     out = _monotone_summary(table, by, [k], grouping=grouping, **options)
     _warn_coverage(out, by, k)
     warn_declined(out, by, min_tasks)
     summary = Summary(_with_infra_bound(out, table, by, k, infra, grouping))
-    return described(summary, "summarize", by=by, k=k, ci=ci, method=method, infra=infra, records=df)
+    return described(
+        summary, "summarize", by=by, k=k, ci=ci, method=method, infra=infra, records=df, cluster=cluster
+    )
 
 
 def _with_infra_bound(
@@ -347,6 +358,7 @@ def curve(
     infra: str = INFRA,
     method: str = METHOD,
     min_tasks: int = MIN_TASKS,
+    cluster: str | None = CLUSTER,
 ) -> pd.DataFrame:
     """pass@k and pass^k against k, as a tidy long frame.
 
@@ -359,6 +371,7 @@ def curve(
     {infra}
     {method}
     {min_tasks}
+    {cluster}
 
     Columns: the ``by`` columns, ``k``, ``metric`` (``"pass@k"`` or ``"pass^k"``), ``value``,
     ``lo``, ``hi`` (the :func:`summarize` interval for new tasks), ``se_fixed``, ``fixed_lo``,
@@ -391,7 +404,7 @@ def curve(
     """
     check_options(ci=ci, n_boot=n_boot, seed=seed)
     check_method(method, METHODS, min_tasks)
-    counted = as_counts(df, by=by, infra=infra)
+    counted = as_counts(df, by=by, infra=infra, cluster=cluster)
     by, table = counted.by, counted.table
     ks = list(range(1, int(table["n"].max()) + 1)) if ks is None else list(ks)
     if not ks:
@@ -404,6 +417,7 @@ def curve(
         "seed": seed,
         "method": method,
         "min_tasks": min_tasks,
+        "unit": counted.units(),
     }
     wide = _monotone_summary(table, by, ks, grouping=counted.groups(), **options)
     partial = wide["n_tasks_covered"] < wide["n_tasks"]
@@ -435,7 +449,9 @@ def curve(
     ]
     out = pd.concat(long, ignore_index=True)
     out = out.sort_values([*by, "metric", "k"], kind="stable").reset_index(drop=True)
-    return described(out, "curve", by=by, k=ks, ci=ci, method=method, infra=infra, records=df)
+    return described(
+        out, "curve", by=by, k=ks, ci=ci, method=method, infra=infra, records=df, cluster=cluster
+    )
 
 
 def separate_intervals(
@@ -549,21 +565,29 @@ def _summary(
     min_tasks: int,
     grouping: tuple[np.ndarray, pd.DataFrame] | None = None,
     n: np.ndarray | None = None,
+    unit: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """The :func:`summarize` frame of every k in ``ks`` (one block of groups per k, in ``ks``
     order) from a counts table, in one pass: the groups are found once, and the intervals of
     every k whose covered tasks are the same come from one call (one bootstrap draw, one
     matrix product), so each k's values and intervals equal those of its own summarize.
     ``grouping``: :func:`group_ids` of the table, when known; ``n``: the usable trials in place of
-    the table's (n + n_infra: the values had infra errors been failures)."""
+    the table's (n + n_infra: the values had infra errors been failures); ``unit``: each row's
+    family (:meth:`~passk_nb.stats.counts.Counts.units`), the sampling unit of the intervals for new
+    tasks (cells are then per family, so a family's tasks stay together)."""
     gid, groups = group_ids(table, by) if grouping is None else grouping
     n_groups, n_ks, m = len(groups), len(ks), len(METRICS)
     n, c = table["n"].to_numpy() if n is None else n, table["c"].to_numpy()
+    if unit is not None:  # cells per family; each cell's group is its family's
+        unit_id, unit_group = units(gid, unit)
+        (cell_unit, cn, cc), weight = _cells(unit_id, n, c, unit_group.size)
+        cell_group = unit_group[cell_unit]
     # Every per-task value is a function of (n, c) alone: evaluated once per distinct (group, n, c)
     # cell (a few dozen per group, whatever the number of tasks) and summed per group weighted by
     # the cell's number of tasks. values[:, j, :], variances[:, j, :]: pass@k, pass^k at k = ks[j],
     # 0 where not covered (n < k).
-    (cell_group, cn, cc), weight = _cells(gid, n, c, n_groups)
+    else:
+        (cell_group, cn, cc), weight = _cells(gid, n, c, n_groups)
     # each distinct (n, c) evaluated once, whatever the group
     pairs, cell_pair = unique_rows(np.column_stack([cn, cc]))
     pn, pc = pairs.T
@@ -581,6 +605,10 @@ def _summary(
     cell_covered, values = pair_covered[cell_pair], pair_values[cell_pair]
     variances, floors = per_pair(fixed_task_variance), per_pair(plugin_task_variance)
     n_covered = group_sums(cell_group, cell_covered * weight, n_groups).astype(np.int64)  # (groups, ks)
+    n_units = n_covered  # the sampling units with a value: tasks, or with ``unit`` their families
+    if unit is not None:
+        has_value = group_sums(cell_unit, cell_covered * weight, unit_group.size) > 0
+        n_units = group_sums(unit_group, has_value.astype(float), n_groups).astype(np.int64)
     flat = (-1, n_ks * m)
     with np.errstate(invalid="ignore", divide="ignore"):
         means = (
@@ -598,7 +626,21 @@ def _summary(
             lo[:, j], hi[:, j] = clopper_pearson(n, c, k, ci)
         ci_method[:] = "clopper-pearson"
     elif n_boot:
-        if method == "bootstrap":
+        if unit is not None:  # families as the sampling unit: resampled, or their clustered variance
+            lo_, hi_ = _family_interval(
+                cell_group,
+                cell_unit,
+                unit_group,
+                np.repeat(cell_covered * weight, m, axis=1),
+                values.reshape(flat),
+                floors.reshape(flat),
+                n_groups,
+                method=method,
+                ci=ci,
+                n_boot=n_boot,
+                seed=seed,
+            )
+        elif method == "bootstrap":
             # one draw of all the group's tasks for every k; each k's mean over the covered tasks drawn
             lo_, hi_ = cell_bootstrap(
                 cell_group,
@@ -624,7 +666,7 @@ def _summary(
                 ),
                 ci=ci,
             )
-        declined = (n_covered >= 1) & (n_covered < min_tasks)  # (groups, ks)
+        declined = (n_covered >= 1) & (n_units < min_tasks)  # (groups, ks)
         lo, hi = (
             np.clip(lo_, 0.0, 1.0).reshape(n_groups, n_ks, m),
             np.clip(hi_, 0.0, 1.0).reshape(n_groups, n_ks, m),
@@ -663,9 +705,35 @@ def _summary(
             "pass^k_fixed_hi": fixed_hi[:, j, 1],
             "n_infra_excluded": sums["n_infra_excluded"],
             "ci_method": ci_method[:, j],
+            **({} if unit is None else {"n_clusters": n_units[:, j]}),
         }
         frames.append(pd.DataFrame(columns, index=pd.RangeIndex(n_groups)))
     return frames[0] if n_ks == 1 else pd.concat(frames, ignore_index=True)
+
+
+def _family_interval(
+    cell_group: np.ndarray,
+    cell_unit: np.ndarray,
+    unit_group: np.ndarray,
+    weight: np.ndarray,
+    values: np.ndarray,
+    floors: np.ndarray,
+    n_groups: int,
+    *,
+    method: str,
+    ci: float,
+    n_boot: int,
+    seed: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The interval for new tasks with families as the sampling unit, from cells per family
+    (``cell_unit``; ``weight``: the cell's tasks with a value, per column): the families resampled
+    (``method="bootstrap"``) or the clustered variance with F − 1 degrees of freedom."""
+    if method == "bootstrap":
+        sums = group_sums(cell_unit, values * weight, unit_group.size)
+        sizes = group_sums(cell_unit, weight, unit_group.size)
+        return unit_bootstrap(unit_group, sums, sizes, n_groups, ci=ci, n_boot=n_boot, seed=seed)
+    interval = kg_interval if method == METHOD else t_interval
+    return interval(*unit_spread(cell_group, weight, values, floors, n_groups, cell_unit), ci=ci)
 
 
 def _cells(

@@ -210,3 +210,28 @@ def test_control_characters_in_records_leave_the_junit_file_valid_xml(tmp_path, 
     assert all("\x1b" not in (case.get("classname") or "") for case in suite.iter("testcase"))
     xml = junit.read_text(encoding="utf-8")
     assert not any(ch in xml for ch in "\x00\x07\x0b\x0c\x1b")
+
+
+def test_cluster_makes_families_the_unit_of_the_gate(tmp_path, capsys):
+    """`--cluster task_family`: twelve passing tasks in six families are six units, not twelve, so
+    a threshold twelve independent tasks clear is not cleared; three families are too few."""
+
+    def write(folder, size):
+        df = records_from_marks({("m", "p", f"t{i:02d}"): "1111" for i in range(12)})
+        df["task_family"] = df["task"].map(lambda task: f"f{int(task[1:]) // size}")
+        write_part(
+            pa.Table.from_pandas(df, schema=SCHEMA, preserve_index=False), folder, df["run_id"].iloc[0]
+        )
+        return folder
+
+    six = write(tmp_path / "six", 2)
+    tasks = passk_nb.gate(passk_nb.load(six), k=2, min=0.0).bounds["lo"].iloc[0]
+    families = passk_nb.gate(passk_nb.load(six), k=2, min=0.0, cluster="task_family").bounds["lo"].iloc[0]
+    assert families < tasks - 0.05
+    threshold = f"{(tasks + families) / 2:.3f}"
+    assert main(["gate", str(six), "--k", "2", "--min", threshold]) == 0
+    assert main(["gate", str(six), "--k", "2", "--min", threshold, "--cluster", "task_family"]) == 1
+    capsys.readouterr()
+    three = write(tmp_path / "three", 4)
+    assert main(["gate", str(three), "--k", "2", "--min", "0.1", "--cluster", "task_family"]) == 2
+    assert "too few families" in capsys.readouterr().err

@@ -513,3 +513,28 @@ def test_the_card_prints_every_axis_and_writes_one_page(tmp_path, capsys):
     html_text = page.read_text()
     assert html_text.startswith("<!doctype html>") and "data:image/png;base64," in html_text
     assert html_text.count("<tr>") == len(card) + 1 and "not measured" in html_text
+
+
+def test_report_and_compare_take_cluster(tmp_path, capsys):
+    """`--cluster COLUMN` reaches summarize and compare: the JSON rows equal cluster= in Python."""
+    rng = np.random.default_rng(4)
+    rows = [
+        {"run_id": f"r-{prompt}", "suite": "s", "task": f"t{t}", "trial": i, "model": "m",
+         "prompt_name": prompt, "prompt_hash": prompt, "task_family": f"f{t // 3}", "passed": bool(ok),
+         "outcome": "pass" if ok else "wrong_state"}
+        for prompt in ("a", "b") for t in range(15) for i, ok in enumerate(rng.random(4) < 0.3 + t / 25)
+    ]  # fmt: skip
+    path = tmp_path / "records.parquet"
+    frame_from_records(rows).to_parquet(path)
+    df = passk_nb.load(path)
+    doc = json.loads(passk(capsys, "report", path, "--format", "json", "--cluster", "task_family"))
+    expected = passk_nb.summarize(df, k=2, cluster="task_family")
+    np.testing.assert_allclose(pd.DataFrame(doc["rows"])["pass^k_lo"], expected["pass^k_lo"], rtol=1e-12)
+    assert expected["n_clusters"].tolist() == [5, 5]
+    out = json.loads(
+        passk(capsys, "compare", path, "--on", "prompt_name", "--a", "a", "--b", "b", "--k", 2,
+              "--only", "compare", "--format", "json", "--cluster", "task_family")
+    )  # fmt: skip
+    compared = passk_nb.compare(df, on="prompt_name", a="a", b="b", k=2, cluster="task_family")
+    got = pd.DataFrame(out["compare"] if isinstance(out, dict) and "compare" in out else out)
+    np.testing.assert_allclose(got["lo"].astype(float), compared["lo"], rtol=1e-12)

@@ -330,3 +330,42 @@ def test_one_import_builds_a_suite():
     for name in ("make_suite", "task", "tool", "call", "answer", "Refusal", "Verdict", "ClaimVocabulary"):
         assert hasattr(suites, name), name
     assert suites.check_suite(BANK) == []
+
+
+def test_a_task_family_is_recorded_and_is_the_unit_of_cluster(tmp_path):
+    """A task's declared family reaches every record (``task_family``), is no part of the suite's
+    identity, and summarize(cluster="task_family") counts its families; tasks without one are
+    families of their own."""
+    from passk_nb.harness.fingerprint import suite_fingerprint
+
+    def close_ticket(state, ticket_id: str) -> dict:
+        """Close a ticket."""
+        state["tickets"][ticket_id]["status"] = "closed"
+        return {"closed": ticket_id}
+
+    def suite(families):
+        tickets = [f"T{i}" for i in range(6)]
+        return make_suite(
+            "tickets",
+            instructions="You close support tickets.",
+            tools=[close_ticket],
+            initial_state=lambda: {"tickets": {t: {"status": "open"} for t in tickets}},
+            tasks=[
+                task(
+                    f"close-{t}",
+                    f"Please close ticket {t}.",
+                    script=[call("close_ticket", ticket_id=t), answer(f"Closed {t}.")],
+                    expect={f"tickets.{t}.status": "closed"},
+                    family=family,
+                )
+                for t, family in zip(tickets, families, strict=True)
+            ],
+        )
+
+    families = ["a", "a", "b", "b", "", ""]
+    assert suite_fingerprint(suite(families)) == suite_fingerprint(suite([""] * 6))
+    df = passk_nb.run("scripted", suite=suite(families), trials=2, out=tmp_path, progress=False)
+    assert df.groupby("task")["task_family"].first().tolist() == families
+    assert passk_nb.load(tmp_path)["task_family"].tolist() == df["task_family"].tolist()
+    out = passk_nb.summarize(df, k=1, cluster="task_family")
+    assert out["n_clusters"].tolist() == [4] and out["n_tasks"].tolist() == [6]

@@ -23,6 +23,7 @@ import pytest
 
 from passk_nb.data.ids import content_id
 from passk_nb.data.records import COLUMNS
+from passk_nb.importers.checks import ImportFormatError
 from passk_nb.importers.inspect_ai import from_inspect
 from passk_nb.stats.summary import summarize
 from tests.helpers.fake_servers import require
@@ -287,6 +288,16 @@ def test_one_record_per_sample_and_epoch_with_the_log_header(logs: tuple[Path, P
     assert match.groupby("task")["passed"].sum().to_dict() == {"4": 1, "a": 3, "b": 0, "c": 4}
     assert set(match["final_answer"]) == {"x", "y"}
     assert from_inspect(logs[0], scorer="match", model="mine")["model"].eq("mine").all()
+
+
+def test_a_metadata_key_is_the_task_family(logs: tuple[Path, Path]) -> None:
+    """family= reads each sample's metadata key (inspect's stderr(cluster=)) into task_family; a key
+    a sample lacks is refused; without it every sample is its own family."""
+    df = from_inspect(logs[0], scorer="pattern", family="pattern")
+    assert df.groupby("task")["task_family"].first().to_dict() == PATTERNS
+    assert (from_inspect(logs[0], scorer="pattern")["task_family"] == "").all()
+    with pytest.raises(ImportFormatError, match="metadata has no 'domain'"):
+        from_inspect(logs[0], scorer="pattern", family="domain")
 
 
 @pytest.mark.slow

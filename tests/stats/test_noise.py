@@ -108,7 +108,8 @@ def test_min_difference_matches_simulated_run_to_run_differences() -> None:
     floor = noise_floor(pilot, by=(), k=1, trials=2)["min_difference"].iloc[0]
     runs = rng.binomial(2, p, size=(2, 20000, p.size)) / 2
     diffs = np.abs(runs[0].mean(1) - runs[1].mean(1))
-    assert floor == pytest.approx(np.quantile(diffs, 0.95), rel=0.2)
+    # an upper bound for these tasks (issue 49), not far above the simulated 95 % quantile
+    assert np.quantile(diffs, 0.95) <= floor <= 1.4 * np.quantile(diffs, 0.95)
 
 
 def test_icc_of_a_beta_population() -> None:
@@ -123,3 +124,23 @@ def test_noise_floor_needs_enough_trials_and_says_so() -> None:
     assert np.isnan(out["flip_rate"].iloc[0]) and "at least 4 trials" in out["note"].iloc[0]
     with pytest.raises(ValueError, match="trials per run must be ≥ k"):
         noise_floor(frame(np.array([3]), 3), k=2, trials=1, by=())
+
+
+def test_min_difference_holds_for_the_pilot_in_hand_not_only_on_average():
+    """Issue 49: for one pilot the re-run variance read at the posterior mean was exceeded by up to
+    21 % of re-run pairs (Beta(½, 2), T = 10, k = 2); with the upper bound over each task's 80 %
+    interval, the share of re-run pairs beyond min_difference stays at most 5 % (with Monte-Carlo
+    room) for every pilot but a few."""
+    from passk_nb.stats.estimators import pass_hat_k
+
+    rng = np.random.default_rng(0)
+    tasks, n, k, pairs = 10, 8, 2, 3000
+    rates = []
+    for _ in range(100):
+        p = rng.beta(0.5, 2, tasks)
+        c = rng.binomial(n, p)
+        floor = noise_floor(pd.DataFrame({"task": np.arange(tasks), "n": n, "c": c}), k=k, by=())
+        x1, x2 = (pass_hat_k(k, rng.binomial(k, p, (pairs, tasks)), k).mean(axis=1) for _ in range(2))
+        rates.append(np.mean(np.abs(x1 - x2) > floor["min_difference"].iloc[0] + 1e-12))
+    rates = np.array(rates)
+    assert np.mean(rates > 0.05) <= 0.03 and rates.max() < 0.07, (np.mean(rates > 0.05), rates.max())

@@ -411,6 +411,24 @@ def test_a_gate_design_from_plan_trials_clears_the_gate_with_about_its_power() -
     assert 0.72 <= cleared(powered) <= 0.95 and cleared(half) <= 0.62, (powered, half)
 
 
+def test_plan_trials_says_what_is_reachable_when_it_refuses() -> None:
+    """Issue 49: a gate 0.05 away on Uniform(0.7, 1), T = 10, k = 2 was refused with no more; the
+    refusal now names the gap the largest design resolves, and a gate that far away is answered."""
+    import re
+
+    rng = np.random.default_rng(3)
+    pilot = pilot_frame(rng.uniform(0.7, 1.0, 10), 8, rng)
+    n, c = pilot.groupby("task")["passed"].agg(["size", "sum"]).to_numpy().T
+    estimate = float(np.mean(pass_hat_k(n, c, 2)))
+    with pytest.raises(ValueError, match="resolves a gate at least") as caught:
+        plan_trials(pilot, f"gate={estimate - 0.01:.4f} k=2", most=8, n_sim=2000)
+    gap = float(re.search(r"resolves a gate at least ([0-9.]+)", str(caught.value)).group(1))
+    assert gap > 0.01
+    assert plan_trials(pilot, f"gate={estimate - 1.05 * gap:.4f} k=2", most=8, n_sim=2000) <= 16
+    with pytest.raises(ValueError, match=r"the narrowest, \d+ trials per task, gives ± 0\.\d+"):
+        plan_trials(pilot, "precision=0.001 k=2", most=8, n_sim=2000)
+
+
 @pytest.mark.parametrize(
     ("question", "message"),
     [

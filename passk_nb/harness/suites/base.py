@@ -262,6 +262,11 @@ class Task:
     #: single-action tasks only: a refusal's proof is its answer, so a refusal cannot set it, and
     #: the known-good script ends with that call (a step after it would never be sent).
     ends_after: str | None = None
+    #: The task's family: tasks that are variants of one scenario (an ``.easy`` and a ``.hard``
+    #: version, one template filled in several ways) share one, so that ``cluster="task_family"``
+    #: resamples them together. Recorded in ``task_family``; "" (default) is a family of its own.
+    #: Not part of the suite's fingerprint: it changes no outcome.
+    family: str = ""
 
 
 #: How bad each failure is unless a suite says otherwise (:attr:`Suite.severity`), keyed by an

@@ -137,6 +137,7 @@ def task(
     tests: str = "",
     do_nothing_passes: str | None = None,
     ends_after: str | None = None,
+    family: str = "",
 ) -> Task:
     """One task. Exactly one of ``expect`` (the fields that must change, and their final values
     or predicates; nothing else may change), ``check`` (your own judge of the two states) or
@@ -145,7 +146,9 @@ def task(
     (checked by ``passk check-suite``; leave it None for every task where doing nothing must fail).
     ``ends_after``: a tool whose first successful call ends the trial, no answer asked for (a
     single-action task; the script then ends with that call; see
-    :attr:`~passk_nb.harness.suites.base.Task.ends_after`).
+    :attr:`~passk_nb.harness.suites.base.Task.ends_after`). ``family``: the scenario this task is
+    a variant of (tasks sharing one are resampled together by ``cluster="task_family"``; default
+    "": a family of its own).
     """
     given = [name for name, value in (("expect", expect), ("check", check), ("refusal", refusal)) if value]
     if len(given) != 1:
@@ -167,6 +170,7 @@ def task(
         refusal=refusal,
         do_nothing_passes=do_nothing_passes,
         ends_after=ends_after,
+        family=family,
     )
 
 

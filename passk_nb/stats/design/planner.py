@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from passk_nb.stats.checks import check_k
-from passk_nb.stats.counts import counts
+from passk_nb.stats.counts import as_counts, counts
 from passk_nb.stats.design.population import (
     Population,
     TwoArms,
@@ -42,8 +42,9 @@ from passk_nb.stats.design.power import (
 )
 from passk_nb.stats.design.question import Question, as_question
 from passk_nb.stats.estimators import pass_hat_k
-from passk_nb.stats.paired import _arms, _default_by
-from passk_nb.stats.params import CI, INFRA, MIN_TASKS, SEED, default_by, share_docs
+from passk_nb.stats.intervals import design_effect, plugin_task_variance
+from passk_nb.stats.paired import _arms, _default_by, paired_tasks
+from passk_nb.stats.params import CI, CLUSTER, INFRA, MIN_TASKS, SEED, default_by, share_docs
 from passk_nb.stats.result import described
 
 #: Correlation of p^k between two arms across tasks when the pilot has one arm.
@@ -109,10 +110,27 @@ def plan_trials(
         if not reached.size:
             raise ValueError(
                 f"no fixed design of up to {grid[-1]} trials per task reaches ± {target:.3f} for {q}: "
-                "ask a looser question, add tasks (tasks=), or raise most="
+                f"{_reachable(q, these, grid, power)}. Ask a looser question, add tasks (tasks=), or "
+                "raise most="
             )
         needed.append(grid[int(reached[0])])
     return max(needed)
+
+
+def _reachable(q: Question, these: np.ndarray, grid: list[int], power: float) -> str:
+    """What the narrowest of the designs tried does answer, in the question's own terms: the
+    precision it gives, or the smallest gap to the gate it resolves with ``power``."""
+    best = int(np.nanargmin(these))
+    half, n = float(these[best]), grid[best]
+    if q.kind == "compare":
+        return f"the narrowest, {n} trials per task, gives a comparison ± {half * np.sqrt(2):.3f}"
+    if q.kind == "precision":
+        return f"the narrowest, {n} trials per task, gives ± {half:.3f}"
+    gap = half / gate_halfwidth(1.0, power, q.ci)  # the half-width is linear in the gap
+    return (
+        f"the narrowest, ± {half:.3f} at {n} trials per task, resolves a gate at least {gap:.3f} "
+        f"from pass^{q.k} (with power {power:.0%})"
+    )
 
 
 @share_docs
@@ -140,6 +158,7 @@ def plan(
     n_sim: int = N_SIM,
     power_suites: int = POWER_SUITES,
     seed: int = SEED,
+    cluster: str | None = CLUSTER,
 ) -> pd.DataFrame:
     """How many tasks and trials answer the question, and what each plan costs.
 
@@ -193,6 +212,11 @@ def plan(
     power_suites: two-arm suites simulated per plan for ``power_new`` (default 800: Monte-Carlo
         standard error ≤ 0.018; fewer, never under 200, where T × 800 passes 64,000 tasks).
     seed: the simulation's seed (default 0).
+    {cluster} The plan then counts T tasks as T / deff independent ones for everything about new
+        tasks (``halfwidth_new``, ``power_new``, ``mdd_new``), deff the pilot's design effect
+        (:func:`~passk_nb.stats.intervals.design_effect`: of pass^k, and of the arms' paired
+        difference for the comparison; column ``design_effect``): new tasks are assumed to come in
+        families like the pilot's. The *these tasks* columns do not change.
 
     >>> import numpy as np, pandas as pd
     >>> rng = np.random.default_rng(0)
@@ -214,7 +238,11 @@ def plan(
     rho_used, rho_source, spread = _rho(rho, on, table_a, table_b, pop_a, pop_b, k)
     grid = _designs(budget, tasks, trials, k, n.size)
     half_new, half_these = halfwidths(pop_a, k, grid, ci=ci, n_sim=n_sim, seed=seed)
-    joint, power_new = _power_new(pop_a, pop_b, k, grid, diff, rho_used, alpha, power_suites, seed)
+    deff_new, deff_diff = _design_effects(pilot, on, a, b, by, infra, k, cluster)
+    if deff_new > 1:  # families: new-task widths of T / deff independent tasks
+        half_new = halfwidths(pop_a, k, _effective(grid, deff_new), ci=ci, n_sim=n_sim, seed=seed)[0]
+    grid_diff = _effective(grid, deff_diff)
+    joint, power_new = _power_new(pop_a, pop_b, k, grid_diff, diff, rho_used, alpha, power_suites, seed)
 
     @cache
     def noise(m: int) -> tuple[float, float]:
@@ -224,7 +252,7 @@ def plan(
 
     known = None if joint is None else (diff, power_new)
     mdd_new = _mdd_new(
-        pop_a, pop_b, k, grid, rho_used, spread, noise, known, power, alpha, power_suites, seed
+        pop_a, pop_b, k, grid_diff, rho_used, spread, noise, known, power, alpha, power_suites, seed
     )
     rows = []
     for i, (t, m) in enumerate(grid):
@@ -254,7 +282,52 @@ def plan(
     out["population"] = "mixture" if pop_a.mixture is not None else "pilot tasks (shrunk)"
     out["rho"] = rho_used
     out["rho_source"] = rho_source
-    return described(out, "plan", by=(), k=k, ci=ci, infra=infra)
+    if cluster is not None:
+        out["design_effect"] = deff_new
+    return described(out, "plan", by=(), k=k, ci=ci, infra=infra, cluster=cluster)
+
+
+def _effective(grid: list[tuple[int, int]], deff: float) -> list[tuple[int, int]]:
+    """The designs with T tasks in families counted as round(T / deff) independent tasks (at least 2)."""
+    return grid if deff <= 1 else [(max(2, round(t / deff)), m) for t, m in grid]
+
+
+def _design_effects(
+    pilot: pd.DataFrame,
+    on: str | None,
+    a: object,
+    b: object,
+    by: str | Sequence[str] | None,
+    infra: str,
+    k: int,
+    cluster: str | None,
+) -> tuple[float, float]:
+    """The pilot's design effects (:func:`~passk_nb.stats.intervals.design_effect`) of arm a's pass^k
+    and of the paired difference (of pass^k itself for a one-arm pilot, whose arm b is arm a
+    shifted); (1, 1) without ``cluster``."""
+    if cluster is None:
+        return 1.0, 1.0
+    if on is None:
+        counted = as_counts(pilot, by=default_by(pilot, by), infra=infra, cluster=cluster)
+    else:
+        arm_a, arm_b = _arms(pilot, on, a, b)
+        counted = as_counts(arm_a, by=_default_by(by, on, arm_a, arm_b), infra=infra, cluster=cluster)
+    n, c, unit = counted.table["n"].to_numpy(), counted.table["c"].to_numpy(), counted.units()
+    assert unit is not None
+    usable = n >= k
+    n, c, unit = n[usable], c[usable], unit[usable]
+    deff_a = design_effect(np.asarray(pass_hat_k(n, c, k)), plugin_task_variance(n, c, k), unit)
+    if on is None:
+        return deff_a, deff_a
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        tasks = paired_tasks(pilot, on=on, a=a, b=b, k=k, by=by, infra=infra, cluster=cluster)
+    assert tasks.unit is not None
+    j = 1  # pass^k
+    deff_diff = design_effect(
+        tasks.vb[:, j] - tasks.va[:, j], tasks.var_a[:, j] + tasks.var_b[:, j], tasks.unit
+    )
+    return deff_a, deff_diff
 
 
 def _check_plan(
