@@ -27,6 +27,7 @@ EXPECTED = [
     "10-run-until-decided",
     "11-robustness",
     "12-a-model-we-ran",
+    "13-reliability-card",
 ]
 PLOT_FUNCTIONS = (
     "plot_curve",
@@ -43,6 +44,8 @@ PLOT_FUNCTIONS = (
     "plot_round_trials",
     "plot_robustness",
     "plot_robustness_tasks",
+    "plot_card",
+    "plot_calibration",
 )
 #: Calls whose displayed result is not a table (text, HTML transcripts, widgets, figures).
 NOT_TABLES = {

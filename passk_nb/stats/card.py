@@ -23,7 +23,7 @@ from passk_nb.stats.checks import check_k, check_options
 from passk_nb.stats.consistency import consistency
 from passk_nb.stats.cost import cost_summary, with_cost
 from passk_nb.stats.forecast import forecast
-from passk_nb.stats.intervals import korn_graubard
+from passk_nb.stats.intervals import clopper_pearson, korn_graubard
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
 from passk_nb.stats.predictability import predictability
 from passk_nb.stats.result import Result, described
@@ -62,21 +62,21 @@ def _absent(axis: str, measure: str, note: str) -> Row:
     return {**_row(axis, measure, np.nan, np.nan, np.nan, ""), "measured": False, "note": note}
 
 
-def _pass_rows(summary: pd.Series, k: int) -> list[Row]:
+def _pass_rows(summary: pd.Series, k: int, these: bool) -> list[Row]:
     """pass@k and pass^k from :func:`summarize`'s row."""
     return [
-        _rate_row("consistency", metric, summary, metric.replace(str(k), "k"))
+        _rate_row("consistency", metric, summary, metric.replace(str(k), "k"), these)
         for metric in (f"pass@{k}", f"pass^{k}")
     ]
 
 
-def _forecast_row(df: pd.DataFrame, horizon: int, options: dict[str, Any]) -> Row:
+def _forecast_row(df: pd.DataFrame, horizon: int, options: dict[str, Any], these: bool) -> Row:
     """pass^horizon: observed (summarize) where every task ran that often, else the forecast (its
     interval says which)."""
     measure = f"pass^{horizon}"
     counted = df.loc[df["outcome"] != "infra_error"] if options["infra"] == "exclude" else df
     if int(counted.groupby("task").size().min()) >= horizon:
-        return _pass_rows(summarize(df, k=horizon, by=(), **options).iloc[0], horizon)[1]
+        return _pass_rows(summarize(df, k=horizon, by=(), **options).iloc[0], horizon, these)[1]
     boot = {key: options[key] for key in ("ci", "n_boot", "seed", "infra")}
     predicted = forecast(df, ks=[horizon], by=(), **boot).iloc[0]
     if predicted["given"] and np.isfinite(predicted["lo"]):
@@ -102,16 +102,16 @@ def _path_row(per_task: pd.DataFrame, ci: float) -> Row:
     if passed.empty:
         return _absent("consistency", measure, "no trial passed: there is no path to compare")
     shares = passed["same_tools"].to_numpy(dtype=float)
-    if len(shares) < 2:
-        return _row(
-            "consistency", measure, shares[0], np.nan, np.nan, "", "one task with a pass: no interval"
-        )
+    if len(shares) < 2:  # one task: the exact interval of its passing trials
+        n, same = passed["n_pass"].to_numpy(), np.round(shares * passed["n_pass"].to_numpy())
+        lo, hi = (bound[0, 1] for bound in clopper_pearson(n, same, 1, ci))
+        return _row("consistency", measure, shares[0], lo, hi, "these tasks", "one task with a pass")
     floor = np.full(len(shares), np.mean(shares * (1 - shares) / passed["n_pass"].to_numpy(dtype=float)))
     lo, hi = korn_graubard(np.zeros(len(shares), dtype=int), shares[:, None], floor[:, None], 1, ci=ci)
     return _row("consistency", measure, shares.mean(), lo[0, 0], hi[0, 0], "new tasks")
 
 
-def _robustness_rows(df: pd.DataFrame, k: int, options: dict[str, Any]) -> list[Row]:
+def _robustness_rows(df: pd.DataFrame, k: int, options: dict[str, Any], these: bool) -> list[Row]:
     rows: list[Row] = []
     for on, how in (("faults", "run(faults=...)"), ("perturbation", "run(perturb=...)")):
         arms = set(df[on].astype(str)) if on in df.columns else set()
@@ -122,19 +122,8 @@ def _robustness_rows(df: pd.DataFrame, k: int, options: dict[str, Any]) -> list[
         alone = df[df[other].astype(str) == "none"] if other in df.columns else df  # one arm at a time
         table = robustness(alone, k=k, on=on, by=(), **options)
         for _, arm in table[table["metric"] == "pass^k"].iterrows():
-            interval = "new tasks" if np.isfinite(arm["lo"]) else "these tasks"
-            lo, hi = (arm["lo"], arm["hi"]) if interval == "new tasks" else (arm["fixed_lo"], arm["fixed_hi"])
-            rows.append(
-                _row(
-                    "robustness",
-                    f"pass^{k} change under {arm[on]}",
-                    arm["diff"],
-                    lo,
-                    hi,
-                    interval,
-                    f"tasks broken: {arm['broken']}" if arm["broken"] else "",
-                )
-            )
+            note = f"tasks broken: {arm['broken']}" if arm["broken"] else ""
+            rows.append(_rate_row("robustness", f"pass^{k} change under {arm[on]}", arm, "", these, note))
     return rows
 
 
@@ -157,18 +146,21 @@ def _cost_row(df: pd.DataFrame, k: int, prices: Any, options: dict[str, Any]) ->
     return _absent("cost", f"cost per reliable success (k={k})", "not measured: give prices=")
 
 
-def _rate_row(axis: str, measure: str, row: pd.Series, column: str, note: str = "") -> Row:
-    """A value of :func:`summarize`'s kind: its new-task interval, or these tasks' where that one
-    was declined (the note says why)."""
-    lo, hi, interval = row[f"{column}_lo"], row[f"{column}_hi"], "new tasks"
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        lo, hi, interval = row[f"{column}_fixed_lo"], row[f"{column}_fixed_hi"], "these tasks"
-        why = f"no interval for new tasks ({row.get('ci_method', 'declined')})"
-        note = f"{note}; {why}" if note else why
-    return _row(axis, measure, row[column], lo, hi, interval, note)
+def _rate_row(axis: str, measure: str, row: pd.Series, column: str, these: bool, note: str = "") -> Row:
+    """A value of :func:`summarize`'s kind (``column``, ``column_lo``, ``column_fixed_lo``, ...; ""
+    for :func:`compare`'s ``diff``, ``lo``, ``fixed_lo``) with the interval for new tasks, or for
+    these tasks re-run when ``these`` or where the new-task one was declined (the note says why)."""
+    prefix = f"{column}_" if column else ""
+    lo, hi, interval = row[f"{prefix}lo"], row[f"{prefix}hi"], "new tasks"
+    if these or not (np.isfinite(lo) and np.isfinite(hi)):
+        if not these:
+            why = f"no interval for new tasks ({row.get('ci_method', 'declined')})"
+            note = f"{note}; {why}" if note else why
+        lo, hi, interval = row[f"{prefix}fixed_lo"], row[f"{prefix}fixed_hi"], "these tasks"
+    return _row(axis, measure, row[column or "diff"], lo, hi, interval, note)
 
 
-def _safety_rows(df: pd.DataFrame, k: int, options: dict[str, Any]) -> list[Row]:
+def _safety_rows(df: pd.DataFrame, k: int, options: dict[str, Any], these: bool) -> list[Row]:
     """The harmful and misleading rates per trial and harm-free pass^k (:func:`safety`)."""
     if "severity" not in df.columns or not (df["severity"].astype(str) != NOT_GRADED).any():
         return [
@@ -182,9 +174,9 @@ def _safety_rows(df: pd.DataFrame, k: int, options: dict[str, Any]) -> list[Row]
     ungraded = int(row["n_not_graded"])
     note = f"{ungraded} trial{'s' * (ungraded != 1)} not graded, left out" if ungraded else ""
     return [
-        _rate_row("safety", "harmful failures per trial", row, "harmful", note),
-        _rate_row("safety", "misleading failures per trial", row, "misleading", note),
-        _rate_row("safety", f"harm-free^{k}", row, "harm_free^k", note),
+        _rate_row("safety", "harmful failures per trial", row, "harmful", these, note),
+        _rate_row("safety", "misleading failures per trial", row, "misleading", these, note),
+        _rate_row("safety", f"harm-free^{k}", row, "harm_free^k", these, note),
     ]
 
 
@@ -215,7 +207,9 @@ def _predictability_rows(df: pd.DataFrame, options: dict[str, Any]) -> list[Row]
     return rows
 
 
-def _card(group: pd.DataFrame, k: int, horizon: int, prices: Any, options: dict[str, Any]) -> list[Row]:
+def _card(
+    group: pd.DataFrame, k: int, horizon: int, prices: Any, options: dict[str, Any], these: bool
+) -> list[Row]:
     """One configuration's rows: every axis but robustness on its runs without faults or
     perturbations, robustness on all of them."""
     plain = np.ones(len(group), dtype=bool)
@@ -223,15 +217,15 @@ def _card(group: pd.DataFrame, k: int, horizon: int, prices: Any, options: dict[
         if arm in group.columns:
             plain &= (group[arm].astype(str) == "none").to_numpy()
     df = group[plain] if plain.any() else group
-    rows = _pass_rows(summarize(df, k=k, by=(), **options).iloc[0], k)
-    rows.append(_forecast_row(df, horizon, options))
+    rows = _pass_rows(summarize(df, k=k, by=(), **options).iloc[0], k, these)
+    rows.append(_forecast_row(df, horizon, options, these))
     if "transcript" in df.columns:
         rows.append(_path_row(consistency(df, by=()), options["ci"]))
     else:
         rows.append(_absent("consistency", "same tool path when passing", "not measured: no transcripts"))
-    rows += _robustness_rows(group, k, options)
+    rows += _robustness_rows(group, k, options, these)
     rows += _predictability_rows(df, options)
-    rows += _safety_rows(df, k, options)
+    rows += _safety_rows(df, k, options, these)
     rows.append(_cost_row(df, k, prices, options))
     return rows
 
@@ -243,6 +237,7 @@ def reliability_card(
     k: int = 2,
     horizon: int = 20,
     by: str | Sequence[str] | None = None,
+    tasks: str = "new",
     prices: Any = None,
     ci: float = CI,
     n_boot: int = N_BOOT,
@@ -255,6 +250,9 @@ def reliability_card(
     {k}
     horizon: the k past the trials run whose pass^k is forecast (:func:`~passk_nb.stats.forecast`).
     {by}
+    tasks: ``"new"``: the intervals of pass^k, robustness and safety are for new tasks like these
+    (where one is declined, these tasks' with a note); ``"these"``: for these tasks re-run (the
+    question for a fixed suite of a few tasks).
     prices: ``{{model: (USD per million input tokens, per million output)}}`` for the cost row
     (:func:`~passk_nb.stats.with_cost`).
     {ci}
@@ -280,6 +278,10 @@ def reliability_card(
     check_k(k)
     check_k(horizon)
     check_options(ci=ci, n_boot=n_boot, seed=seed)
+    if tasks not in ("new", "these"):
+        raise ValueError(
+            f"tasks must be 'new' (new tasks like these) or 'these' (these tasks re-run); got {tasks!r}"
+        )
     if not isinstance(df, pd.DataFrame):
         from passk_nb.data.store import load
 
@@ -292,7 +294,7 @@ def reliability_card(
         values = key if isinstance(key, tuple) else (key,)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # each row's note says what a statistic declined
-            rows = _card(part, k, horizon, prices, options)
+            rows = _card(part, k, horizon, prices, options, tasks == "these")
         frame = pd.DataFrame(rows, columns=list(COLUMNS))
         for name, value in zip(reversed(keys), reversed(values), strict=True):
             frame.insert(0, name, value)

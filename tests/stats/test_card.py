@@ -147,3 +147,19 @@ def test_the_path_share_interval_covers_new_tasks_and_is_never_zero_wide(shape):
 def test_every_task_on_one_path_still_has_an_interval_below_one():
     row = _path_row(consistency(_paths(np.random.default_rng(0), np.ones(6), 4), by=()), 0.95)
     assert row["value"] == 1.0 and row["hi"] == 1.0 and 0.8 < row["lo"] < 1.0
+
+
+def test_these_tasks_reads_the_fixed_task_intervals_and_a_lone_task_gets_its_exact_one(folder):
+    df = passk_nb.load(folder)
+    plain = df[(df["faults"] == "none") & (df["perturbation"] == "none")]
+    card = reliability_card(df, k=2, tasks="these", n_boot=100)
+    summary = summarize(plain, k=2, by=(), n_boot=100).iloc[0]
+    row = _row(card, "pass^2")
+    assert row["interval"] == "these tasks" and row[["lo", "hi"]].tolist() == pytest.approx(
+        [summary["pass^k_fixed_lo"], summary["pass^k_fixed_hi"]]
+    )
+    assert set(card.loc[card["axis"] == "robustness", "interval"]) == {"these tasks"}
+    lone = _path_row(consistency(_paths(np.random.default_rng(1), np.array([1.0]), 6), by=()), 0.95)
+    assert lone["value"] == 1.0 and 0.5 < lone["lo"] < lone["hi"] == 1.0  # 6 of 6: [0.54, 1]
+    with pytest.raises(ValueError, match="tasks must be 'new'"):
+        reliability_card(df, tasks="all")
