@@ -79,8 +79,8 @@ def fixed_task_variance(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
     edges = lo, hi
     for _ in range(2):  # a coarse grid, then a fine one around its largest point
         grid = lo[:, None] + (hi - lo)[:, None] * _GRID
-        shape = grid.shape
-        values = estimator_variance(np.broadcast_to(cn[:, None], shape), np.zeros(shape), k, grid)
+        # n as a column: the terms free of p are computed once per cell, not once per grid point
+        values = estimator_variance(cn[:, None], np.zeros((cn.size, 1)), k, grid)
         best = grid[np.arange(len(grid)), np.argmax(np.nan_to_num(values, nan=-1.0), axis=1)]
         step = (hi - lo) / (_GRID.size - 1)
         lo, hi = np.maximum(best - step, edges[0]), np.minimum(best + step, edges[1])
