@@ -463,3 +463,27 @@ def test_counts_of_a_folder_is_counts_of_its_records(tmp_path) -> None:
     pd.testing.assert_frame_equal(counts(tmp_path, by=BY), counts(load(tmp_path), by=BY))
     with pytest.raises(ValueError, match=r"engine must be one of \['auto', 'duckdb', 'pandas'\]"):
         counts(tmp_path, engine="spark")
+
+
+def test_curve_evaluates_the_fixed_task_variance_once_per_k(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Speed (#47 §3): pass@k's cells (n, n − c) and pass^k's (n, c) go through one call per k, so
+    the cells they share are computed once; the values stay those of each k's summarize."""
+    from passk_nb.stats import summary
+
+    calls = []
+    original = summary.fixed_task_variance
+
+    def counted(n, c, k):  # type: ignore[no-untyped-def]
+        calls.append(k)
+        return original(n, c, k)
+
+    monkeypatch.setattr(summary, "fixed_task_variance", counted)
+    df = suite(4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = curve(df, ks=[1, 2, 3], by=BY)
+        monkeypatch.setattr(summary, "fixed_task_variance", original)
+        expected = summarize(df, k=2, by=BY)
+    assert sorted(calls) == [1, 2, 3]
+    at_2 = got[(got["k"] == 2) & (got["metric"] == "pass^k")]["se_fixed"].to_numpy()
+    np.testing.assert_array_equal(at_2, expected["pass^k_se_fixed"].to_numpy())

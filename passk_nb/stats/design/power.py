@@ -199,7 +199,7 @@ def simulated_power(
         # compare's per-task pass^k and fixed-task variance (PairedTasks.from_counts), looked up
         # by successes: every task of a design has the same trials
         n, c = np.full(trials + 1, trials), np.arange(trials + 1)
-        value, variance = pass_hat_k(n, c, k), fixed_task_variance(n, c, k)
+        value, variance = np.asarray(pass_hat_k(n, c, k)), fixed_task_variance(n, c, k)
         parts.append((value[c_b.ravel()] - value[c_a.ravel()], variance[c_a.ravel()] + variance[c_b.ravel()]))
         sizes.append(len(p_a))
     diff, floor = (np.concatenate(column) for column in zip(*parts, strict=True))
