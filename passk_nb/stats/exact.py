@@ -220,9 +220,12 @@ def _fisher_varying(tables: np.ndarray) -> np.ndarray:
         hi[searching] = np.where(fails, mid, hi[searching])
         lo[searching] = np.where(fails, lo[searching], mid + 1)
     last = lo - 1  # below: the last x ≥ mode at or above the threshold; above: the last x ≤ mode below it
-    p_below = dist.cdf(c_a) + dist.sf(last)
-    p_above = dist.sf(c_a - 1) + dist.cdf(last)
-    p = np.minimum(np.where(below, p_below, p_above), 1.0)
+    # each table's two tails: the near one from its count, the far one from the bisection's end
+    p = np.empty(len(tables))
+    for side, near, far in ((below, hypergeom.cdf, hypergeom.sf), (~below, hypergeom.sf, hypergeom.cdf)):
+        args = total[side], n_a[side], successes[side]
+        p[side] = near(np.where(below, c_a, c_a - 1)[side], *args) + far(last[side], *args)
+    p = np.minimum(p, 1.0)
 
     ties_mode = np.abs(p_exact - p_mode) / np.maximum(p_exact, p_mode) <= _RELATIVE_TIE
     return np.where(ties_mode, 1.0, p)
