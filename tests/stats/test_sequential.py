@@ -25,6 +25,7 @@ from passk_nb.stats.design import (
     bound,
     budgets,
     decide,
+    decisions,
     fixed_look,
     gains,
     interval,
@@ -533,6 +534,7 @@ def test_one_search_per_distinct_cell_leaves_decide_and_allocate_unchanged(seed,
     fast = looks()
     every = lambda n, c, w, lams: (np.arange(len(w)), np.arange(len(w)))  # noqa: E731
     monkeypatch.setattr(sequence, "_distinct", every)
+    monkeypatch.setattr(decisions, "_LOOKS", {})  # computed afresh, not read from the first pass
     for got, expected in zip(fast, looks(), strict=True):
         pd.testing.assert_frame_equal(got, expected, check_exact=True)
 
@@ -559,3 +561,27 @@ def test_spread_takes_the_same_steps_as_a_full_sort() -> None:
         order = np.argsort(-flat, kind="stable")[:steps]
         expected = np.bincount(order[flat[order] > -np.inf] // steps, minlength=cells)
         np.testing.assert_array_equal(got, expected)
+
+
+def test_allocate_after_decide_reads_the_same_status(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A look asks decide() then allocate() of the same counts (#47 §3): the bounds are searched
+    once; other counts, or another question, are computed afresh."""
+    from passk_nb.stats.design import decisions as module
+
+    monkeypatch.setattr(module, "_LOOKS", {})
+    searched = []
+    original = module._status
+
+    def counted(*args):  # type: ignore[no-untyped-def]
+        searched.append(args[-1])
+        return original(*args)
+
+    monkeypatch.setattr(module, "_status", counted)
+    table = _rounds_table(0, 40, 2)
+    one = table[table["prompt_name"] == "a"]
+    decide(one, "precision=0.1")
+    allocate(one, "precision=0.1")
+    assert len(searched) == 1
+    allocate(one, "precision=0.2")
+    allocate(one.assign(**{"c@1": 0, "c": one["c@0"]}), "precision=0.1")
+    assert len(searched) == 3
