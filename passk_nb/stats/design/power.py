@@ -59,19 +59,24 @@ def halfwidths(
     True
     """
     parts = []
-    for i, (tasks, trials) in enumerate(designs):
+    for tasks, trials in designs:
         rng = np.random.default_rng([seed, tasks, trials])
         suites = min(max(100, -(-n_sim // tasks)), 1000)
         c = rng.binomial(trials, pop.sample((suites, tasks), rng)).ravel()
-        parts.append((np.full(c.size, i), np.repeat(np.arange(suites), tasks), np.full(c.size, trials), c))
-    design, sim, n, c = (np.concatenate(column) for column in zip(*parts, strict=True))
-    table = pd.DataFrame({"design": design, "sim": sim, "task": np.arange(design.size), "n": n, "c": c})
+        parts.append((np.full(suites, tasks), np.full(c.size, trials), c))
+    tasks_of, n, c = (np.concatenate(column) for column in zip(*parts, strict=True))
+    # one key column (the suite, numbered design by design) and the task's place in its suite:
+    # the counts layer factorises a few thousand values, not one per simulated task
+    per_design = [len(part[0]) for part in parts]
+    suite = np.repeat(np.arange(tasks_of.size), tasks_of)
+    task = np.arange(suite.size) - np.repeat(np.cumsum(tasks_of) - tasks_of, tasks_of)
+    table = pd.DataFrame({"suite": suite, "task": task, "n": n, "c": c})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # a declined interval is the prediction: NaN
-        out = summarize(table, k=k, by=("design", "sim"), ci=ci)
+        out = summarize(table, k=k, by=("suite",), ci=ci)
     widths = pd.DataFrame(
         {
-            "design": out["design"],
+            "design": np.repeat(np.arange(len(designs)), per_design)[out["suite"].to_numpy()],
             "new": out["pass^k_hi"] - out["pass^k_lo"],
             "these": out["pass^k_fixed_hi"] - out["pass^k_fixed_lo"],
         }
