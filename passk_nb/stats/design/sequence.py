@@ -295,6 +295,8 @@ def _distinct(n: np.ndarray, c: np.ndarray, w: np.ndarray, lams: np.ndarray) -> 
     round, weight and tilts have the same dual term, so minimising it once serves them all (a
     suite of 1,000 tasks holds a few dozen distinct ones)."""
     key = np.column_stack([n, c, w, np.broadcast_to(lams, n.shape)])
+    if not len(key):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     order = np.lexsort(key.T[::-1])
     starts = np.r_[True, np.any(key[order[1:]] != key[order[:-1]], axis=1)]
     inverse = np.empty(len(key), dtype=np.int64)
