@@ -15,7 +15,13 @@ before the run; target ≥ 100×). Checks that the p-values are equal to scipy's
 reports how many are bit-identical) and the flips frames equal. Prints times and ratios
 measured in this run.
 
-    python benchmarks/bench_flips.py [--tasks 10000]
+Then flips() beside summarize() on the same rows of the leaderboard shape of
+``bench_scale.py`` (1,000 tasks × 20 configurations × n trials, ``--scale-rows``, default 1M:
+50 trials per task and arm; 10M: 500), both timed in this run. Target (issue 47): linear in the
+rows, ≤ 2× one summarize. Before #47, Tarone's screen tested every split of every margin: at 200
+trials per arm (400k rows of two arms) flips took 41 s against 0.09 s for summarize.
+
+    python benchmarks/bench_flips.py [--tasks 10000] [--scale-rows 1000000]
 """
 
 from __future__ import annotations
@@ -119,12 +125,44 @@ def best_time(fn, repeats: int) -> tuple[tuple[float, float], object]:
     return (wall, cpu), result
 
 
+def beside_summarize(rows: int, repeats: int) -> None:
+    """flips() and summarize(k=2, n_boot=0) on the same rows, interleaved, best CPU of ``repeats``."""
+    import os
+    import warnings
+
+    from bench_counts import best_of
+    from bench_scale import BY, scale_frame
+
+    from passk_nb.stats.summary import summarize
+
+    warnings.simplefilter("ignore")
+    df = scale_frame(rows)
+    a, b = "000000000000", "000000000001"
+    paired.flips(df.iloc[:: max(1, rows // 20_000)], a=a, b=b)  # warm-up
+    times = best_of(
+        {
+            "summarize": lambda: summarize(df, k=2, by=BY, n_boot=0),
+            "flips": lambda: paired.flips(df, a=a, b=b),
+        },
+        repeats,
+    )
+    (s_wall, s_cpu), (f_wall, f_cpu) = times["summarize"], times["flips"]
+    print(f"{rows:,} rows (1,000 tasks × 20 configurations), load {os.getloadavg()[0]:.1f}:")
+    print(
+        f"  summarize {s_cpu:.3f} s CPU ({s_wall:.3f} s wall); flips {f_cpu:.3f} s CPU ({f_wall:.3f} s wall)"
+    )
+    print(f"  flips / summarize: {f_cpu / s_cpu:.2f}× CPU (target ≤ 2×)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5, help="runs of the fast routes (best taken)")
     parser.add_argument("--tasks", type=int, default=TASKS, help=f"tasks (default {TASKS:,})")
+    parser.add_argument("--scale-rows", type=int, default=1_000_000, help="rows beside summarize (0: skip)")
     args = parser.parse_args()
 
+    if args.scale_rows:
+        beside_summarize(args.scale_rows, args.repeats)
     df = trial_frame(tasks=args.tasks)
     print(f"{len(df):,} trial rows: {args.tasks:,} tasks × 2 prompts × {TRIALS} trials")
     vectorised(paired_counts(df.head(2_000)))  # warm-up

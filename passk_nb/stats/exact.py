@@ -67,12 +67,8 @@ def fisher_exact_2x2(c_a: ArrayLike, n_a: ArrayLike, c_b: ArrayLike, n_b: ArrayL
     # A zero margin (an arm without trials, no success or no failure at all): p = 1.
     p = np.ones(len(tables))
     varies = (n_a_ > 0) & (n_b_ > 0) & (successes > 0) & (successes < n_a_ + n_b_)
-    todo = np.flatnonzero(varies)
-    width = int(np.minimum(successes, n_a_)[todo].max(initial=0)) + 1  # the widest support
-    step = max(1, _CHUNK_CELLS // width)
-    for start in range(0, todo.size, step):
-        rows = todo[start : start + step]
-        p[rows] = _fisher_varying(tables[rows])
+    if varies.any():
+        p[varies] = _fisher_varying(tables[varies])
     return p[inverse.ravel()].reshape(shape)
 
 
@@ -208,23 +204,28 @@ def _fisher_varying(tables: np.ndarray) -> np.ndarray:
     p_exact, p_mode = dist.pmf(c_a), dist.pmf(mode)
     threshold = p_exact * (1 + _RELATIVE_TIE)
 
-    # Probabilities of every x in the support, one row per table (x past the support: 0).
-    offsets = np.arange(int((high - low).max()) + 1)
-    x = low[:, None] + offsets
-    in_support = x <= high[:, None]
-    pmf = np.where(in_support, dist.pmf(np.minimum(x, high[:, None]).T).T, 0.0)
-
     # Observed count below the mode: the far tail is every x beyond the last x ≥ mode whose
     # probability reaches the threshold. Above the mode: every x up to the last x ≤ mode whose
-    # probability stays at or below it. (scipy finds the same x by binary search.)
+    # probability stays at or below it. The probability falls away from the mode on both sides,
+    # so each end is found by bisection, as scipy finds it: a few probabilities per table, not one
+    # per x of the support (whose length grows with the trials).
     below = c_a < mode
-    beyond_mode = in_support & (x >= mode[:, None])
-    up_to_mode = in_support & (x <= mode[:, None])
-    last_high = mode + (beyond_mode & (pmf >= threshold[:, None])).sum(axis=1) - 1
-    last_low = low + (up_to_mode & (pmf <= threshold[:, None])).sum(axis=1) - 1
-    p_below = dist.cdf(c_a) + dist.sf(last_high)
-    p_above = dist.sf(c_a - 1) + dist.cdf(last_low)
-    p = np.minimum(np.where(below, p_below, p_above), 1.0)
+    start = np.where(below, mode, low)  # the side searched: [mode, high] below, [low, mode] above
+    stop = np.where(below, high, mode) + 1
+    lo, hi = start.copy(), stop.copy()  # the first x in [start, stop) where the side's test fails
+    while (searching := np.flatnonzero(lo < hi)).size:
+        mid = (lo[searching] + hi[searching]) // 2
+        pmf = hypergeom.pmf(mid, total[searching], n_a[searching], successes[searching])
+        fails = np.where(below[searching], pmf < threshold[searching], pmf > threshold[searching])
+        hi[searching] = np.where(fails, mid, hi[searching])
+        lo[searching] = np.where(fails, lo[searching], mid + 1)
+    last = lo - 1  # below: the last x ≥ mode at or above the threshold; above: the last x ≤ mode below it
+    # each table's two tails: the near one from its count, the far one from the bisection's end
+    p = np.empty(len(tables))
+    for side, near, far in ((below, hypergeom.cdf, hypergeom.sf), (~below, hypergeom.sf, hypergeom.cdf)):
+        args = total[side], n_a[side], successes[side]
+        p[side] = near(np.where(below, c_a, c_a - 1)[side], *args) + far(last[side], *args)
+    p = np.minimum(p, 1.0)
 
     ties_mode = np.abs(p_exact - p_mode) / np.maximum(p_exact, p_mode) <= _RELATIVE_TIE
     return np.where(ties_mode, 1.0, p)

@@ -87,9 +87,9 @@ def fixed_task_variance(
     edges = lo, hi
     for _ in range(2):  # a coarse grid, then a fine one around its largest point
         grid = lo[:, None] + (hi - lo)[:, None] * _GRID
-        shape = grid.shape
+        # n as a column: the terms free of p are computed once per cell, not once per grid point
         rerun = cn if trials is None else np.full_like(cn, trials)
-        values = estimator_variance(np.broadcast_to(rerun[:, None], shape), np.zeros(shape), k, grid)
+        values = estimator_variance(rerun[:, None], np.zeros((cn.size, 1)), k, grid)
         best = grid[np.arange(len(grid)), np.argmax(np.nan_to_num(values, nan=-1.0), axis=1)]
         step = (hi - lo) / (_GRID.size - 1)
         lo, hi = np.maximum(best - step, edges[0]), np.minimum(best + step, edges[1])

@@ -597,7 +597,8 @@ def _summary(
     )
 
     def per_pair(variance: Callable[[np.ndarray, np.ndarray, int], np.ndarray]) -> np.ndarray:
-        both = [np.column_stack([variance(pn, pn - pc, k), variance(pn, pc, k)]) for k in ks]
+        # pass@k's (n, n − c) and pass^k's (n, c) in one call: cells common to both computed once
+        both = [variance(np.r_[pn, pn], np.r_[pn - pc, pc], k).reshape(2, -1).T for k in ks]
         return np.where(pair_covered[:, :, None], np.stack(both, axis=1), 0.0)[cell_pair]
 
     pair_values = np.where(pair_covered[:, :, None], pair_values, 0.0)

@@ -323,6 +323,45 @@ def test_flips_p_values_equal_the_scipy_loop(seed: int) -> None:
     np.testing.assert_array_equal(got["tested"], expected["tested"])
 
 
+@pytest.mark.parametrize("test", ["fisher", "boschloo"])
+def test_tarones_bound_from_the_support_ends_equals_the_minimum_over_every_split(test: str) -> None:
+    """Speed (#47 §3): Tarone's bound from the two ends of each margin's support, not every split."""
+    from passk_nb.stats.exact import boschloo_exact_2x2, fisher_exact_2x2
+    from passk_nb.stats.paired import _tests
+
+    exact = fisher_exact_2x2 if test == "fisher" else boschloo_exact_2x2
+    rng = np.random.default_rng(7)
+    top = 40 if test == "fisher" else 9
+    n_a, n_b = rng.integers(1, top, size=(2, 80))
+    c_a, c_b = rng.binomial(n_a, 0.5), rng.binomial(n_b, rng.random(80))
+    _, _, bound = _tests(test, np.column_stack([c_a, n_a, c_b, n_b]))
+    every_split = [
+        min(float(exact(x, a, s - x, b)) for x in range(max(0, s - b), min(a, s) + 1))
+        for a, b, s in zip(n_a, n_b, c_a + c_b, strict=True)
+    ]
+    # Fisher's p of a table does not depend on the others in its call; Boschloo's sums a matrix
+    # product whose rounding does (one ulp)
+    np.testing.assert_allclose(bound, every_split, rtol=0 if test == "fisher" else 1e-14, atol=0)
+
+
+def test_flips_tests_a_bounded_number_of_tables_per_task(monkeypatch: pytest.MonkeyPatch) -> None:
+    """flips() at 10M rows did not finish (#47 §3): Tarone's bound tested every split of every
+    margin, a number of tables that grows with the trials. Now at most four tables per task."""
+    from passk_nb.stats import paired
+
+    tables = []
+
+    def counted(c_a, n_a, c_b, n_b):  # type: ignore[no-untyped-def]
+        tables.append(np.size(c_a))
+        return fisher_exact(c_a, n_a, c_b, n_b)
+
+    fisher_exact = paired._EXACT["fisher"]
+    monkeypatch.setitem(paired._EXACT, "fisher", counted)
+    df = suite(3, tasks=20, trials=120, infra=0.0)
+    out = flips(df, a="p1", b="p2")
+    assert sum(tables) <= 4 * len(out)
+
+
 def per_task_summary(table: pd.DataFrame, k: int, method: str, ci: float = 0.95) -> pd.DataFrame:
     """The population interval of each model at k the straightforward way: one array of per-task
     values over the covered tasks (n ≥ k) into the per-task korn_graubard / student_t (what
@@ -424,3 +463,27 @@ def test_counts_of_a_folder_is_counts_of_its_records(tmp_path) -> None:
     pd.testing.assert_frame_equal(counts(tmp_path, by=BY), counts(load(tmp_path), by=BY))
     with pytest.raises(ValueError, match=r"engine must be one of \['auto', 'duckdb', 'pandas'\]"):
         counts(tmp_path, engine="spark")
+
+
+def test_curve_evaluates_the_fixed_task_variance_once_per_k(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Speed (#47 §3): pass@k's cells (n, n − c) and pass^k's (n, c) go through one call per k, so
+    the cells they share are computed once; the values stay those of each k's summarize."""
+    from passk_nb.stats import summary
+
+    calls = []
+    original = summary.fixed_task_variance
+
+    def counted(n, c, k):  # type: ignore[no-untyped-def]
+        calls.append(k)
+        return original(n, c, k)
+
+    monkeypatch.setattr(summary, "fixed_task_variance", counted)
+    df = suite(4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = curve(df, ks=[1, 2, 3], by=BY)
+        monkeypatch.setattr(summary, "fixed_task_variance", original)
+        expected = summarize(df, k=2, by=BY)
+    assert sorted(calls) == [1, 2, 3]
+    at_2 = got[(got["k"] == 2) & (got["metric"] == "pass^k")]["se_fixed"].to_numpy()
+    np.testing.assert_array_equal(at_2, expected["pass^k_se_fixed"].to_numpy())

@@ -60,11 +60,41 @@ def test_symmetric_tables_count_both_tails() -> None:
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=0)
 
 
-def test_many_tables_in_small_chunks_give_the_same_values(monkeypatch: pytest.MonkeyPatch) -> None:
-    tables = every_table(6)
-    whole = fisher_exact_2x2(*tables.T)
-    monkeypatch.setattr("passk_nb.stats.exact._CHUNK_CELLS", 5)
-    np.testing.assert_array_equal(fisher_exact_2x2(*tables.T), whole)
+def full_support_fisher(tables: np.ndarray) -> np.ndarray:
+    """The algorithm fisher_exact_2x2 ran before its bisection: the probability of every x of each
+    table's support, then the tails counted (one probability per x: quadratic in the trials)."""
+    c_a, n_a, c_b, n_b = tables.T
+    total, successes = n_a + n_b, c_a + c_b
+    p = np.ones(len(tables))
+    varies = (n_a > 0) & (n_b > 0) & (successes > 0) & (successes < total)
+    c_a, n_a, total, successes = c_a[varies], n_a[varies], total[varies], successes[varies]
+    dist = sps.hypergeom(total, n_a, successes)
+    low, high = np.maximum(0, successes - n_b[varies]), np.minimum(successes, n_a)
+    mode = (successes + 1) * (n_a + 1) // (total + 2)
+    p_exact, p_mode = dist.pmf(c_a), dist.pmf(mode)
+    threshold = p_exact * (1 + 1e-14)
+    x = low[:, None] + np.arange(int((high - low).max()) + 1)
+    in_support = x <= high[:, None]
+    pmf = np.where(in_support, dist.pmf(np.minimum(x, high[:, None]).T).T, 0.0)
+    last_high = mode + (in_support & (x >= mode[:, None]) & (pmf >= threshold[:, None])).sum(axis=1) - 1
+    last_low = low + (in_support & (x <= mode[:, None]) & (pmf <= threshold[:, None])).sum(axis=1) - 1
+    below = c_a < mode
+    tails = np.where(below, dist.cdf(c_a) + dist.sf(last_high), dist.sf(c_a - 1) + dist.cdf(last_low))
+    ties = np.abs(p_exact - p_mode) / np.maximum(p_exact, p_mode) <= 1e-14
+    p[varies] = np.where(ties, 1.0, np.minimum(tails, 1.0))
+    return p
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_bisection_gives_the_full_support_p_values_bit_for_bit(seed: int) -> None:
+    """Speed (#47 §3): each tail's end found by bisection, a few probabilities per table instead of
+    one per x of the support, and the p-values unchanged, bit for bit."""
+    rng = np.random.default_rng(seed)
+    n_a, n_b = rng.integers(1, 300, size=(2, 400))
+    c_a = rng.binomial(n_a, rng.random(400))
+    c_b = rng.binomial(n_b, np.where(np.arange(400) % 2, c_a / n_a, rng.random(400)))
+    tables = np.vstack([every_table(7), np.column_stack([c_a, n_a, c_b, n_b])])
+    np.testing.assert_array_equal(fisher_exact_2x2(*tables.T), full_support_fisher(tables))
 
 
 def test_shapes_broadcast() -> None:

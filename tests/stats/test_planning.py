@@ -442,3 +442,53 @@ def test_plan_trials_refuses_what_no_fixed_design_answers(question: str, message
     two = pd.concat([pilot.assign(arm="a"), pilot.assign(arm="b")])
     with pytest.raises(ValueError, match=message):
         plan_trials(two if question.startswith("compare") else pilot, question)
+
+
+def _power_through_compare(joints, k, designs, alpha=0.05, suites=800, seed=0):  # type: ignore[no-untyped-def]
+    """simulated_power as it was: every suite through compare's whole frame (PairedTasks.from_counts,
+    paired_frame, differs), every design's p drawn afresh."""
+    from passk_nb.stats.design.population import shifted
+    from passk_nb.stats.paired import PairedTasks, differs, paired_frame
+    from passk_nb.stats.params import MIN_TASKS, N_BOOT, PAIRED_METHOD
+
+    normals, parts, sizes = {}, [], []
+    for (tasks, trials), arms in zip(designs, joints, strict=True):
+        if tasks not in normals:
+            rng = np.random.default_rng([seed, 2, tasks])
+            size = (min(suites, max(200, 64_000 // tasks)), tasks)
+            normals[tasks] = (rng.standard_normal(size), rng.standard_normal(size))
+        p_a, p_b = arms.sample(*normals[tasks])
+        rng = np.random.default_rng([seed, 2, tasks, trials])
+        c_a, c_b = rng.binomial(trials, p_a), rng.binomial(trials, shifted(p_b, arms.shift))
+        parts.append((np.full(c_a.size, trials), c_a.ravel(), c_b.ravel()))
+        sizes.append(len(p_a))
+    n, c_a, c_b = (np.concatenate(column) for column in zip(*parts, strict=True))
+    gid = np.repeat(np.arange(sum(sizes)), np.repeat([tasks for tasks, _ in designs], sizes))
+    paired = PairedTasks.from_counts(
+        ("group",), k, gid, pd.DataFrame({"group": np.arange(sum(sizes))}), n, c_a, n, c_b
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        frame = paired_frame(
+            paired, ci=1 - alpha, n_boot=N_BOOT, seed=seed, method=PAIRED_METHOD, min_tasks=MIN_TASKS
+        )
+    new, _ = differs(frame[frame["metric"] == "pass^k"].sort_values("group"))
+    power = np.bincount(np.repeat(np.arange(len(designs)), sizes), new, len(designs)) / np.asarray(sizes)
+    return np.where([tasks < MIN_TASKS for tasks, _ in designs], np.nan, power)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_simulated_power_equals_compares_whole_frame(seed: int) -> None:
+    """Speed (#47 §2): simulated_power reads compare's pass^k interval without building compare's
+    frame, and the designs of one T share their arms' draws; the powers are the same, bit for bit."""
+    from passk_nb.stats.design import simulated_power, two_arms
+
+    rng = np.random.default_rng(seed)
+    pop = Population(mixture=Mixture(rng.uniform(0, 0.3), rng.uniform(0, 0.2), 2.0, 1.0))
+    other = Population(atoms=rng.beta(2, 1, 30))
+    designs = [(40, 2), (40, 5), (120, 3), (3, 4), (120, 8)]
+    joint = two_arms(pop, other, 2, 0.05, 0.6)
+    joints = [two_arms(pop, other, 2, d, 0.6) for d in (0.02, 0.05, 0.08, 0.05, 0.1)]
+    for given in (joint, joints):
+        expected = _power_through_compare([given] * 5 if given is joint else given, 2, designs, seed=seed)
+        np.testing.assert_array_equal(simulated_power(given, 2, designs, seed=seed), expected)

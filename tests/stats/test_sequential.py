@@ -25,6 +25,7 @@ from passk_nb.stats.design import (
     bound,
     budgets,
     decide,
+    decisions,
     fixed_look,
     gains,
     interval,
@@ -500,3 +501,87 @@ def test_round_trials_caps_each_cell_and_gives_the_rest_of_the_round_elsewhere()
     assert round_trials(gain, n, 6, 2).tolist() == [12, 0, 0]  # no cap: the best cell takes all
     capped = round_trials(gain, n, 6, 2, final=13)
     assert capped.tolist() == [3, 3, 3] and capped.max() <= 3
+
+
+def _rounds_table(seed: int, tasks: int, rounds: int) -> pd.DataFrame:
+    """A counts table with rounds (``n@r``/``c@r``): two prompts, half the tasks topped up each round."""
+    rng = np.random.default_rng(seed)
+    rows = {"prompt_name": np.repeat(["a", "b"], tasks), "task": np.tile([f"t{t}" for t in range(tasks)], 2)}
+    p = rng.beta(2, 1, 2 * tasks)
+    for r in range(rounds):
+        n = np.full(2 * tasks, 2) if r == 0 else np.where(rng.random(2 * tasks) < 0.5, 2, 0)
+        rows |= {f"n@{r}": n, f"c@{r}": rng.binomial(n, p)}
+    table = pd.DataFrame(rows)
+    n_cols, c_cols = table.filter(like="n@"), table.filter(like="c@")
+    return table.assign(n=n_cols.sum(axis=1).to_numpy(), c=c_cols.sum(axis=1).to_numpy())
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_one_search_per_distinct_cell_leaves_decide_and_allocate_unchanged(seed, monkeypatch) -> None:
+    """Speed (#47 §3): bound() and the minimisers search each distinct (counts, weight, tilts) cell
+    once; with every cell taken as distinct (the search as it was) every number is the same, bit
+    for bit, with and without rounds."""
+    tables = [_rounds_table(seed, 120, rounds) for rounds in (1, 3)]
+    questions = ["precision=0.05 k=2", "gate=0.6", "compare=prompt_name:a,b precision=0.1"]
+
+    def looks() -> list[pd.DataFrame]:
+        out = []
+        for table, q in ((t, q) for t in tables for q in questions):
+            one = table if q.startswith("compare") else table[table["prompt_name"] == "a"]
+            out += [decide(one, q), allocate(one, q)]
+        return out
+
+    fast = looks()
+    every = lambda n, c, w, lams: (np.arange(len(w)), np.arange(len(w)))  # noqa: E731
+    monkeypatch.setattr(sequence, "_distinct", every)
+    monkeypatch.setattr(decisions, "_LOOKS", {})  # computed afresh, not read from the first pass
+    for got, expected in zip(fast, looks(), strict=True):
+        pd.testing.assert_frame_equal(got, expected, check_exact=True)
+
+
+def test_spread_takes_the_same_steps_as_a_full_sort() -> None:
+    """spread() sorts only the marginal gains at or above the round's cut (#47 §3): the same steps,
+    ties in cell order, as sorting all of them."""
+    from passk_nb.stats.design.allocation import spread
+
+    rng = np.random.default_rng(5)
+    for _ in range(30):
+        cells, steps = int(rng.integers(1, 40)), int(rng.integers(1, 60))
+        gain = rng.choice([0.0, 0.5, 1.0, np.inf, 0.25], cells)  # ties on purpose
+        n = rng.integers(0, 5, cells) * 2
+        got = spread(gain, n, steps, 2)
+        j = np.arange(steps)[None, :]
+        g, n_ = gain[:, None], np.maximum(n, 1.0)[:, None]
+        marginal = np.where(
+            np.isinf(g),
+            np.where(j == 0, np.inf, -np.inf),
+            np.where(np.isinf(g), 0.0, g) * (n_ / (n_ + j * 2)) ** 1.5,
+        )
+        flat = np.where(np.isfinite(marginal) & (marginal <= 0), -np.inf, marginal).ravel()
+        order = np.argsort(-flat, kind="stable")[:steps]
+        expected = np.bincount(order[flat[order] > -np.inf] // steps, minlength=cells)
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_allocate_after_decide_reads_the_same_status(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A look asks decide() then allocate() of the same counts (#47 §3): the bounds are searched
+    once; other counts, or another question, are computed afresh."""
+    from passk_nb.stats.design import decisions as module
+
+    monkeypatch.setattr(module, "_LOOKS", {})
+    searched = []
+    original = module._status
+
+    def counted(*args):  # type: ignore[no-untyped-def]
+        searched.append(args[-1])
+        return original(*args)
+
+    monkeypatch.setattr(module, "_status", counted)
+    table = _rounds_table(0, 40, 2)
+    one = table[table["prompt_name"] == "a"]
+    decide(one, "precision=0.1")
+    allocate(one, "precision=0.1")
+    assert len(searched) == 1
+    allocate(one, "precision=0.2")
+    allocate(one.assign(**{"c@1": 0, "c": one["c@0"]}), "precision=0.1")
+    assert len(searched) == 3

@@ -191,7 +191,14 @@ def spread(
     if limit is not None:
         marginal = np.where(j < np.asarray(limit)[:, None], marginal, -np.inf)
     flat = np.where(np.isfinite(marginal) & (marginal <= 0), -np.inf, marginal).ravel()
-    order = np.argsort(-flat, kind="stable")[:steps]
+    # the `steps` largest, ties in cell order: only the values at or above the steps-th largest
+    # are sorted (a round of one step per cell would otherwise sort cells² values)
+    top = (
+        np.flatnonzero(flat >= np.partition(flat, flat.size - steps)[flat.size - steps])
+        if steps < flat.size
+        else np.arange(flat.size)
+    )
+    order = top[np.argsort(-flat[top], kind="stable")][:steps]
     order = order[flat[order] > -np.inf]
     return np.bincount(order // steps, minlength=gain.size)
 

@@ -183,8 +183,16 @@ class TwoArms:
     def sample(self, z_a: np.ndarray, noise: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(p_a, p_b) of tasks from their standard normals (z_a and the independent part of z_b),
         arm b *not yet shifted* (the caller shifts it)."""
+        return self.sample_a(z_a), self.sample_b(z_a, noise)
+
+    def sample_a(self, z_a: np.ndarray) -> np.ndarray:
+        """Arm a's p of tasks from their standard normals (the first of :meth:`sample`)."""
+        return self.a.quantile(sps.norm.cdf(z_a))
+
+    def sample_b(self, z_a: np.ndarray, noise: np.ndarray) -> np.ndarray:
+        """Arm b's p, not yet shifted (the second of :meth:`sample`)."""
         z_b = self.r * z_a + np.sqrt(1 - self.r**2) * noise
-        return self.a.quantile(sps.norm.cdf(z_a)), self.b.quantile(sps.norm.cdf(z_b))
+        return self.b.quantile(sps.norm.cdf(z_b))
 
 
 def two_arms(pop_a: Population, pop_b: Population, k: int, diff: float, rho: float) -> TwoArms | None:

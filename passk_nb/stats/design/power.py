@@ -18,7 +18,8 @@ import pandas as pd
 from scipy import stats as sps
 
 from passk_nb.stats.design.population import Population, TwoArms, reach, shifted, two_arms
-from passk_nb.stats.paired import PairedTasks, differs, paired_frame
+from passk_nb.stats.estimators import pass_hat_k
+from passk_nb.stats.intervals import fixed_task_variance, population_interval
 from passk_nb.stats.params import CI, MIN_TASKS, N_BOOT, PAIRED_METHOD, SEED
 from passk_nb.stats.summary import summarize
 
@@ -58,19 +59,24 @@ def halfwidths(
     True
     """
     parts = []
-    for i, (tasks, trials) in enumerate(designs):
+    for tasks, trials in designs:
         rng = np.random.default_rng([seed, tasks, trials])
         suites = min(max(100, -(-n_sim // tasks)), 1000)
         c = rng.binomial(trials, pop.sample((suites, tasks), rng)).ravel()
-        parts.append((np.full(c.size, i), np.repeat(np.arange(suites), tasks), np.full(c.size, trials), c))
-    design, sim, n, c = (np.concatenate(column) for column in zip(*parts, strict=True))
-    table = pd.DataFrame({"design": design, "sim": sim, "task": np.arange(design.size), "n": n, "c": c})
+        parts.append((np.full(suites, tasks), np.full(c.size, trials), c))
+    tasks_of, n, c = (np.concatenate(column) for column in zip(*parts, strict=True))
+    # one key column (the suite, numbered design by design) and the task's place in its suite:
+    # the counts layer factorises a few thousand values, not one per simulated task
+    per_design = [len(part[0]) for part in parts]
+    suite = np.repeat(np.arange(tasks_of.size), tasks_of)
+    task = np.arange(suite.size) - np.repeat(np.cumsum(tasks_of) - tasks_of, tasks_of)
+    table = pd.DataFrame({"suite": suite, "task": task, "n": n, "c": c})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # a declined interval is the prediction: NaN
-        out = summarize(table, k=k, by=("design", "sim"), ci=ci)
+        out = summarize(table, k=k, by=("suite",), ci=ci)
     widths = pd.DataFrame(
         {
-            "design": out["design"],
+            "design": np.repeat(np.arange(len(designs)), per_design)[out["suite"].to_numpy()],
             "new": out["pass^k_hi"] - out["pass^k_lo"],
             "these": out["pass^k_fixed_hi"] - out["pass^k_fixed_lo"],
         }
@@ -158,9 +164,10 @@ def simulated_power(
 ) -> np.ndarray:
     """The power of :func:`compare`'s new-task decision at two-sided level ``alpha``, for each
     design (tasks T, trials n): the share of two-arm suites drawn from ``joint`` in which compare's
-    interval excludes 0. The suites go through compare's own paired machinery
-    (:meth:`PairedTasks.from_counts`, :func:`paired_frame`, :func:`differs`), so the prediction is
-    the test users get. NaN below :data:`MIN_TASKS` tasks, where compare declines.
+    interval excludes 0. The suites go through compare's own per-task values and interval
+    (:func:`pass_hat_k`, :func:`fixed_task_variance`, :func:`population_interval` with compare's
+    method; the same numbers as :func:`compare`'s pass^k row, computed without its other columns),
+    so the prediction is the test users get. NaN below :data:`MIN_TASKS` tasks, where compare declines.
 
     ``joint``: one joint population for every design, or one per design (:func:`detectable_new`
     asks each design at its own difference). ``suites`` per design, fewer where T·suites would pass
@@ -178,6 +185,7 @@ def simulated_power(
     if len(joints) != len(designs):
         raise ValueError(f"one joint population per design: {len(joints)} for {len(designs)} designs")
     normals: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    drawn: dict[tuple[object, ...], np.ndarray] = {}  # designs of one T share their arms' p
     parts: list[tuple[np.ndarray, ...]] = []
     sizes = []  # suites of each design
     for (tasks, trials), arms in zip(designs, joints, strict=True):
@@ -185,22 +193,37 @@ def simulated_power(
             rng = np.random.default_rng([seed, 2, tasks])
             size = (min(suites, max(200, tasks_cap // tasks)), tasks)
             normals[tasks] = (rng.standard_normal(size), rng.standard_normal(size))
-        p_a, p_b = arms.sample(*normals[tasks])
+        key_a, key_b = (tasks, id(arms.a)), (tasks, id(arms.b), arms.r)
+        if key_a not in drawn:
+            drawn[key_a] = arms.sample_a(normals[tasks][0])
+        if key_b not in drawn:
+            drawn[key_b] = arms.sample_b(*normals[tasks])
+        p_a, p_b = drawn[key_a], drawn[key_b]
         rng = np.random.default_rng([seed, 2, tasks, trials])
         c_a, c_b = rng.binomial(trials, p_a), rng.binomial(trials, shifted(p_b, arms.shift))
-        parts.append((np.full(c_a.size, trials), c_a.ravel(), c_b.ravel()))
+        # compare's per-task pass^k and fixed-task variance (PairedTasks.from_counts), looked up
+        # by successes: every task of a design has the same trials
+        n, c = np.full(trials + 1, trials), np.arange(trials + 1)
+        value, variance = np.asarray(pass_hat_k(n, c, k)), fixed_task_variance(n, c, k)
+        parts.append((value[c_b.ravel()] - value[c_a.ravel()], variance[c_a.ravel()] + variance[c_b.ravel()]))
         sizes.append(len(p_a))
-    n, c_a, c_b = (np.concatenate(column) for column in zip(*parts, strict=True))
+    diff, floor = (np.concatenate(column) for column in zip(*parts, strict=True))
     per_suite = np.repeat([tasks for tasks, _ in designs], sizes)
     gid = np.repeat(np.arange(sum(sizes)), per_suite)  # sorted: designs in order, suites within
-    groups = pd.DataFrame({"group": np.arange(sum(sizes))})
-    paired = PairedTasks.from_counts(("group",), k, gid, groups, n, c_a, n, c_b)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # a declined interval decides nothing
-        frame = paired_frame(
-            paired, ci=1 - alpha, n_boot=N_BOOT, seed=seed, method=PAIRED_METHOD, min_tasks=MIN_TASKS
-        )
-    new, _ = differs(frame[frame["metric"] == "pass^k"].sort_values("group"))
+    # compare's new-task interval of pass^k (paired_frame's call, its one column) and its decision
+    lo, hi, _ = population_interval(
+        gid,
+        diff[:, None],
+        floor[:, None],
+        sum(sizes),
+        method=PAIRED_METHOD,
+        ci=1 - alpha,
+        n_boot=N_BOOT,
+        seed=seed,
+        min_tasks=MIN_TASKS,
+        lower=-1.0,
+    )
+    new = (lo[:, 0] > 0) | (hi[:, 0] < 0)
     design = np.repeat(np.arange(len(designs)), sizes)
     power_new = np.bincount(design, new, len(designs)) / np.asarray(sizes)
     small = np.array([tasks < MIN_TASKS for tasks, _ in designs])

@@ -232,24 +232,29 @@ def bound(
     lams = (
         _first_tilts(n2, w, k) if lams is None else np.broadcast_to(np.asarray(lams, dtype=float), n2.shape)
     )
-    total_n, total_c = n2.sum(axis=1), c2.sum(axis=1)
     b_prod, b_tilt = budgets(ci)
-    sign = np.sign(w)
+    # the search runs on the distinct cells (same counts, weight and tilts: the same term), each
+    # cell's minimum then read back in cell order, so that every sum is the one over all cells
+    first, inverse = _distinct(n2, c2, w, lams)
+    n_u, c_u, w_u, lams_u = n2[first], c2[first], w[first], lams[first]
+    total_n, total_c = n_u.sum(axis=1), c_u.sum(axis=1)
+    sign = np.sign(w_u)
     coarse = slice(None, None, _COARSE)
-    objective = (w[:, None] * _GRID[None, coarse] ** k)[None]  # 1 × cells × grid
+    objective = (w_u[:, None] * _GRID[None, coarse] ** k)[None]  # 1 × cells × grid
     log_m = (log_mixture(total_n, total_c)[:, None] - _log_likelihood(total_n, total_c))[None, :, coarse]
-    grid = np.broadcast_to(_GRID[None, coarse], (w.size, log_m.shape[2]))
-    tilt = _tilt(grid, sign, lams, n2, c2)[None]
+    grid = np.broadcast_to(_GRID[None, coarse], (w_u.size, log_m.shape[2]))
+    tilt = _tilt(grid, sign, lams_u, n_u, c_u)[None]
 
     def rays(share: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The best scale along each ray (μ_tilt, μ_prod) = e^x·(share, 1 − share) and the dual there."""
         mixed = share[:, None, None] * tilt + (1 - share)[:, None, None] * log_m
         mixed_budget = share * b_tilt + (1 - share) * b_prod
+        h = np.empty_like(mixed)  # reused by every step of the search
 
         def along(x: np.ndarray) -> np.ndarray:
             scale = np.exp(x)
-            h = objective + scale[:, None, None] * mixed
-            return h.min(axis=2).sum(axis=1) - scale * mixed_budget
+            np.add(objective, np.multiply(scale[:, None, None], mixed, out=h), out=h)
+            return h.min(axis=2)[:, inverse].sum(axis=1) - scale * mixed_budget
 
         return _golden(along, share.size)
 
@@ -285,9 +290,27 @@ def _log_likelihood(n: np.ndarray, c: np.ndarray) -> np.ndarray:
         return np.where(c_ > 0, c_ * _LOG_P, 0.0) + np.where(f_ > 0, f_ * _LOG_Q, 0.0)
 
 
+def _distinct(n: np.ndarray, c: np.ndarray, w: np.ndarray, lams: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(a first cell of each distinct term, each cell's distinct term): cells alike in counts per
+    round, weight and tilts have the same dual term, so minimising it once serves them all (a
+    suite of 1,000 tasks holds a few dozen distinct ones)."""
+    key = np.column_stack([n, c, w, np.broadcast_to(lams, n.shape)])
+    if not len(key):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    order = np.lexsort(key.T[::-1])
+    starts = np.r_[True, np.any(key[order[1:]] != key[order[:-1]], axis=1)]
+    inverse = np.empty(len(key), dtype=np.int64)
+    inverse[order] = np.cumsum(starts) - 1
+    return order[starts], inverse
+
+
 def _minimisers(dual: Dual, w: np.ndarray, k: int, n: np.ndarray, c: np.ndarray) -> np.ndarray:
     """Each cell's argmin over p of its dual term (n, c per cell and round): best grid point, then
-    golden section between its neighbours (never worse than the grid point)."""
+    golden section between its neighbours (never worse than the grid point); once per distinct term."""
+    first, inverse = _distinct(n, c, w, dual.lams)
+    if first.size < w.size:
+        distinct = Dual(np.broadcast_to(dual.lams, n.shape)[first], dual.mu_tilt, dual.mu_prod, dual.p)
+        return _minimisers(distinct, w[first], k, n[first], c[first])[inverse]
     mix = log_mixture(n.sum(axis=1), c.sum(axis=1))
     values = dual.terms(w, k, n, c, np.broadcast_to(_GRID[None, :], (w.size, _GRID.size)), mix)
     best = values.argmin(axis=1)
