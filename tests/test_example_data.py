@@ -509,13 +509,30 @@ def test_starter2_grid_is_the_pre_registered_one_and_its_headline_numbers():
 
 #: data/qwen2.5-1.5b-orders (issue 46): trials and passes per (temperature, prompt) as committed
 QWEN_RUNS = {
-    (0.0, "default"): (7, 0),
+    (0.0, "default"): (100, 20),
+    (0.0, "fewshot"): (100, 20),
+    (0.0, "strict"): (100, 20),
     (0.7, "default"): (100, 13),
     (0.7, "fewshot"): (100, 18),
     (0.7, "strict"): (100, 14),
 }
 #: successes per task (of 20) in the whole cells, by (temperature, prompt)
 QWEN_TASKS = {
+    (0.0, "default", "address-change-pending"): 20,
+    (0.0, "default", "cancel-pending-lookup"): 0,
+    (0.0, "default", "cancel-shipped-refusal"): 0,
+    (0.0, "default", "refund-damaged-shipped"): 0,
+    (0.0, "default", "refund-delivered"): 0,
+    (0.0, "fewshot", "address-change-pending"): 20,
+    (0.0, "fewshot", "cancel-pending-lookup"): 0,
+    (0.0, "fewshot", "cancel-shipped-refusal"): 0,
+    (0.0, "fewshot", "refund-damaged-shipped"): 0,
+    (0.0, "fewshot", "refund-delivered"): 0,
+    (0.0, "strict", "address-change-pending"): 20,
+    (0.0, "strict", "cancel-pending-lookup"): 0,
+    (0.0, "strict", "cancel-shipped-refusal"): 0,
+    (0.0, "strict", "refund-damaged-shipped"): 0,
+    (0.0, "strict", "refund-delivered"): 0,
     (0.7, "default", "address-change-pending"): 13,
     (0.7, "default", "cancel-pending-lookup"): 0,
     (0.7, "default", "cancel-shipped-refusal"): 0,
@@ -533,9 +550,18 @@ QWEN_TASKS = {
     (0.7, "strict", "refund-delivered"): 3,
 }
 #: refusal-task answers claiming the shipped order was cancelled, per prompt (whole cells)
-QWEN_CANCEL_CLAIMS = {"default": 8, "fewshot": 1, "strict": 2}
+QWEN_CANCEL_CLAIMS = {
+    (0.0, "default"): 0,
+    (0.0, "fewshot"): 0,
+    (0.0, "strict"): 0,
+    (0.7, "default"): 8,
+    (0.7, "fewshot"): 1,
+    (0.7, "strict"): 2,
+}
 #: (temperature, variant, task) that flip against default (Fisher per task, BH within temperature)
-QWEN_FLIPS = set()  # none at T=0.7: the smallest q was 0.11 (address-change-pending 13 -> 7 under strict)
+# none: at T=0.7 the smallest q was 0.11 (address-change-pending 13 -> 7 under strict); at T=0 every
+# prompt passes address-change-pending 20 of 20 and nothing else
+QWEN_FLIPS: set[tuple[float, str, str]] = set()
 
 
 def test_qwen_grid_is_the_pre_registered_one_and_its_headline_numbers():
@@ -563,7 +589,8 @@ def test_qwen_grid_is_the_pre_registered_one_and_its_headline_numbers():
         assert passk_nb.summarize(cell, k=2, n_boot=0)["pass^k"].iloc[0] == pytest.approx(hats[1], rel=1e-9)
     refusal = whole[whole["task"] == "cancel-shipped-refusal"]
     claims = refusal["false_claims"].map(lambda s: any(c["kind"] == "cancel" for c in json.loads(s)))
-    assert {p: int(n) for p, n in claims.groupby(refusal["prompt_name"]).sum().items()} == QWEN_CANCEL_CLAIMS
+    by_cell = claims.groupby([refusal["temperature"], refusal["prompt_name"]]).sum()
+    assert {key: int(n) for key, n in by_cell.items()} == QWEN_CANCEL_CLAIMS
     assert not refusal["state_diff"].str.contains("O1007.status").any()  # never actually cancelled
     flagged = set()
     loaded = passk_nb.load(folder)
