@@ -1,4 +1,4 @@
-"""Coverage of passk-nb's intervals, measured by simulation: the table the README quotes.
+"""Coverage of passk-nb's intervals, measured by simulation: the table docs/methods/intervals.md quotes.
 
 For each cell (per-task p distribution, T tasks, n trials per task, k) it simulates suites: p_i
 from the distribution, c_i ~ Binomial(n, p_i), and checks how often each nominal 95 % interval
@@ -19,7 +19,7 @@ contains its target:
 Population intervals are shown even below the task count where passk-nb declines them (the
 ``given`` column says whether passk-nb gives it), so the table shows why it declines.
 
-    python benchmarks/coverage.py                 # the README table (about a minute)
+    python benchmarks/coverage.py                 # the table of docs/methods/intervals.md (about a minute)
     python benchmarks/coverage.py --suites 400 --quick
 """
 

@@ -43,14 +43,14 @@ def _schema_works(name: str) -> bool:
     return True
 
 
-def test_json_schema_backends_agree_in_code_help_and_readme():
+def test_json_schema_backends_agree_in_code_help_and_the_guide():
     with_schema = {name for name in PROVIDERS if _schema_works(name)}
     assert with_schema == {"ollama", "openai"}
     run = build_parser()._subparsers._group_actions[0].choices["run"]
     help_text = next(a.help for a in run._actions if "--json-schema" in a.option_strings)
-    readme = " ".join((ROOT / "README.md").read_text().split())
-    start = readme.index("`--json-schema` (with `--json-mode`)")
-    sentence = readme[start : readme.index("part of the run's identity", start)]
+    guide = " ".join((ROOT / "docs" / "guide" / "running.md").read_text().split())
+    start = guide.index("`--json-schema` (with `--json-mode`)")
+    sentence = guide[start : guide.index("part of the run's identity", start)]
     for name in PROVIDERS:
         assert (name in help_text) == (name in with_schema), name
         assert (f"`{name}` provider" in sentence) == (name in with_schema), name
