@@ -50,7 +50,7 @@ NOT_RUN = {
     ("until.md", 'passk_nb.run("openai"'): "needs an OpenAI-compatible server serving model m",
 }
 #: pages with no block to run (their examples are output, or all need a server or a download)
-NOTHING_TO_RUN = {"records.md", "example-data.md", "local-model.md", "index.md", "scaling.md"}
+NOTHING_TO_RUN = {"records.md", "example-data.md", "local-model.md", "index.md", "scaling.md", "backends.md"}
 
 
 def blocks(page: Path) -> list[tuple[str, str, str | None]]:
