@@ -31,6 +31,10 @@ NOT_RUN = {
         "creates a virtualenv and installs from a package index (tests/cli/test_cli.py runs it in CI)"
     ),
     ("README.md", 'pip install -e ".[lab]"'): "installs JupyterLab and starts a server",
+    (
+        "README.md",
+        'pip install -e ".[docs]"',
+    ): "installs the docs extra and builds the whole site (tests/docs/ builds it)",
     ("cli.md", "passk run --provider ollama"): (
         "needs an Ollama server with llama3.1:8b, and a prices.csv of your own"
     ),
