@@ -49,6 +49,9 @@ NOT_RUN = {
         "compiles llama-cpp-python and runs a model for hours"
     ),
     ("local-model.md", "python scripts/local_model.py get"): "downloads 1.1 GB and serves a model",
+    ("local-model.md", "from passk_nb.harness.providers.local import LlamaServer"): (
+        "starts a llama.cpp server with the local extra built"
+    ),
     ("running.md", 'df = passk_nb.run("ollama"'): "needs an Ollama server with llama3.1:8b",
     ("until.md", "passk run --provider openai"): "needs an OpenAI-compatible server serving model m",
     ("until.md", 'passk_nb.run("openai"'): "needs an OpenAI-compatible server serving model m",
