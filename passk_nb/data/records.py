@@ -155,9 +155,11 @@ _SPEC: dict[str, tuple[pa.DataType, str, str]] = {
     "record_notes": (pa.string(), "str", "what the write boundary changed to store the row, if anything"),
 }
 
+#: Every column of a trial record, in the order every frame and parquet file holds them.
 COLUMNS: tuple[str, ...] = tuple(_SPEC)
 SCHEMA: pa.Schema = pa.schema([(name, spec[0]) for name, spec in _SPEC.items()])
 DTYPES: dict[str, str] = {name: spec[1] for name, spec in _SPEC.items()}
+#: Each column's meaning, in a few words: column name -> description (``docs/columns.md``).
 DESCRIPTIONS: dict[str, str] = {name: spec[2] for name, spec in _SPEC.items()}
 #: Identity of one trial: a run never holds two rows with the same key.
 KEY: tuple[str, ...] = ("run_id", "task", "trial")

@@ -3,6 +3,7 @@ outside the repository on first use."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -32,3 +33,18 @@ def npm_install(folder: Path, package: str, version: str) -> None:
         check=True,
         timeout=600,
     )
+
+
+#: The playwright-core the browser tests drive Debian's chromium with (no browser download).
+PLAYWRIGHT_VERSION = "1.65.1"
+
+
+def playwright_core() -> Path:
+    """playwright-core's package folder, installed with npm into the cache on first use."""
+    require(shutil.which("node") is not None, "node")
+    cache = CACHE_ROOT / "playwright-core"
+    package = cache / "node_modules" / "playwright-core"
+    manifest = package / "package.json"
+    if not (manifest.exists() and json.loads(manifest.read_text())["version"] == PLAYWRIGHT_VERSION):
+        npm_install(cache, "playwright-core", PLAYWRIGHT_VERSION)
+    return package

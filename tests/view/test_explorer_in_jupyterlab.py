@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -22,13 +21,11 @@ import pytest
 
 from passk_nb.harness.providers.local import free_port
 from tests.helpers.fake_servers import require
-from tests.helpers.npm import CACHE_ROOT, npm_install
+from tests.helpers.npm import playwright_core
 
 ROOT = Path(__file__).resolve().parents[2]
 TAU = ROOT / "data" / "tau-bench" / "tau-bench-gpt-4o-airline.json"
 CHROMIUM = Path("/usr/bin/chromium")
-PLAYWRIGHT_VERSION = "1.65.1"
-CACHE = CACHE_ROOT / "playwright-core"
 TOKEN = "passk-explorer-test"
 
 NOTEBOOK_CELL = f"""\
@@ -77,16 +74,6 @@ const { chromium } = require(process.env.PLAYWRIGHT);
   await browser.close();
 })().catch(e => { console.error('driver failed: ' + e); process.exit(1); });
 """
-
-
-def playwright_core() -> Path:
-    """playwright-core's package folder, installed with npm into the cache on first use."""
-    require(shutil.which("node") is not None, "node")
-    package = CACHE / "node_modules" / "playwright-core"
-    manifest = package / "package.json"
-    if not (manifest.exists() and json.loads(manifest.read_text())["version"] == PLAYWRIGHT_VERSION):
-        npm_install(CACHE, "playwright-core", PLAYWRIGHT_VERSION)
-    return package
 
 
 @pytest.fixture

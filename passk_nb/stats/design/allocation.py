@@ -108,7 +108,8 @@ def allocate(
     a round that ran them all, concentrated where they move the bounds most).
     step: the unit of allocation (default k trials); a pair may get several steps in a round.
 
-    Each cell's gain is the expected rise of its term in the dual bound (:func:`bound`) after
+    Each cell's gain is the expected rise of its term in the dual bound
+    (:func:`~passk_nb.stats.design.sequence.bound`) after
     ``step`` more trials, drawn from its Jeffreys posterior predictive (the rise the bound gets at
     least; a cell whose term cannot rise at fixed μ because its minimum is tied between two far
     points, as the dual of an upper bound of p^k can be, counts a share of the rise at the point
