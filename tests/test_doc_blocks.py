@@ -1,4 +1,4 @@
-"""Every code block of the README and the user guide runs, so the docs cannot drift from the code.
+"""Every code block of the README, the user guide and the methods runs: the docs cannot drift from the code.
 
 A page's ``python`` blocks run in order in one namespace (as the cells of a notebook), ``pycon``
 blocks as doctests, and each line of a ``bash`` block as a ``passk`` command (in this process),
@@ -19,6 +19,7 @@ from passk_nb.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs" / "guide").glob("*.md"))]
+PAGES += sorted((ROOT / "docs" / "methods").glob("*.md"))
 FENCE = re.compile(
     r"(?:<!-- not run: (?P<why>[^\n]*?) -->\n)?^```(?P<info>[^\n`]*)\n(?P<code>.*?)^```[ \t]*$", re.M | re.S
 )
@@ -58,6 +59,7 @@ NOT_RUN = {
 }
 #: pages with no block to run (their examples are output, or all need a server or a download)
 NOTHING_TO_RUN = {"records.md", "example-data.md", "local-model.md", "index.md", "scaling.md", "backends.md"}
+NOTHING_TO_RUN |= {"intervals.md", "comparisons.md", "forecast.md", "planning.md", "sequential.md"}
 
 
 def blocks(page: Path) -> list[tuple[str, str, str | None]]:
