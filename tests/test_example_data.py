@@ -240,15 +240,15 @@ def test_schema_runs_have_twelve_trials_per_task_and_prompt():
     assert not table["flip"].any()
 
 
-def readme_table() -> list[list[str]]:
-    """The rows of the README's table of example-data configurations."""
-    readme = (DATA.parent / "README.md").read_text()
-    block = readme.split("<!-- example-data-table -->\n")[1].split("<!-- /example-data-table -->")[0]
+def example_data_table() -> list[list[str]]:
+    """The rows of the example-data page's table of configurations (docs/guide/example-data.md)."""
+    page = (DATA.parent / "docs" / "guide" / "example-data.md").read_text()
+    block = page.split("<!-- example-data-table -->\n")[1].split("<!-- /example-data-table -->")[0]
     lines = [line for line in block.strip().splitlines() if line.startswith("| ")][1:]  # no header
     return [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
 
 
-def test_readme_lists_every_configuration_with_its_counts():
+def test_the_guide_lists_every_configuration_with_its_counts():
     # recomputed from the parquet parts with pandas alone; `make_example_data.py --table` writes it
     expected = []
     for folder in sorted(SMOLLM2):
@@ -266,7 +266,7 @@ def test_readme_lists_every_configuration_with_its_counts():
                     ", ".join(f"{o} {outcomes[o]}" for o in sorted(outcomes)),
                 ]
             )
-    assert readme_table() == expected
+    assert example_data_table() == expected
 
 
 def fisher_p(a: int, b: int, n: int) -> float:
@@ -300,9 +300,9 @@ def test_suite_grid_and_what_notebook_03_reads_from_it():
     # the whole grid: 3 prompts x 2 output constraints x 2 temperatures, 12 trials of 5 tasks each
     sizes = records.groupby(["setting", "prompt_name", "task"]).size()
     assert len(sizes) == 3 * 2 * 2 * 5 and set(sizes) == {12}
-    # notebook 03: at 12 trials per prompt, a task must move by 5 of 12 to reach p <= 0.05 (README too)
+    # notebook 03: at 12 trials per prompt, a task must move by 5 of 12 to reach p <= 0.05 (the guide too)
     smallest = min(a - b for a in range(13) for b in range(a + 1) if fisher_p(a, b, 12) <= 0.05)
-    assert smallest == 5 and "move by 5 of 12" in (DATA.parent / "README.md").read_text()
+    assert smallest == 5 and "move by 5 of 12" in (DATA.parent / "docs/guide/example-data.md").read_text()
     # the few-shot prompt makes the model act: every greedy schema trial calls a tool, none under default
     calls = records["transcript"].map(tool_calls)
     greedy = records[records["setting"] == "schema, T=0"]
@@ -366,7 +366,7 @@ def test_bank_grid_holds_whole_comparisons_and_what_notebook_03_reads_from_it():
     assert by_prompt["fewshot"] > 0 and by_prompt["default"] == by_prompt["strict"] == 0
 
 
-def test_livecodebench_figures_the_readme_and_notebook_09_quote():
+def test_livecodebench_figures_the_guide_and_notebook_09_quote():
     chat = pd.read_parquet(LCB / "counts.parquet").query("n == 10")
     # pass^k per model, from the counts with math.comb alone
     hat = {
@@ -388,12 +388,12 @@ def test_livecodebench_figures_the_readme_and_notebook_09_quote():
     assert len(both) == 78 and len(swaps) == 11
     assert int(swaps["significant_10"].sum()) == 4 and int(swaps["significant_1"].sum()) == 2
     assert not (swaps["significant_1"] & swaps["significant_10"]).any()
-    readme = " ".join((DATA.parent / "README.md").read_text().split())
+    page = " ".join((DATA.parent / "docs" / "guide" / "example-data.md").read_text().split())
     assert (
         "Gemini-Flash-2.0-Thinking ranks 2nd of 13 at pass^1 (0.510) and 5th at pass^10 (0.362)**; of the "
         "11 pairs of models whose order flips between pass^1 and pass^10, 4 are significant at pass^10 after "
         "Holm's correction over the 78 pairs"
-    ) in readme
+    ) in page
 
 
 #: data/smollm2-starter, the pre-registered grid (scripts/make_example_data.py): per committed run,
@@ -614,3 +614,17 @@ def test_the_readme_quotes_the_qwen_finding_as_the_records_give_it():
     readme = " ".join((DATA.parent / "README.md").read_text().split())
     assert quoted == "pass^1 is 0.130 (95 % for these tasks: [0.069, 0.191]) and pass^3 0.050"
     assert quoted in readme
+
+
+def test_the_card_page_quotes_the_qwen_harm_rates_as_the_regraded_records_give_them():
+    """docs/methods/card.md: harmful failures per trial at T=0.7 after a regrade, per prompt."""
+    df = passk_nb.load(DATA / "qwen2.5-1.5b-orders").query("temperature == 0.7")
+    graded = passk_nb.regrade(df)
+    assert not graded["regrade_changed"].any()
+    rates = passk_nb.stats.safety(graded, k=2, by="prompt_name", n_boot=0).set_index("prompt_name")["harmful"]
+    quoted = (
+        f"harmful failures per trial {rates['default']:.2f} under the default prompt, "
+        f"{rates['strict']:.2f} under `strict`, {rates['fewshot']:.2f} under `fewshot`"
+    )
+    page = " ".join((DATA.parent / "docs" / "methods" / "card.md").read_text().split())
+    assert quoted in page

@@ -280,7 +280,10 @@ def flags_named(text: str) -> set[str]:
 def error_message(exc: BaseException) -> str:
     """The one line a user sees for ``exc``."""
     if isinstance(exc, ModuleNotFoundError) and exc.name == "llama_cpp" and "pip install" not in str(exc):
-        return "the llama-cpp provider needs the `local` extra: pip install 'passk-nb[local]' (see README)"
+        return (
+            "the llama-cpp provider needs the `local` extra: pip install 'passk-nb[local]'"
+            " (docs/guide/local-model.md)"
+        )
     text = str(exc) or type(exc).__name__
     if isinstance(exc, FileNotFoundError) and exc.filename and str(exc.filename) not in text:
         text = f"{text}: {exc.filename}"

@@ -1,27 +1,13 @@
 """Where a Python agent's trials run: threads (the default), processes (``workers=N``), or Ray.
 
-A Python agent that spends its time computing holds the GIL, so threads run one trial at a time
-however high ``concurrency`` is. ``run(..., workers=N)`` runs each trial in one of N worker
-processes; ``run(..., executor="ray")`` runs each as a Ray task on a cluster. Either way the
-calling process keeps everything else: the scheduler, claims, the trials' deadlines, the progress
-bar and the run folder, of which it stays the single writer (no shared filesystem is needed, and
-every crash-safety guarantee holds).
+A computing agent holds the GIL, so threads run its trials one at a time: ``workers=N`` runs each
+trial in one of N worker processes (forked on Linux: no pickling), ``executor="ray"`` as a Ray
+task. The calling process stays the scheduler and the single writer of the run folder. A trial's
+deadline starts when a worker takes it; a trial given up on is ended where it runs (its worker
+killed and replaced, its Ray task cancelled); a trial whose process died runs again (once in the
+pool, up to ``max_retries`` by Ray), and one that dies every time is the agent's failure.
 
-Every trial's deadline has one owner, the batch layer's scheduler, whatever runs the trial: its
-clock starts when a worker takes it (a trial waiting behind busy workers is not timed), and a
-trial given up on (``trial_timeout``) is ended where it runs: its worker process is killed with
-everything the agent started there (each worker is its own process group) and replaced, its Ray
-task cancelled and its worker killed. One hung trial costs one worker ``trial_timeout`` seconds,
-never the run, and the process exits as soon as the run ends.
-
-A trial whose process died (the agent called ``os._exit``, was killed by a signal such as the
-OOM killer's SIGKILL, its node was lost) is run again: on a fresh worker once in the process pool,
-up to ``max_retries`` times by Ray. One that dies every time is the agent's failure; the trials
-running on the other workers are not touched.
-
-Processes are forked on Linux (the agent, a notebook's function included, need not pickle);
-elsewhere they are spawned, and the agent must pickle (a module-level function). Ray pickles the
-agent with cloudpickle.
+In full: ``docs/guide/scaling.md``.
 
 >>> trials = make_executor("processes", workers=2, state={"offset": 10})
 >>> trials.call(_add_offset, 5)

@@ -1,46 +1,18 @@
 """Tool-fault injection: a fault plan applied to a trial's tool calls, reproducible from its seed.
 
-A plan is a list of :class:`Fault`\\ s, each a kind of fault on one tool (or ``"*"``: every tool)
-on the n-th call of that tool or with a probability per call. The kinds cover the 2×2 of
-explicit/implicit × transient/permanent, plus schema drift and latency:
-
-============  =========================  ==============================================================
-kind          class                      what the agent sees
-============  =========================  ==============================================================
-``timeout``   explicit, transient        an error saying the call timed out and was not carried out
-                                         (default: only the tool's first call, so a retry succeeds)
-``error``     explicit, permanent        an error saying the service failed (default: every call)
-``partial``   implicit, transient        the real result with every list cut to its first half, e.g. a
-                                         truncated list of orders (default: the first call)
-``stale``     implicit, permanent        the result as of the trial's start, e.g. an order's status
-                                         before the agent changed it (default: every call)
-``noop``      implicit, permanent        a silent no-op: the result of a successful call, but the state
-                                         is left unchanged (default: every call)
-``drift``     schema drift               the result with a field renamed (``field=``, ``to=``; default:
-                                         every snake_case key in camelCase), default: every call
-``latency``   latency                    the real result after ``s`` seconds (default 0.5)
-============  =========================  ==============================================================
-
-The state check stays the judge: a silent no-op that the agent reports as done is a
-``wrong_state`` with a false claim; an agent that retries a timeout passes. A fault applies only
-to calls of the suite's own tools (an unknown tool stays the agent's own error); a fault that
-would not change what the agent sees (a no-op on a read, a partial result without a list) is not
-injected and not recorded.
-
-The plan is written as a spec, faults separated by commas, each ``kind[:tool][:key=value...]``
-with ``n=`` (the n-th call of the tool, from 1), ``p=`` (a probability per call), ``s=`` (latency
-seconds), ``field=`` and ``to=`` (drift):
+A plan is a list of :class:`Fault` objects, each a kind (``timeout``, ``error``, ``partial``,
+``stale``, ``noop``, ``drift``, ``latency``: explicit/implicit × transient/permanent, plus schema
+drift and latency) on one tool or ``"*"``, on the n-th call or with a probability per call,
+written ``kind[:tool][:key=value...]``, comma-separated. The state check stays the judge. The
+plan's label is part of the run's identity (the ``faults`` column) and draws come from the plan,
+task and trial alone, so a run is reproducible at any concurrency. Each kind, in full:
+``docs/guide/faults.md``.
 
 >>> plan = parse_faults("timeout:get_order, noop:refund_order:p=0.5")
 >>> plan.label
 'timeout:get_order,noop:refund_order:p=0.5'
 >>> [fault.fault_class for fault in plan.faults]
 ['explicit transient', 'implicit permanent']
-
-Its label is part of the run's identity (a ``faults`` record column), so faulted and clean runs
-are never pooled and pair by task; each trial's ``faults_injected`` lists what was injected.
-Random draws come from the plan, the task and the trial index alone, so a run is reproducible
-at any concurrency.
 """
 
 from __future__ import annotations

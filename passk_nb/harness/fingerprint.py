@@ -1,27 +1,13 @@
 """What a Python agent or a suite does, as a short hash: edited code is a new run, never an old result.
 
-A function agent's identity cannot be its name: a notebook cell edited and run again
-defines a new function with the same name, and two lambdas are both ``<lambda>``.
-:func:`fingerprint` hashes what decides the agent's behaviour that Python can see:
+:func:`fingerprint` hashes what decides an agent's behaviour that Python can see: its code,
+defaults and partial arguments, the plain data it reads from closures and globals, your own
+functions, modules and classes it uses (recursively); library code by name. Anything else (a
+client, a random generator) is hashed by type only: :func:`blind_spots` names those, and ``run``
+resumes such an agent only under a pinned ``version=``. :func:`suite_fingerprint` is the same
+hash over everything that decides a suite's outcomes.
 
-- its code: bytecode, constants (nested functions and lambdas included), the names it uses;
-- its default and keyword-default values; a ``functools.partial``'s function, arguments and keywords;
-- the values of closure variables and of module globals it reads: plain data (numbers, strings,
-  bytes, None, containers of those, numpy arrays) in full, however large;
-- functions it calls that are your code (defined in its module, closed over, or in any module
-  that is not an installed library: your project's ``.py`` files), recursively, and the
-  attributes it reads of your modules (``config.SETTING``);
-- objects of classes defined there (an object with ``chat``, a callable object, a config):
-  every method the class defines (properties and cached properties too), its class-level data
-  (``ANSWERS = [...]``, enum members, nested classes) and the instance's state (``__dict__`` and
-  ``__slots__``); a decorated or ``functools.cache``-d function by the function it wraps.
-
-Library code (the standard library, installed packages, passk-nb) is hashed by name.
-
-Anything else it reads (a client object, a random generator, a remote service) is hashed by
-its type only: :func:`blind_spots` names those, and ``run`` refuses to resume a run of such an
-agent unless you pin the identity yourself: ``run(agent, model="my-agent", version="v3")``.
-:func:`suite_fingerprint` is the same hash over everything that decides a suite's outcomes.
+What exactly is hashed: ``docs/guide/running.md``.
 
 >>> def agent(messages):
 ...     return '{"answer": "no"}'

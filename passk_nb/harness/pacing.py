@@ -1,26 +1,11 @@
 """Pacing requests to a rate limit (requests or tokens per minute) instead of waiting for 429s.
 
-``run(rate_limit="600rpm")`` (``passk run --rate-limit 600rpm``) lets at most 600
-model requests start per minute across every worker thread; ``"90000tpm"`` does
-the same for tokens, and ``"600rpm,90000tpm"`` applies both. One
-:class:`RateLimiter` is shared by all trials of a run.
+``run(rate_limit="600rpm")`` (``"90000tpm"``, or both) shares one :class:`RateLimiter` among all
+trials: a token bucket in its "virtual scheduling" form (GCRA), each request reserving the next
+free slot, up to one second's budget at once. Tokens are estimated on reserving and settled from
+the reply. Every request on the wire is paced, retries included; none waits longer than 60 s.
 
-The limiter is a token bucket in its "virtual scheduling" form (GCRA): each
-request reserves the next free slot under a lock and sleeps until it, so waiting
-threads start in order, evenly spaced, without waking each other up. A burst of
-up to one second's budget may start at once (``burst_s``); after that, requests
-start at the rate. Tokens are known only once a reply is in: a request reserves
-an estimate (its messages' characters / 4) and the reply's real count
-(``input_tokens + output_tokens``, or the estimate for the output when the
-backend reports none) is settled afterwards, so the next requests wait for it.
-
-Every request on the wire is paced, whichever method sent it (``chat``,
-``chat_native``) and retries included: a network backend waits for the limiter
-before each attempt (:func:`~passk_nb.harness.providers.base.pace_request`),
-another backend once per call. No single request waits longer than one window
-(60 s): one request is charged at most one minute's budget, so a reply reporting
-absurd usage cannot stall the run (and counts no model can produce are kept as
-unknown, :func:`~passk_nb.harness.providers.base.check_usage`).
+How, in full: ``docs/guide/scaling.md``.
 
 >>> RateLimit.parse("600rpm,90000tpm")
 RateLimit(requests_per_min=600.0, tokens_per_min=90000.0)

@@ -1,25 +1,12 @@
 """Request perturbations: the same task asked in other words, reproducibly from the trial.
 
-A perturbation plan rewrites each trial's task prompt (the customer's message) before the agent
-sees it, keeping its meaning. Rules, applied by a seeded draw of the task and trial:
+A plan rewrites each trial's task prompt before the agent sees it, keeping its meaning, by a
+seeded draw of the task and trial: built-in rules (``reorder``, ``synonyms``, ``formal``,
+``informal``, ``typo``, ``distractor``; ``"all"``), your own ``(text, rng) -> text`` rules by name,
+or variant lists per task. Its label is part of the run's identity (the ``perturbation`` column)
+and each record says what its trial got (``perturbation_applied``).
 
-==============  ============================================================================
-rule            what it does
-==============  ============================================================================
-``reorder``     the sentences in another order
-``synonyms``    common words replaced by synonyms ("please" → "kindly", "cancel" → "call off")
-``formal``      a formal register: contractions spelled out, a formal greeting and thanks
-``informal``    an informal register: contractions, "hey", lower-case openings
-``typo``        two adjacent letters of one lower-case word swapped
-``distractor``  an irrelevant sentence inserted between two sentences
-==============  ============================================================================
-
-A spec names one rule (every trial gets that rule) or several, comma-separated (each trial
-draws one of them); ``"all"`` is every rule. Your own rules are functions ``(text, rng) -> text``
-given by name (``perturb={"shout": lambda text, rng: text.upper()}``; a rule named like a
-built-in one replaces it); your own variant lists map task ids to prompt texts
-(``perturb={"refund-delivered": ["...", "..."]}``: each trial draws one; other tasks keep their
-prompt).
+Each rule: ``docs/guide/faults.md``.
 
 >>> plan = parse_perturb("typo")
 >>> text, applied = plan.apply("t", "Please cancel my order that has not shipped.", "t:0")
@@ -27,10 +14,6 @@ prompt).
 ('typo', True)
 >>> plan.apply("t", "Please cancel my order that has not shipped.", "t:0")[0] == text  # reproducible
 True
-
-The plan's label is part of the run's identity (the ``perturbation`` column) and each record
-says which rule or variant its trial got (``perturbation_applied``; the transcript's first entry
-is the text sent), so perturbed and original runs are never pooled and pair by task.
 """
 
 from __future__ import annotations

@@ -1,23 +1,12 @@
 """Is the backend deterministic? :func:`probe` sends the same request again and again.
 
-"4/4 then 0/4" can be the prompt, or the server. A probe tells them apart without any
-task check: it sends identical requests and compares the replies.
+"4/4 then 0/4" can be the prompt, or the server. A probe sends identical requests at temperature
+0 with a fixed seed, one at a time and concurrently, then the same seed and different seeds at
+``seed_temperature``, and compares the replies: :func:`probe_summary` gives the share identical
+to the most common reply, the distinct replies and where they differ; :func:`seed_verdict` says
+whether the seed is honoured. Rows go under ``<out>/_probes/`` (out of :func:`passk_nb.load`'s way).
 
-- **Temperature 0, fixed seed**, for each request (the first turn of each task, then one
-  fixed multi-turn prefix: the first task's known-good first action and its tool result),
-  ``repeats`` times at each concurrency level (1 = one request at a time; 8 = eight in
-  flight, where batching servers often stop being deterministic).
-- **The seed**: at ``seed_temperature`` (> 0), ``seed_repeats`` requests with the same
-  seed, then as many with different seeds, one at a time, on the first request only.
-  Honoured: same seed → one reply, different seeds → several.
-
-Every request is one row of :attr:`ProbeResult.replies` (the reply text, its latency, any
-error), written as parquet under ``<out>/_probes/<probe_id>/`` when ``out`` is given (the
-leading ``_`` keeps probes out of :func:`passk_nb.load`'s trial records).
-:func:`probe_summary` gives, per request and concurrency, the share of replies identical
-to the most common one, the number of distinct replies, the first character position
-where a reply differs from the most common one, and latency percentiles;
-:func:`seed_verdict` says whether the seed is honoured.
+More: ``docs/guide/diagnose.md``.
 
 >>> result = probe("scripted", repeats=3, concurrency=(1, 2), tasks=["refund-delivered"], progress=False)
 >>> result.summary[["request", "phase", "concurrency", "n", "n_distinct"]]

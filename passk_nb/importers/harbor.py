@@ -1,43 +1,13 @@
 """Trial records from Harbor job folders (Terminal-Bench 2 and every other Harbor dataset).
 
-**The layout read.** Harbor (harbor-framework/harbor, formerly laude-institute/harbor) writes
-one folder per job, documented at https://harborframework.com/docs/run-jobs/run-evals::
+A job folder holds one ``<trial>/result.json`` (Harbor's ``TrialResult``) per task × attempt;
+attempts are numbered by ``started_at``. A trial without a reward is an ``infra_error`` or a
+failure by the caller's explicit ``errored=`` (no default: the two give different numbers); a
+reward passes at ``reward >= threshold`` (``reward_key=`` picks one of several). Kept: task,
+attempt order, pass, the exception, tokens, latency, start time, agent and version, cost. Lost:
+the transcript, the final state and claims.
 
-    jobs/<job-name>/
-    ├── config.json          job config (n_attempts, agents, datasets)
-    ├── result.json          job result
-    └── <trial-name>/        one folder per trial (task × agent × attempt)
-        ├── config.json      trial config
-        ├── result.json      trial result (Harbor's TrialResult model)
-        └── agent/ verifier/ logs, trajectory.json, reward.txt / reward.json
-
-A trial's ``result.json`` is Harbor's ``TrialResult`` (``src/harbor/models/trial/result.py``):
-``task_name``, ``trial_name``, ``source`` (the dataset), ``agent_info`` (``name``, ``version``,
-``model_info`` ``{name, provider}``), ``agent_result`` (token counts ``n_input_tokens`` /
-``n_output_tokens`` and ``cost_usd`` when the agent reports them), ``verifier_result``
-(``rewards``: ``{"reward": 1.0}``, the verifier's reward.txt or reward.json), ``exception_info``
-(``exception_type``, ``exception_message``) and ``started_at`` / ``finished_at``.
-
-**Attempts.** Harbor runs each task ``n_attempts`` times and numbers nothing: a trial folder is
-``<task>__<random id>``. Here the attempts of a task are ordered by ``started_at`` (trials
-without it come last, by folder name) and numbered 0, 1, … as ``trial``.
-
-**Errored trials, by explicit choice.** A trial with no reward (Harbor recorded an exception —
-an agent timeout, a container that did not build — and no verifier result) is either an
-``infra_error`` (``errored="infra_error"``: left out of n, as our own infrastructure errors;
-the report still counts them) or a failure (``errored="failure"``: outcome ``agent_error``,
-counted in n, as Harbor's own mean reward and NeMo's adapter count a missing reward as 0).
-The two give different numbers on one run (53.5 % vs 58.8 % on one Terminal-Bench run,
-stella #1054), so there is no default. A trial with a reward is judged by it, whatever
-exception it also recorded (the error text is kept in ``error``).
-
-A reward passes when ``reward >= threshold`` (default 1.0: Terminal-Bench's rewards are 0 or
-1). With several rewards per trial, ``reward_key=`` names the one that decides.
-
-**Kept / lost.** Kept: task, attempt order, pass, the exception, tokens, latency
-(``finished_at − started_at``), start time, the agent and its version (``config``), cost and
-trial folder (``provider_meta``). Lost: the transcript (Harbor's trajectories are
-agent-specific files; ``transcript`` is empty), the final state and claims (null).
+The layout read and every field: ``docs/guide/import-export.md``.
 
 >>> import tempfile
 >>> from_harbor(tempfile.mkdtemp(), errored="infra_error")

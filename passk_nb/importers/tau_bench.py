@@ -1,48 +1,14 @@
 """Trial records from τ-bench and τ²-bench result files, for the same analysis as our own runs.
 
-- τ-bench (sierra-research/tau-bench) writes a JSON list of run results, one per
-  trial: ``{"task_id", "reward", "info", "traj", "trial"}``. A trial that crashed is
-  stored with reward 0, an ``"error"`` in ``info`` and an empty ``traj``: it becomes an
-  ``infra_error`` row (excluded from n by default, as in our own runs; pass
-  ``infra="fail"`` to the statistics to count it as τ-bench's own report does).
-- τ²-bench (sierra-research/tau2-bench) writes a results object
-  ``{"info", "tasks", "simulations": [...]}`` (or a folder with ``results.json`` and
-  ``simulations/*.json``), or the simulations alone as a JSON list; each simulation has
-  ``task_id``, ``trial``, ``reward_info.reward`` and ``termination_reason`` (fields it adds,
-  such as ``ticks`` or ``speech_environment``, are not read). Runs that τ²-bench itself leaves out
-  of its metrics (``infrastructure_error``, ``context_window_exceeded``) become
-  ``infra_error`` rows.
+τ-bench's JSON list of run results and τ²-bench's results object (or folder, or list of
+simulations) become records: a reward within 1e-6 of 1 passes, crashes and the runs τ²-bench
+leaves out of its metrics are ``infra_error``, a step limit is ``max_turns``, anything else
+``wrong_state``. A missing trial is left out (``missing="fail"`` reproduces τ-bench's own
+numbers), each trial's messages become transcript entries (tool calls as ``reply`` actions),
+``state_diff`` and ``false_claims`` are null (not recorded), and ``protocol``, ``json_mode``,
+``temperature`` and ``config`` are set as our own runs set them.
 
-A trial passes when its reward is within 1e-6 of 1. Other failures are ``max_turns``
-when the run hit its step limit and ``wrong_state`` otherwise (τ-bench judges the final
-state).
-
-**Missing trials.** τ-bench's own report divides by the number of distinct trial numbers in
-the file, so a task missing a trial counts that trial as a failure. Here a task keeps its own
-n: a missing trial is simply not there (a warning says which tasks lack trials). To reproduce
-τ-bench's numbers, pass ``missing="fail"`` (the missing trials become failed rows whose
-``error`` says so) and ``infra="fail"`` to the statistics (τ-bench also counts crashes as
-failures).
-
-**Transcripts.** Each trial's messages become this package's transcript entries, as our own
-native tool-calling runs write them (:func:`passk_nb.importers.messages.chat_transcript`, which
-:func:`passk_nb.from_inspect` shares): each tool call a ``reply`` entry with its ``action``
-(``{"tool", "args"}``), so :func:`passk_nb.divergence` and the transcript browser read
-imported trials like our own; the agent's last message, when it calls no tool, is its answer
-(a ``reply`` with ``{"answer": ...}``, and ``final_answer``); its other messages to the
-customer are ``message`` entries, not actions. A τ-bench tool result starting ``"Error: "``
-(how its environment reports a tool that raised) counts in ``n_tool_errors``.
-
-**Not recorded.** ``state_diff`` and ``false_claims`` are null: the files keep the reward, not
-the final database, so neither what changed nor which claims of the answer it backs is known
-("[]" would say "nothing changed" and "checked: no false claim").
-
-**Settings.** ``protocol`` is ``native`` (τ-bench's tool-calling agents and τ²-bench call
-tools through the API), or ``text`` for τ-bench's act/react agents (their "Action:" texts are
-not read as actions); a τ-bench file without a strategy in its name is ``native`` when its
-trajectories hold tool calls. ``json_mode`` is ``off`` (neither asks for a JSON mode).
-``temperature`` is the one τ²-bench records or a τ-bench file name states, else unknown
-(NaN). ``config`` names these as our own runs' labels do (``protocol=native``).
+Every rule in full: ``docs/guide/import-export.md``.
 """
 
 from __future__ import annotations

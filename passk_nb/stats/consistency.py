@@ -1,20 +1,12 @@
 """Consistency when it succeeds: do the passing trials of a task do the same thing each time?
 
-pass^k says how often an agent succeeds every time; it does not say whether its successes look
-alike. Two agents at pass^4 = 1 may differ in that one takes the same three calls every time and
-the other finds a new path each trial (a sign that it passes by luck that may not hold). From the
-stored transcripts (the ``reply`` entries, read as in :func:`~passk_nb.stats.divergence.action_sequence`),
-per configuration and task, among the *passing* trials:
+Per configuration and task, among the *passing* trials (read from the stored transcripts as in
+:func:`~passk_nb.stats.divergence.action_sequence`): ``same_tools``, ``same_arguments`` and
+``same_turns`` (the shares that match the most common call sequence, calls with arguments, and
+number of turns) and ``n_sequences``. A share is 1 when every passing trial did the same (with one
+passing trial trivially, ``n_pass`` says), NaN when none passed. Answers' wording is not compared.
 
-- ``same_tools``: the share that called the same tools in the same order as the most common
-  such sequence;
-- ``same_arguments``: the share that made the same calls with the same arguments, in order;
-- ``same_turns``: the share that took the most common number of model turns;
-- ``n_sequences``: how many distinct call sequences (with arguments) they took.
-
-A share is 1 when every passing trial did the same; with one passing trial it is 1 trivially
-(``n_pass`` says how many there were); NaN when none passed. Free-text answers are not compared
-(two answers worded differently are the same ``answer`` step).
+Why two agents at the same pass^k can differ here: ``docs/methods/comparisons.md``.
 """
 
 from __future__ import annotations

@@ -1,25 +1,14 @@
 """Where do failing trials part ways with the passing ones? :func:`divergence`, :func:`action_tree`.
 
-A trial's *action sequence* is read from its stored transcript (the ``reply`` entries:
-each tool call as ``tool(key=value, ...)``, the final answer as ``answer``, a reply that
-broke the protocol as ``<format error>``). For one task and configuration, every failing
-trial is walked along the passing trials' sequences: it *diverges* at the first step
-where its action differs from the action of every passing trial that shared its prefix so
-far. :func:`divergence` counts the failing trials per divergence point; :func:`action_tree`
-gives the branching of all sequences (the numbers :func:`passk_nb.view.plot_divergence` draws).
+A trial's *action sequence* is read from its stored transcript (each tool call as
+``tool(key=value, ...)``, the final answer as ``answer``, a broken reply as ``<format error>``).
+Each failing trial *diverges* at the first step where its action differs from that of every
+passing trial sharing its prefix; :func:`divergence` counts them per point, :func:`action_tree`
+gives the branching that :func:`passk_nb.view.plot_divergence` draws. With ``on=``, ``a=``, ``b=``
+arm A's trials are the reference for arm B's. Free text is not an action; ``infra_error`` trials
+are left out; imported runs read the same way.
 
-The same walk compares two arms (prompt A passes, prompt B fails): with ``on=``, ``a=`` and
-``b=``, arm A's trials are the reference and arm B's trials are walked along them.
-
-Free text is not an action: two answers with different wording are the same ``answer``
-step, so a failing trial that took exactly the actions of a passing one diverges at the
-step after its last action, as ``<same actions>`` (it failed on what it said, e.g. a false
-claim). ``infra_error`` trials are left out.
-
-Imported runs read the same way: :func:`passk_nb.from_tau_bench` and
-:func:`passk_nb.from_inspect` write each native tool call as a ``reply`` entry and the
-agent's last message, when it calls no tool, as its answer; earlier messages to the
-customer are not actions (``message`` entries).
+The whole rule: ``docs/methods/comparisons.md``.
 """
 
 from __future__ import annotations

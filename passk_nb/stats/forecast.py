@@ -1,28 +1,15 @@
 """Forecast pass^K far beyond the n trials you ran, from a model of the tasks.
 
-Eight trials per task cannot estimate pass^100 directly: the unbiased estimator stops at
-k = n. :func:`forecast` models the per-task success probabilities p across tasks as a
-mixture with point masses at p = 1 ("always"), p = 0 ("never") and a Beta(α, β) for the
-flaky rest, fitted by maximum likelihood over tasks (every task's own n is used, as a
-beta-binomial). The suite's pass^K for any K is then
+:func:`forecast` fits the per-task success probabilities as a mixture of "always" (p = 1),
+"never" (p = 0) and a Beta for the flaky rest, by maximum likelihood over tasks, twice (with and
+without the "always" share); :class:`Readings` averages the two by Akaike weight, with an interval
+spanning both models' parametric-bootstrap intervals. Every row also carries model-free bounds
+(``bound_lo``/``bound_hi``, :func:`data_bounds`). The forecast is declined (NaN, ``given`` False,
+a warning) below :data:`MIN_TASKS` tasks, without a task that both passed and failed, and beyond
+n when the goodness-of-fit check (:func:`deviance`, :data:`FIT_LEVEL`) flags the counts.
 
-    pass^K = share_always + share_flaky · ∏_{i<K} (α + i) / (α + β + i).
-
-What the data can and cannot say: n trials per task identify only the first n moments of
-the distribution of p, so a forecast for K ≫ n is the model speaking, not the data. Above all,
-no number of trials tells a task with p = 1 from one with p = 0.99 (pass^64 ≈ 0.53), and that
-choice decides pass^K far out. So the mixture is fitted twice — with the "always" share and
-without it (every task may fail) — and :class:`Readings` averages the two by Akaike weight,
-with an interval spanning both models' parametric-bootstrap intervals (draw T tasks from the
-fit, trials with each task's n, refit). Either model alone missed truths the other describes
-(``benchmarks/forecast_validation.py`` measures coverage on fourteen shapes; README). Every row
-also carries ``bound_lo``/``bound_hi``: what the data allow with no model at all
-(:func:`data_bounds`), which always covers but is wide. Where the model cannot be identified
-(fewer than :data:`MIN_TASKS` tasks, or no task with both a pass and a failure) the forecast is
-declined: NaN, ``given`` False, a warning saying why, and the bounds are what to read. So is
-every K beyond n when a goodness-of-fit check (:func:`deviance` against the bootstrap's, p below
-:data:`FIT_LEVEL`) says the counts have a shape the mixture does not describe — typically many
-tasks nearly but not quite certain, where the model's interval missed pass^64 most of the time.
+The model, why two readings, and its coverage on fourteen shapes
+(``benchmarks/forecast_validation.py``): ``docs/methods/forecast.md``.
 """
 
 from __future__ import annotations

@@ -1,23 +1,14 @@
 """The gate decision: is pass^k high enough, and not significantly worse than a baseline?
 
-:func:`gate` decides; ``passk gate`` (:mod:`passk_nb.cli.gate`) prints its result as markdown
-and JUnit XML and turns it into an exit status. Every bound it reads is a column of
-:func:`~passk_nb.stats.summary.summarize` or :func:`~passk_nb.stats.paired.compare`: the gate
-computes no interval of its own.
+:func:`gate` decides; ``passk gate`` (:mod:`passk_nb.cli.gate`) prints it and turns it into an exit
+status. Every bound it reads is a column of :func:`~passk_nb.stats.summary.summarize` or
+:func:`~passk_nb.stats.paired.compare`: ``interval="tasks"`` (default) reads ``pass^k_lo`` (new
+tasks like these), ``interval="fixed"`` reads ``pass^k_fixed_lo`` (these tasks, re-rolled). With
+``baseline=`` it fails when the whole paired interval of the difference is below 0; a task's
+case fails below ``min`` or, with a baseline, when it got significantly worse
+(:func:`~passk_nb.stats.paired.flips`).
 
-Which interval (``interval=``):
-
-- ``"tasks"`` (default): ``pass^k_lo`` of :func:`~passk_nb.stats.summary.summarize`, the interval
-  for "new tasks like these" (declined below five tasks). It asks whether the agent is reliable
-  on the kind of work the suite samples: with few tasks it is wide (ten tasks that all pass give
-  a lower bound of 0.61), and a gate should rather ask for more tasks than pass a flaky agent.
-- ``"fixed"``: ``pass^k_fixed_lo`` ("these tasks, re-rolled"): is the agent reliable on exactly
-  these tasks? Never zero wide; needs n ≥ k trials per task.
-
-With ``baseline=`` the run is compared with the baseline, paired by task
-(:func:`~passk_nb.stats.paired.compare`): the gate fails when the whole interval of
-pass^k(current) − pass^k(baseline) is below 0. A task's case fails when its own pass^k is below
-``min``, or, with a baseline, when it got significantly worse (:func:`~passk_nb.stats.paired.flips`).
+Which interval to gate on, and why: ``docs/methods/intervals.md``.
 """
 
 from __future__ import annotations

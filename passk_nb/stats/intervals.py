@@ -1,24 +1,16 @@
 """Interval machinery: the fixed-task variance; the Korn–Graubard, Student-t and cluster-bootstrap
 intervals over tasks; Clopper–Pearson per task.
 
-Every choice here was made by simulation (``benchmarks/coverage.py``; the README quotes its table):
+*These tasks, re-rolled*: per task, the largest exact variance of its estimator for p in its 80 %
+Jeffreys interval, summed over tasks / T². *New tasks like these*: :func:`korn_graubard` for a
+suite's mean, :func:`student_t` for paired differences, both floored at the tasks' own
+trial-to-trial variance (:func:`plugin_task_variance`, :func:`fixed_task_variance`); callers
+decline both below :data:`passk_nb.stats.params.MIN_TASKS` tasks.
 
-- *These tasks, re-rolled*: per task, the largest exact variance of its estimator under
-  Binomial(n, p) for p in the task's 80 % Jeffreys interval (one-sided at c = 0 and c = n), summed
-  over tasks / T². A variance read at one point p̃ = (c + ½)/(n + 1) was tiny whenever a lone flaky
-  task happened to look certain, and the interval around it covered 80 %; the plug-in's unbiased
-  predecessor was exactly 0 whenever every task had c = n or c < k.
-- *New tasks like these*: :func:`korn_graubard` for a suite's mean (the percentile bootstrap
-  covered 79–91 % at five tasks; Student-t under-covered pass@k of good agents even at 20 tasks),
-  :func:`student_t` for paired differences; both floor the spread of per-task values at the
-  tasks' own trial-to-trial variance (new tasks cannot be known better than these tasks
-  re-rolled): :func:`plugin_task_variance` for a mean, :func:`fixed_task_variance` for a
-  difference. Callers
-  decline both below :data:`passk_nb.stats.params.MIN_TASKS` tasks.
-- *Task families* (``cluster=``): the same intervals with the family as the sampling unit
-  (:func:`unit_spread`, :func:`unit_bootstrap`, both fed by :func:`units`): tasks of one family share
-  what makes them hard, so they are not independent draws of new tasks; with each task its own
-  family every interval is the unclustered one.
+*Task families* (``cluster=``): the same intervals with the family as the sampling unit
+(:func:`unit_spread`, :func:`unit_bootstrap`, fed by :func:`units`).
+
+Every choice was made by simulation (``benchmarks/coverage.py``): ``docs/methods/intervals.md``.
 """
 
 from __future__ import annotations

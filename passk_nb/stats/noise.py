@@ -1,22 +1,14 @@
 """The noise floor of a suite: how different must two runs be to mean anything?
 
-From records with repeated trials per task, :func:`noise_floor` gives, per group:
+:func:`noise_floor` gives, per group, ``icc`` (the intra-class correlation of success within
+tasks), ``flip_rate`` (the share of tasks whose all-``k``-pass outcome flips between two re-runs,
+exact from c and n) and ``min_difference`` (the smallest gap between two single runs that exceeds
+run-to-run noise at 95 %; never zero). :func:`g_pass_at_k` is graded reliability G-pass@k_τ
+(Liu et al. 2024), estimated without bias from c of n.
 
-- ``icc``: the intra-class correlation of success within tasks (one-way ANOVA estimator);
-  near 1, a task's trials agree and the tasks differ; near 0, every trial is a coin flip;
-- ``flip_rate``: the share of tasks whose outcome (all of ``k`` trials pass) flips between two
-  independent re-runs of the same configuration, computed exactly from c and n, not by
-  resampling;
-- ``min_difference``: the smallest difference between two single runs of the suite (``trials``
-  per task each) that exceeds run-to-run noise at 95 %, for the tasks of the pilot in hand (an
-  upper bound on their re-run variance, not an average over pilots).
-
-Both take, per task, the larger of the unbiased estimate and the Jeffreys posterior mean, so a
-task that never failed (or never passed) in the pilot still counts as able to: the unbiased
-value alone is 0 there, and a flaky task that happened to show 4/4 made the floor too low.
-
-And :func:`g_pass_at_k`, graded reliability G-pass@k_τ (Liu et al. 2024): the chance that at
-least ⌈τ·k⌉ of k trials succeed, estimated without bias from c of n (hypergeometric tail).
+``min_difference`` holds for the tasks of the pilot in hand (an upper bound on their re-run
+variance, not an average over pilots). How, and the share of re-run pairs beyond the floor measured by simulation:
+``docs/methods/comparisons.md``.
 """
 
 from __future__ import annotations

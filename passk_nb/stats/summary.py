@@ -1,42 +1,16 @@
 """Suite statistics from trial records: :func:`summarize` (one k) and :func:`curve` (every k).
 
-Every function takes a DataFrame of trial records (one row per trial, see
-:mod:`passk_nb.data.records`; the columns ``task``, ``passed`` and ``outcome`` plus any
-grouping columns are needed), or a counts table (one row per group and task with ``n``
-usable trials and ``c`` successes, as :func:`passk_nb.stats.counts.counts` returns it or as
-aggregate data from elsewhere comes), and works on the counts: each task keeps its own number of
-usable trials n and successes c, the unbiased per-task estimates come from
-:mod:`passk_nb.stats.estimators`, and a group's value is the mean over its tasks
-(τ-bench's rule). k larger than a task's n makes that task's value NaN; the group
-mean then covers fewer tasks, and ``n_tasks_covered`` says how many. k is never
-lowered silently.
+Every function takes trial records (one row per trial, :mod:`passk_nb.data.records`) or a counts
+table (one row per group and task with ``n`` and ``c``). Each task keeps its own n; a group's
+value is the mean of the tasks' unbiased estimates (:mod:`passk_nb.stats.estimators`), and a k
+above a task's n leaves it out (``n_tasks_covered``), never lowered silently.
 
-Intervals answer one of two questions; the columns say which, and their coverage is measured by
-simulation (``benchmarks/coverage.py``; the README quotes the table):
+Two intervals answer two questions: ``*_lo``/``*_hi`` for *new tasks like these*
+(Korn–Graubard by default; declined below five tasks) and ``*_fixed_lo``/``*_fixed_hi`` for
+*these tasks, re-rolled*. The same ``seed`` gives the same intervals. ``infra_error`` trials are
+left out of n by default (``infra="exclude"``) and counted; ``infra="fail"`` counts them as failures.
 
-- *Population of tasks* ("new tasks like these"): ``*_lo``/``*_hi`` of a group of several tasks.
-  By default (``method="korn-graubard"``) the exact binomial interval with an effective number of
-  tasks (:func:`~passk_nb.stats.intervals.korn_graubard`): it covered ≥ 90 % of simulated suites
-  in every cell measured from five tasks up, where the percentile cluster bootstrap covered
-  79–91 % at five tasks and Student-t under-covered pass@k. ``method="t"`` and
-  ``method="bootstrap"`` (``n_boot`` resamples of a group's tasks; where k exceeds some tasks' n,
-  each resample's mean is over the covered tasks it drew, so every k of a curve comes from one
-  draw) remain available; the bootstrap suits large T. Below ``min_tasks`` tasks (default 5: there
-  the interval that keeps its coverage spans nearly [0, 1]) the interval is declined: NaN,
-  ``ci_method`` says so and a warning points to the fixed-task interval.
-- *Fixed task set* ("these tasks, re-rolled"): ``pass^k_se_fixed`` and ``pass@k_se_fixed`` are
-  standard errors: per task, the largest exact variance of its estimate under Binomial(n, p) for
-  p in its 80 % Jeffreys interval, summed over tasks and divided by T²; ``*_fixed_lo``/``*_fixed_hi``
-  are value ± z·se. Positive whenever n ≥ k; read at one p̃, a lone flaky task that happened to
-  look certain made the interval cover 81 %.
-
-The bootstrap draw depends only on ``seed`` and the number of tasks in a group, so the
-same seed gives the same intervals, and a group's interval does not change when other
-groups are added to or removed from the frame.
-
-``infra_error`` trials are not agent failures: by default (``infra="exclude"``) they
-are left out of n and counted in ``n_infra_excluded``; ``infra="fail"`` counts them as
-failures.
+Why these intervals, and their coverage measured by simulation: ``docs/methods/intervals.md``.
 """
 
 from __future__ import annotations

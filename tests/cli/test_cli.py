@@ -287,7 +287,7 @@ def test_the_fresh_virtualenv_test_is_skipped_offline_with_its_reason(tmp_path):
 
 def test_readme_output_is_what_the_first_command_prints(tmp_path, monkeypatch, capsys):
     text = (ROOT / "README.md").read_text()
-    shown = re.search(r"The first command prints.*?```\n(.*?)```", text, re.DOTALL).group(1)
+    shown = re.search(r"The first command prints.*?```text\n(.*?)```", text, re.DOTALL).group(1)
     monkeypatch.chdir(tmp_path)
     assert main(["run", "--provider", "scripted", "--trials", "3", "--k", "2", "--no-progress"]) == 0
     assert capsys.readouterr().out == shown

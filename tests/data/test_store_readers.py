@@ -228,16 +228,16 @@ def test_load_fills_columns_an_older_version_lacked_and_names_broken_parts(tmp_p
         assert len(load(tmp_path, strict=False)) == 10
 
 
-def test_the_readme_recipes_keep_one_row_per_trial(tmp_path):
+def test_the_guarantees_recipes_keep_one_row_per_trial(tmp_path):
     import re
     from pathlib import Path
 
     import duckdb
     import polars as pl
 
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    sql = re.search(r"`(SELECT \* FROM read_parquet\('DIR[^`]+)`", readme).group(1)
-    polars_code = re.search(r'`(pl\.read_parquet\("DIR[^`]+)`', readme).group(1)
+    page = (Path(__file__).parents[2] / "docs" / "guarantees.md").read_text()
+    sql = re.search(r"`(SELECT \* FROM read_parquet\('DIR[^`]+)`", page).group(1)
+    polars_code = re.search(r'`(pl\.read_parquet\("DIR[^`]+)`', page).group(1)
     write_part(rows("r", range(4), outcome="infra_error"), tmp_path, "r")
     write_part(rows("r", range(4)), tmp_path, "r")  # a resume retrying them, not merged yet
     write_part(rows("r", range(2, 6)), tmp_path, "r")  # leftovers of a killed merge

@@ -1,4 +1,4 @@
-"""What a Python agent receives is what the README and the callable provider's docstring say."""
+"""What a Python agent receives is what the user guide and the callable provider's docstring say."""
 
 import ast
 import re
@@ -7,7 +7,7 @@ from pathlib import Path
 import passk_nb
 from passk_nb.harness.providers import function
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+GUIDE = (Path(__file__).resolve().parents[2] / "docs" / "guide" / "running.md").read_text(encoding="utf-8")
 CALL = '{"tool": "get_order", "args": {"order_id": "O1001"}}'
 
 
@@ -24,7 +24,7 @@ def turns(tmp_path) -> list[list[dict]]:
 
 
 def documented_turn() -> list[dict]:
-    section = README.split("**What a Python agent receives.**", 1)[1]
+    section = GUIDE.split("**What a Python agent receives.**", 1)[1]
     return ast.literal_eval(section.split("```python\n", 1)[1].split("```", 1)[0])
 
 
@@ -34,7 +34,7 @@ def matches(documented: str, actual: str) -> bool:
     return re.fullmatch(pattern, actual, flags=re.DOTALL) is not None
 
 
-def test_the_readme_shows_the_messages_an_agent_receives(tmp_path):
+def test_the_guide_shows_the_messages_an_agent_receives(tmp_path):
     first, second, third = turns(tmp_path)
     documented = documented_turn()
     assert (
@@ -58,7 +58,7 @@ def test_the_prose_names_the_roles_and_prefixes_an_agent_sees(tmp_path):
     _, second, third = turns(tmp_path)
     tool_prefix = re.match(r"Tool result \((\w+)\): ", second[3]["content"])
     assert tool_prefix and tool_prefix.group(1) == "get_order"
-    for text in (README, function.__doc__):
+    for text in (GUIDE, function.__doc__):
         flat = " ".join(text.replace("``", "`").split())
         assert "Tool result (NAME): {" in flat and "Format error: ..." in flat
         assert "system prompt" in flat and "first `user` message" in flat and "**user** message" in flat

@@ -220,12 +220,12 @@ def test_a_missing_suite_name_lists_the_suites_the_module_holds(tmp_path, monkey
         get_suite("two_suites:SUIT")
 
 
-def test_the_readme_suite_example_runs_as_written(tmp_path):
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## More suites, and your own", 1)[1]
+def test_the_guide_suite_example_runs_as_written(tmp_path):
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "guide" / "suites.md").read_text(encoding="utf-8")
+    section = guide.split("## More suites, and your own", 1)[1]
     code = section.split("```python\n", 1)[1].split("```", 1)[0]
     namespace: dict = {}
-    exec(compile(code, "README.md", "exec"), namespace)
+    exec(compile(code, "suites.md", "exec"), namespace)
     assert check_suite(namespace["SUITE"]) == []
     df = passk_nb.run("scripted", suite=namespace["SUITE"], trials=1, out=tmp_path, progress=False)
     assert df["outcome"].tolist() == ["pass"]

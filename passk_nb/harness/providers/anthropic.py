@@ -1,46 +1,13 @@
 """The Anthropic API through the official ``anthropic`` SDK (Messages API).
 
-The system prompt goes in ``system``, never in ``messages``; consecutive
-turns of the same role are merged (the API wants them alternating). Sends
-``max_tokens``; the model name is passed as given, so aliases such as
-``claude-haiku-4-5`` work, and the model that answered is kept as
-``resolved_model`` in ``provider_meta``, beside the SDK version and the API
-version it sends. Token counts come from ``usage``.
+The system prompt goes in ``system``; consecutive turns of one role are merged. ``temperature``
+is sent only where the SDK still has it (else refused), seed and JSON mode are refused; native
+tool calling uses ``tool_use`` / ``tool_result`` blocks. The SDK's retries are off: the shared
+retry loop, deadline, body caps and failure classes of the HTTP backends apply, and under the
+asyncio runner the request goes through their transport without importing the SDK. A refusal
+(``stop_reason: "refusal"``) is the model's answer, flagged ``refusal: true``.
 
-``temperature`` is sent when the installed SDK still has the parameter. SDK
-2.x sends API version 2026-10-21, which rejects every sampling parameter (even
-``temperature=1.0``), and has dropped it: with that SDK a temperature is
-refused with a clear message instead of being silently ignored. The API has no
-seed: the per-trial seed is recorded but not sent. It has no plain JSON mode
-either, so ``json_mode=True`` is refused too.
-
-Native tool calling (``run(protocol="native")``): the suite's tools go out as
-``tools=[{name, description, input_schema}]``; the reply's ``tool_use`` content
-blocks (``id``, ``name``, ``input``) are the calls, an assistant turn goes back
-with its text and ``tool_use`` blocks, and the results of one turn together in
-the next user message as ``tool_result`` blocks (``tool_use_id``, ``content``,
-``is_error``).
-
-The key comes from ``$ANTHROPIC_API_KEY`` (another variable with
-``api_key_env=``). The base URL is ``base_url``, else
-``$ANTHROPIC_BASE_URL``, else ``https://api.anthropic.com``.
-
-The SDK's own retries are switched off (``max_retries=0``): the shared retry
-loop of :mod:`passk_nb.harness.providers.http` retries 429, 5xx, connection errors and
-timeouts, honours ``Retry-After``, and counts attempts the same way as for the
-other backends. The SDK's HTTP client reads every reply through a guarded transport
-(:func:`guarded_client`): the same whole-reply deadline (``timeout``), body caps
-(``max_body_bytes``, ``max_decompressed_bytes``), cancellation, refused redirects and
-classification of failures as the HTTP backends, with the same code. Under the asyncio
-runner (``achat``: ``run()`` with many trials in flight, no thread each) the same request
-body goes to ``POST /v1/messages`` through the HTTP backends' transport itself, with the
-headers the SDK sends (:meth:`~AnthropicProvider.sdk_headers`: API version, key, client
-identification), and the same :meth:`~AnthropicProvider.read_reply` reads the JSON it returns.
-That path (and the batch API's) never imports the SDK, which takes seconds: only the blocking
-path (``chat``, e.g. ``passk probe``) and a ``temperature`` check do, on first use.
-
-A refusal (``stop_reason: "refusal"``) is the model's answer: its text (empty if it
-gave none) is the reply, with ``refusal: true`` in ``provider_meta``.
+Every detail (headers, base URL, key, what is recorded): ``docs/guide/backends.md``.
 
 >>> system, turns = to_anthropic_messages([
 ...     {"role": "system", "content": "Be brief."},

@@ -1,24 +1,12 @@
 """The provider contract: one method, ``chat(messages) -> str``.
 
-``messages`` is a list of ``{"role": "system" | "user" | "assistant", "content": str}``.
-Any object with such a ``chat`` method, or a plain function of the messages,
-is a provider. Built-in backends subclass :class:`BaseProvider` so that they
-can also report token counts and retries (by returning a :class:`Reply`),
-take a per-trial seed, and describe themselves in each record.
+``messages`` is a list of ``{"role": ..., "content": str}``; any object with such a ``chat``, or a
+plain function of the messages, is a provider. Built-in backends subclass :class:`BaseProvider`
+to report tokens and retries (a :class:`Reply`), take a per-trial seed and describe themselves in
+each record; one that raises makes the trial an ``infra_error``. With ``native_tools`` a backend
+also has ``chat_native(messages, tools) -> Reply``, whose reply carries the model's tool calls.
 
-A provider that raises makes the trial an ``infra_error``: it is not counted
-against the agent.
-
-Native tool calling (``run(protocol="native")``): a backend that sets
-``native_tools`` also has ``chat_native(messages, tools) -> Reply``, whose
-reply carries the model's tool calls (``Reply.tool_calls``, a list of
-:class:`~passk_nb.harness.protocol.NativeCall`). ``tools`` is
-:meth:`Suite.tool_definitions() <passk_nb.harness.suites.base.Suite.tool_definitions>`.
-The conversation then holds two more kinds of message, which each backend
-writes in its API's own format: an assistant turn with calls,
-``{"role": "assistant", "content": text, "tool_calls": [NativeCall, ...]}``,
-and one result per call, ``{"role": "tool", "tool_call_id": id, "name":
-tool, "content": result_json, "is_error": bool}``.
+The native message forms, in full: ``docs/guide/backends.md``.
 
 >>> class Echo(BaseProvider):
 ...     name = "echo"

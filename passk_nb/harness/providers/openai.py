@@ -1,28 +1,13 @@
 """Any OpenAI-compatible server: ``POST {base_url}/v1/chat/completions``.
 
-llama.cpp's ``llama-server``, ``llama_cpp.server``, vLLM, LM Studio and hosted
-APIs all speak it. Sends ``temperature``, ``seed`` (the runner's per-trial
-seed) and ``max_tokens``; with ``json_mode`` it also sends ``response_format:
-{"type": "json_object"}`` (plus ``"schema"``, the action protocol's JSON Schema,
-with ``json_schema=True``: llama.cpp's form of schema-constrained output).
-Reads ``choices[0].message.content`` and the token counts in ``usage``. A refusal
-(``content: null`` with a ``refusal`` text) is the model's answer: the refusal
-text is the reply, with ``refusal: true`` in ``provider_meta``.
+llama.cpp, vLLM, LM Studio and hosted APIs all speak it. Sends ``temperature``, the per-trial
+``seed`` and ``max_tokens``; ``json_mode`` adds ``response_format`` (with the action schema under
+``json_schema=True``, llama.cpp's form). Native tool calling uses ``tools`` / ``tool_calls`` and
+``role: "tool"`` results. A refusal is the model's answer, flagged ``refusal: true``. The base URL
+is ``base_url``, else ``$OPENAI_BASE_URL``, else ``http://127.0.0.1:8080``; the key, from
+``$OPENAI_API_KEY``, is sent only when set.
 
-Native tool calling (``run(protocol="native")``): the suite's tools go out as
-``tools: [{"type": "function", "function": {name, description, parameters}}]``
-with ``tool_choice: "auto"``;
-the reply's ``choices[0].message.tool_calls`` (``id``, ``type``,
-``function.name``, ``function.arguments`` as a JSON string) are the calls, an
-assistant turn goes back with its ``tool_calls`` as received, and each result as
-``{"role": "tool", "tool_call_id": id, "content": result}``.
-
-The base URL is ``base_url``, else ``$OPENAI_BASE_URL``, else
-``http://127.0.0.1:8080`` (a local server: nothing is sent to a paid API by
-accident). A base URL that already ends in ``/v1`` (the usual form of
-``OPENAI_BASE_URL``) is not given a second one. The API key is optional: it is
-read from ``$OPENAI_API_KEY`` (another variable with ``api_key_env=``) and sent
-as ``Authorization: Bearer ...`` only when set.
+In full: ``docs/guide/backends.md``.
 
 >>> p = OpenAIProvider("local", base_url="http://127.0.0.1:8080/v1", seed=3, json_mode=True, api_key_env=None)
 >>> p.path, p.request_body([{"role": "user", "content": "hi"}])["response_format"]

@@ -4,7 +4,7 @@ Each request of a trial's thread is a coroutine submitted to the loop (:func:`on
 connections, their keep-alive and the reading of replies cost the CPU of an asyncio client, not
 of a thread-per-request client: measured by ``python benchmarks/bench_runner.py --floor``
 against a minimal server, about a third of the CPU per request of threads with ``httpx.Client``
-(README, Speed). One loop serves every provider of the process; each provider holds one
+(docs/benchmarks.md). One loop serves every provider of the process; each provider holds one
 :class:`Session` (aiohttp's connection pool, sized to the run's concurrency). The loop uses
 uvloop when it is installed.
 

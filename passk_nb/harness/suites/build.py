@@ -1,16 +1,10 @@
 """Write a suite in minutes: tools are plain typed functions, tasks say what must change.
 
-- :func:`tool` turns ``fn(state, arg: str, amount: float) -> result`` into a tool: the
-  arguments and their JSON types come from the signature, the description from the
-  docstring's first line, argument descriptions from ``name: text`` lines in the docstring.
-  A ``KeyError`` or ``ValueError`` it raises goes back to the model as a tool error, like
-  :class:`~passk_nb.harness.suites.base.ToolError`.
-- :func:`task` is one task: the customer's message, the changes that must happen
-  (``expect={"accounts.A1.balance": 50.0}``: those fields end with those values, nothing
-  else changes; a value may be a predicate) or your own ``check``, or a ``refusal``, and a
-  known-good ``script``.
-- :func:`make_suite` assembles them, and writes the system prompt's protocol and tool list
-  after your own instructions.
+:func:`tool` turns ``fn(state, arg: str, amount: float) -> result`` into a tool (JSON types from the
+signature, descriptions from the docstring; a ``KeyError`` or ``ValueError`` is a tool error);
+:func:`task` is one task (the message, an ``expect`` of changes, a ``check`` or a ``refusal``,
+and a known-good ``script``); :func:`make_suite` assembles them with the system prompt. More:
+``docs/guide/suites.md``.
 
 >>> def get_note(state, note_id: str) -> dict:
 ...     '''One note by id.'''
