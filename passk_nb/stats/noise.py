@@ -7,8 +7,8 @@ run-to-run noise at 95 %; never zero). :func:`g_pass_at_k` is graded reliability
 (Liu et al. 2024), estimated without bias from c of n.
 
 ``min_difference`` holds for the tasks of the pilot in hand (an upper bound on their re-run
-variance, not an average over pilots). How, and the share of re-run pairs beyond the floor measured by simulation:
-``docs/methods/comparisons.md``.
+variance, not an average over pilots). How, and the share of re-run pairs beyond the floor
+measured by simulation: ``docs/methods/comparisons.md``.
 """
 
 from __future__ import annotations
