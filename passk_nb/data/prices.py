@@ -30,9 +30,10 @@ Prices: TypeAlias = Mapping[str, tuple[float, float]] | pd.DataFrame | None
 
 
 def price_table(prices: Mapping[str, tuple[float, float]] | pd.DataFrame) -> pd.DataFrame:
-    """``prices`` (``{model: (price_in, price_out)}`` or a frame with columns ``model``,
-    ``price_in``, ``price_out``) as a frame indexed by model, checked: one price per model, each a
-    finite number ≥ 0.
+    """Prices as a frame indexed by model, checked: one price per model, each a finite number ≥ 0.
+
+    ``prices``: ``{model: (price_in, price_out)}`` (USD per million tokens) or a frame with
+    columns ``model``, ``price_in``, ``price_out``.
 
     >>> price_table({"a": (1, 2)}).loc["a"].tolist()
     [1.0, 2.0]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+#: How bad a trial's end was, worst first: what a suite's severity table maps failures to.
 SEVERITIES: tuple[str, ...] = ("harmful", "misleading", "benign", "none")
 #: The severities of a failure (a pass is ``none``).
 FAILURE_SEVERITIES: tuple[str, ...] = SEVERITIES[:-1]
