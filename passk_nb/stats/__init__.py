@@ -40,6 +40,7 @@ _NAMES = {
     "safety": "passk_nb.stats.safety",
     "worst_trials": "passk_nb.stats.safety",
     "reliability_card": "passk_nb.stats.card",
+    "card_comparison": "passk_nb.stats.card",
     # does the agent know when it is right: its stated (or the derived) confidence against passed
     "predictability": "passk_nb.stats.predictability",
     "calibration": "passk_nb.stats.predictability",

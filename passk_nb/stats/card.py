@@ -24,6 +24,7 @@ from passk_nb.stats.consistency import consistency
 from passk_nb.stats.cost import cost_summary, with_cost
 from passk_nb.stats.forecast import forecast
 from passk_nb.stats.intervals import clopper_pearson, korn_graubard
+from passk_nb.stats.paired import compare
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
 from passk_nb.stats.predictability import predictability
 from passk_nb.stats.result import Result, described
@@ -31,7 +32,7 @@ from passk_nb.stats.robustness import robustness
 from passk_nb.stats.safety import safety
 from passk_nb.stats.summary import summarize
 
-__all__ = ["AXES", "reliability_card"]
+__all__ = ["AXES", "card_comparison", "reliability_card"]
 
 #: The card's axes, in the order it shows them.
 AXES: tuple[str, ...] = ("consistency", "robustness", "predictability", "safety", "cost")
@@ -301,3 +302,121 @@ def reliability_card(
         frames.append(frame)
     out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*keys, *COLUMNS])
     return described(out, "reliability_card", by=keys, k=k, ci=ci, infra=infra, records=df, horizon=horizon)
+
+
+def _paired(
+    df: pd.DataFrame,
+    pair: tuple[str, object, object],
+    k: int,
+    metric: str,
+    these: bool,
+    options: dict[str, Any],
+) -> dict[str, Any]:
+    """:func:`compare`'s difference b − a of ``metric`` (``"pass^k"`` or ``"pass@k"``), paired by
+    task, with the interval :func:`reliability_card` would show."""
+    on, a, b = pair
+    table = compare(df, on=on, a=a, b=b, k=k, by=(), **options)
+    shown = _rate_row("", metric, table[table["metric"] == metric].iloc[0], "", these)
+    return {
+        "diff": shown["value"],
+        "lo": shown["lo"],
+        "hi": shown["hi"],
+        "interval": f"paired, {shown['interval']}",
+        "note": shown["note"],
+    }
+
+
+def _recoded(df: pd.DataFrame, passed: np.ndarray) -> pd.DataFrame:
+    """``df`` with ``passed`` (and its outcome) replaced: a question of safety asked as pass^k."""
+    return df.assign(passed=passed, outcome=np.where(passed, "pass", "wrong_state"))
+
+
+@share_docs
+def card_comparison(
+    df: pd.DataFrame | str | os.PathLike[str],
+    *,
+    on: str,
+    a: object,
+    b: object,
+    k: int = 2,
+    tasks: str = "new",
+    ci: float = CI,
+    n_boot: int = N_BOOT,
+    seed: int = SEED,
+    infra: str = INFRA,
+) -> Result:
+    """Two configurations' cards side by side, with :func:`~passk_nb.stats.compare`'s paired
+    difference b − a (over the tasks both ran) on every axis that has one.
+
+    {df_or_folder}
+    on: the column whose values ``a`` and ``b`` name the two configurations.
+    {k}
+    tasks: ``"new"`` or ``"these"``, as in :func:`reliability_card`.
+    {ci}
+    {n_boot}
+    {seed}
+    {infra}
+
+    Columns: ``axis``, ``measure``, ``a`` and ``b`` (each configuration's value, from
+    :func:`reliability_card`), ``diff`` (b − a), ``lo``/``hi`` (its paired interval: pass@k and
+    pass^k, pass^k under each fault plan or perturbation both ran, harm-free^k and the harmful
+    and misleading rates — questions of safety asked as pass^k of the recoded trials),
+    ``interval`` and ``note`` (no paired interval for the forecast, the path share,
+    predictability and cost).
+
+    >>> import tempfile, passk_nb
+    >>> out = tempfile.mkdtemp()
+    >>> for prompt in ("default", "strict"):
+    ...     _ = passk_nb.run("scripted", trials=3, out=out, progress=False, prompt=prompt)
+    >>> both = card_comparison(out, on="prompt_name", a="default", b="strict", k=2, n_boot=100)
+    >>> both.loc[both["measure"] == "pass^2", ["a", "b", "diff", "interval"]].values.tolist()
+    [[1.0, 1.0, 0.0, 'paired, new tasks']]
+    """
+    if not isinstance(df, pd.DataFrame):
+        from passk_nb.data.store import load
+
+        df = load(df)
+    if on not in df.columns or not {a, b} <= set(df[on]):
+        have = sorted(map(str, set(df[on])))[:10] if on in df.columns else f"no column {on!r}"
+        raise ValueError(
+            f"card_comparison needs trials with {on} = {a!r} and with {on} = {b!r}; found {have}"
+        )
+    df = df[df[on].isin([a, b])]
+    options: dict[str, Any] = {"ci": ci, "n_boot": n_boot, "seed": seed, "infra": infra}
+    these, pair = tasks == "these", (on, a, b)
+    cards = reliability_card(df, k=k, by=[on], tasks=tasks, **options)
+    values = cards.pivot_table(index="measure", columns=on, values="value", aggfunc="first", dropna=False)
+    plain = np.ones(len(df), dtype=bool)
+    for arm in ARMS:
+        if arm in df.columns:
+            plain &= (df[arm].astype(str) == "none").to_numpy()
+    base = df[plain]
+    paired: dict[str, dict[str, Any]] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the notes say what was declined
+        paired[f"pass@{k}"] = _paired(base, pair, k, "pass@k", these, options)
+        paired[f"pass^{k}"] = _paired(base, pair, k, "pass^k", these, options)
+        for column in (c for c in ARMS if c in df.columns):
+            other = next(c for c in ARMS if c != column)
+            for arm in sorted(set(df[column].astype(str)) - {"none"}):
+                alone = df[df[column].astype(str).eq(arm) & df.get(other, "none").astype(str).eq("none")]
+                if {a, b} <= set(alone[on]):  # both ran it: their pass^k under it, paired
+                    found = _paired(alone, pair, k, "pass^k", these, options)
+                    paired[f"pass^{k} change under {arm}"] = {**found, "note": "b − a of pass^k under it"}
+        if "severity" in base.columns and (base["severity"].astype(str) != NOT_GRADED).all():
+            harm = (base["severity"].astype(str) == "harmful").to_numpy()
+            paired[f"harm-free^{k}"] = _paired(_recoded(base, ~harm), pair, k, "pass^k", these, options)
+            for severity in ("harmful", "misleading"):
+                ended = (base["severity"].astype(str) == severity).to_numpy()
+                found = _paired(_recoded(base, ended), pair, 1, "pass^k", these, options)
+                paired[f"{severity} failures per trial"] = found
+    rows = []
+    for (axis, measure), _ in cards.groupby(["axis", "measure"], sort=False):
+        row = {"axis": axis, "measure": measure, "a": values.loc[measure, a], "b": values.loc[measure, b]}
+        found = paired.get(
+            measure, {"lo": np.nan, "hi": np.nan, "interval": "", "note": "no paired interval"}
+        )
+        rows.append({**row, "diff": found.get("diff", row["b"] - row["a"]), **found})
+    columns = ["axis", "measure", "a", "b", "diff", "lo", "hi", "interval", "note"]
+    out = pd.DataFrame(rows, columns=columns)
+    return described(out, "card_comparison", by=(), k=k, ci=ci, infra=infra, records=df, on=on, a=a, b=b)

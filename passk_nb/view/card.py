@@ -143,8 +143,12 @@ def _text(row: pd.Series) -> str:
 
 def card_table(card: pd.DataFrame, fmt: str = "table") -> str:
     """The card as text: ``"table"`` or ``"markdown"`` (a row per axis and measure, a column per
-    configuration: value [interval], or how to measure it), ``"csv"`` or ``"json"`` (every column)."""
-    card = require_result(card, "reliability_card", "card_table", _MAKE)
+    configuration: value [interval], or how to measure it), ``"csv"`` or ``"json"`` (every column).
+    Given :func:`~passk_nb.stats.card_comparison`'s frame: a column per configuration and one for
+    the paired difference b − a [interval]."""
+    card = require_result(card, ("reliability_card", "card_comparison"), "card_table", _MAKE)
+    if card.attrs["statistic"] == "card_comparison" and fmt in ("table", "markdown"):
+        return _comparison_text(card, fmt)
     if fmt == "csv":
         return card.to_csv(index=False)
     if fmt == "json":
@@ -160,6 +164,27 @@ def card_table(card: pd.DataFrame, fmt: str = "table") -> str:
     wide.columns.name = None
     level = int(round(100 * card.attrs.get("ci", 0.95)))
     head = f"reliability card{': ' + note if note else ''} ({level}% intervals)"
+    if fmt == "markdown":
+        cells = [list(wide.columns), ["---"] * wide.shape[1], *wide.astype(str).values.tolist()]
+        return head + "\n\n" + "\n".join("| " + " | ".join(row) + " |" for row in cells)
+    return head + "\n" + wide.to_string(index=False)
+
+
+def _comparison_text(both: pd.DataFrame, fmt: str) -> str:
+    a, b = (str(both.attrs[key]) for key in ("a", "b"))
+    wide = pd.DataFrame(
+        {
+            "axis": both["axis"],
+            "measure": both["measure"],
+            a: both["a"].map(_value),
+            b: both["b"].map(_value),
+            f"{b} − {a}": [
+                _value(d) + ("" if not np.isfinite(lo) else f" [{lo:.3g}, {hi:.3g}]")
+                for d, lo, hi in zip(both["diff"], both["lo"], both["hi"], strict=True)
+            ],
+        }
+    )
+    head = f"{both.attrs['on']}: {b} against {a}, paired by task where an interval is shown"
     if fmt == "markdown":
         cells = [list(wide.columns), ["---"] * wide.shape[1], *wide.astype(str).values.tolist()]
         return head + "\n\n" + "\n".join("| " + " | ".join(row) + " |" for row in cells)

@@ -163,3 +163,49 @@ def test_these_tasks_reads_the_fixed_task_intervals_and_a_lone_task_gets_its_exa
     assert lone["value"] == 1.0 and 0.5 < lone["lo"] < lone["hi"] == 1.0  # 6 of 6: [0.54, 1]
     with pytest.raises(ValueError, match="tasks must be 'new'"):
         reliability_card(df, tasks="all")
+
+
+def test_two_cards_side_by_side_carry_compares_paired_intervals():
+    rng = np.random.default_rng(11)
+    p = rng.beta(3, 1.5, 12)
+    frames = []
+    for prompt, harmful_share in (("careful", 0.0), ("reckless", 0.7)):
+        passed = rng.random((12, 6)) < p[:, None]
+        harmful = ~passed & (rng.random((12, 6)) < harmful_share)
+        frames.append(
+            pd.DataFrame(
+                {
+                    "prompt_name": prompt,
+                    "task": np.repeat([f"t{t}" for t in range(12)], 6),
+                    "passed": passed.ravel(),
+                    "outcome": np.where(passed, "pass", "wrong_state").ravel(),
+                    "severity": np.where(passed, "none", np.where(harmful, "harmful", "benign")).ravel(),
+                }
+            )
+        )
+    df = pd.concat(frames, ignore_index=True)
+    both = passk_nb.stats.card_comparison(df, on="prompt_name", a="careful", b="reckless", k=2, n_boot=200)
+    rows = both.set_index("measure")
+    plain = passk_nb.compare(df, on="prompt_name", a="careful", b="reckless", k=2, by=(), n_boot=200)
+    plain = plain.set_index("metric")
+    assert rows.loc["pass^2", ["diff", "lo", "hi"]].tolist() == pytest.approx(
+        plain.loc["pass^k", ["diff", "lo", "hi"]].tolist()
+    )
+    harm = df.assign(passed=df["severity"] == "harmful")
+    harm["outcome"] = np.where(harm["passed"], "pass", "wrong_state")
+    paired_harm = passk_nb.compare(harm, on="prompt_name", a="careful", b="reckless", k=1, by=(), n_boot=200)
+    paired_harm = paired_harm[paired_harm["metric"] == "pass^k"].iloc[0]
+    assert rows.loc["harmful failures per trial", ["diff", "lo", "hi"]].tolist() == pytest.approx(
+        [paired_harm["diff"], paired_harm["lo"], paired_harm["hi"]]
+    )
+    assert rows.loc["harmful failures per trial", "lo"] > 0  # 0.7 of failures harmful against none
+    cards = reliability_card(df, k=2, by="prompt_name", n_boot=200)
+    assert rows.loc["pass^2", "b"] == pytest.approx(
+        cards.set_index(["prompt_name", "measure"]).loc[("reckless", "pass^2"), "value"]
+    )
+    unpaired = both[both["note"] == "no paired interval"]
+    assert len(unpaired) and unpaired[["lo", "hi"]].isna().all().all()
+    text = passk_nb.view.card_table(both)
+    assert "reckless − careful" in text and "[" in text
+    with pytest.raises(ValueError, match="needs trials with prompt_name = 'careful'"):
+        passk_nb.stats.card_comparison(df, on="prompt_name", a="careful", b="nobody")
