@@ -614,3 +614,16 @@ def test_the_readme_quotes_the_qwen_finding_as_the_records_give_it():
     readme = " ".join((DATA.parent / "README.md").read_text().split())
     assert quoted == "pass^1 is 0.130 (95 % for these tasks: [0.069, 0.191]) and pass^3 0.050"
     assert quoted in readme
+
+
+def test_the_notebook_table_quotes_the_closest_qwen_prompt_change():
+    """README's line for notebook 03: no flip at T = 0.7, the closest q as the records give it."""
+    df = passk_nb.load(DATA / "qwen2.5-1.5b-orders").query("temperature == 0.7")
+    tables = [passk_nb.flips(df, on="prompt_name", a="default", b=v) for v in ("strict", "fewshot")]
+    tested = pd.concat(tables)
+    tested = tested[tested["tested"]]
+    assert not tested["flip"].any()
+    quoted = f"(none: the closest q {tested['q_value'].min():.2f})"
+    assert quoted == "(none: the closest q 0.11)"
+    line = next(x for x in (DATA.parent / "README.md").read_text().splitlines() if x.startswith("| 03-"))
+    assert quoted in line
