@@ -649,4 +649,3 @@ def test_the_notebook_table_quotes_the_closest_qwen_prompt_change():
     assert quoted == "(none: the closest q 0.11)"
     line = next(x for x in (DATA.parent / "README.md").read_text().splitlines() if x.startswith("| 03-"))
     assert quoted in line
-
