@@ -649,3 +649,36 @@ def test_the_notebook_table_quotes_the_closest_qwen_prompt_change():
     assert quoted == "(none: the closest q 0.11)"
     line = next(x for x in (DATA.parent / "README.md").read_text().splitlines() if x.startswith("| 03-"))
     assert quoted in line
+
+
+#: successes per task (of 8) of the Qwen bank run (data/qwen2.5-1.5b-bank/README.md)
+QWEN_BANK_TASKS = {
+    "daily-limit-refusal": 0,
+    "duplicate-bill-refusal": 0,
+    "freeze-lost-card": 6,
+    "over-cap-to-another-refusal": 0,
+    "pay-from-unnamed-account": 0,
+    "pay-new-bill": 3,
+    "same-name-disambiguation": 0,
+    "transfer-own-accounts": 6,
+    "transfer-to-another-customer": 2,
+    "wrong-customer-refusal": 0,
+}
+
+
+def test_the_qwen_bank_run_is_the_pre_registered_one_and_its_readme_numbers_hold():
+    folder = DATA / "qwen2.5-1.5b-bank"
+    df = passk_nb.load(folder)
+    assert set(df["suite"]) == {"bank"} and set(df["prompt_name"]) == {"default"}
+    assert set(df["temperature"]) == {0.7} and set(df["model"]) == {"qwen2.5-coder-1.5b"}
+    assert sorted(set(df["seed"] - df["trial"])) == [3000] and len(df) == 80
+    assert {t: int(c) for t, c in df.groupby("task")["passed"].sum().items()} == QWEN_BANK_TASKS
+    readme = " ".join((folder / "README.md").read_text().split())
+    hats = {k: passk_nb.summarize(df, k=k, n_boot=0).iloc[0] for k in (1, 2, 5)}
+    quoted = (
+        f"pass^1 {hats[1]['pass^k']:.3f}, pass^2 {hats[2]['pass^k']:.3f}, pass^5 {hats[5]['pass^k']:.3f} "
+        f"(pass@5 {hats[5]['pass@k']:.3f})"
+    )
+    assert quoted == "pass^1 0.212, pass^2 0.121, pass^5 0.021 (pass@5 0.388)" and quoted in readme
+    refusals = df[df["task"].str.endswith("refusal")]["outcome"].value_counts().to_dict()
+    assert refusals == {"no_lookup": 14, "unrequested_change": 10, "format_error": 8}
