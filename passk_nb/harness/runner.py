@@ -36,6 +36,7 @@ from passk_nb.harness.episode import arun_episode, run_episode
 from passk_nb.harness.executors import WorkerLost, make_executor
 from passk_nb.harness.faults import Fault, FaultPlan
 from passk_nb.harness.fingerprint import blind_spots, suite_fingerprint
+from passk_nb.harness.loop_workers import LoopWorkers
 from passk_nb.harness.pacing import Paced, RateLimit, RateLimiter
 from passk_nb.harness.perturb import PerturbationError, PerturbPlan
 from passk_nb.harness.preflight import check_backend
@@ -367,10 +368,16 @@ def _make_backend(config: RunConfig, resolved: Resolved) -> BaseProvider:
 def _check_backend_fits(config: RunConfig, backend: BaseProvider) -> None:
     """Refuse what the opened backend cannot do: workers for a model backend, native tool calling
     without it."""
-    if config.executor != "threads" and not (backend.user_code or backend.name == "scripted"):
+    on_loops = config.executor == "processes" and backend.speaks_asyncio  # loop_workers.py
+    if config.executor != "threads" and not (backend.user_code or backend.name == "scripted" or on_loops):
         raise ValueError(
             f"executor={config.executor!r} (workers=) runs a Python agent's own computation in other "
             f"processes; the {backend.name} backend waits on its model instead: raise concurrency= for it"
+        )
+    if on_loops and config.adaptive:
+        raise ValueError(
+            "adaptive=True steers one process's requests in flight; workers= splits them over several "
+            "processes: drop one or the other"
         )
     if config.protocol == "native" and not backend.native_tools:
         raise ValueError(
@@ -443,7 +450,7 @@ class _Trials:
         if isinstance(self.backend, BatchProvider):  # batches already submitted answer a resumed run
             self.backend.attach_journal(self.out / self.run_id / JOURNAL_FILE)
         name = self.config.executor
-        if name != "threads":
+        if name != "threads" and not self.backend.speaks_asyncio:  # else each worker runs a loop
             state = {
                 "suite": self.suite,
                 "backend": self.backend,
@@ -598,6 +605,12 @@ class _Trials:
             fields["outcome"] = "agent_error"
         return _record(self.fields_of(task_id, trial), task_id, trial, self.seed, fields)
 
+    def lost(self, task_id: str, trial: int, why: str) -> dict[str, Any]:
+        """The record of a trial whose worker process died or hung: infrastructure (a resume runs it)."""
+        return _record(
+            self.fields_of(task_id, trial), task_id, trial, self.seed, _infra(dt.datetime.now(dt.UTC), why)
+        )
+
     def bar_status(self) -> str:
         return "; ".join(part for part in (self.standing[0], self.status() if self.status else "") if part)
 
@@ -620,7 +633,16 @@ class _Trials:
             on_merge=lambda part: self.merged.update(last=part),
             redact=self.backend.redact,
             gate=self.budget,
+            workers=self.loop_workers(),
         )
+
+    def loop_workers(self) -> LoopWorkers | None:
+        """With ``workers=`` and a backend that speaks asyncio: each worker process runs its own loop
+        over its share of the trials, with connections of its own (:mod:`~passk_nb.harness.loop_workers`)."""
+        if self.config.executor != "processes" or not self.backend.speaks_asyncio:
+            return None
+        count = self.config.workers or os.cpu_count() or 1
+        return LoopWorkers(count, self.backend.reopen_pool, self.lost)
 
 
 def _spec(config: RunConfig, resolved: Resolved, described: dict[str, Any]) -> RunSpec:
