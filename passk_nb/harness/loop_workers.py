@@ -188,7 +188,9 @@ class _Worker:
 
     def __init__(self, context: Any, args: tuple[Any, ...]):
         self.conn, child = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child, *args), name="passk-loop", daemon=True)
+        *given, inherited = args  # closed in the worker, with this end of its own pipe: its EOF says we died
+        served = (child, *given, [*inherited, self.conn.close])
+        self.process = context.Process(target=_serve, args=served, name="passk-loop", daemon=True)
         self.process.start()
         child.close()
         self.out: dict[Job, None] = {}
