@@ -233,6 +233,8 @@ def run_in_workers(
     files it must not keep open: its claims)."""
     if "fork" not in multiprocessing.get_all_start_methods():
         raise ValueError("workers= with an HTTP backend forks its worker processes: not available here")
+    if not jobs:
+        return
     context = multiprocessing.get_context("fork")
     count = max(1, min(workers.count, concurrency, len(jobs)))
     share = -(-concurrency // count)

@@ -231,8 +231,12 @@ def run(
     ``workers=N`` runs a Python agent's trials in N worker processes (past the GIL, for agents that
     compute), ``executor="ray"`` as Ray tasks on the cluster at ``ray_address`` (default
     ``$RAY_ADDRESS``, else a local one); this process stays the only writer of the run folder, and a
-    trial whose worker died is run again (:mod:`~passk_nb.harness.executors`). Neither changes the
-    run id.
+    trial whose worker died is run again (:mod:`~passk_nb.harness.executors`). With a backend whose
+    requests are coroutines (OpenAI, Ollama, Anthropic over HTTP/1.1), ``workers=N`` forks N
+    processes each running its own event loop over its share of ``concurrency``, for runs that need
+    more than one core; this process still claims and writes every trial, and a trial whose worker
+    died is an ``infra_error`` a resume runs again (:mod:`~passk_nb.harness.loop_workers`). Neither
+    changes the run id.
 
     ``concurrency`` (default 4; ``workers`` with ``workers=``) trials run at once; a network
     backend's one shared connection pool is sized to it. ``adaptive=True`` makes ``concurrency`` a
