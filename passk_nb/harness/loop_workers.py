@@ -288,7 +288,7 @@ def run_in_workers(
             heard = wait([w.conn for w in pool] + [w.process.sentinel for w in pool], timeout=min(waits))
             delivered = False
             for worker in list(pool):
-                lost = None
+                lost, gone = None, False
                 try:
                     while worker.conn in heard and worker.conn.poll():
                         kind, value = worker.conn.recv()
@@ -302,13 +302,14 @@ def run_in_workers(
                             left -= 1
                             delivered = True
                             yield record
-                except (EOFError, OSError):
-                    lost = f"its worker process {worker.process.pid} ended before the trial did"
-                if lost is None and worker.process.sentinel in heard and not worker.process.is_alive():
+                except (EOFError, OSError):  # its pipe closed: it is ending
+                    worker.process.join(10)
+                    gone = True
+                if gone or (worker.process.sentinel in heard and not worker.process.is_alive()):
                     lost = (
                         f"its worker process {worker.process.pid} died (exit code {worker.process.exitcode})"
                     )
-                if lost is None and time.monotonic() - worker.heard > HUNG_S:
+                elif time.monotonic() - worker.heard > HUNG_S:
                     lost = f"its worker process {worker.process.pid} hung ({HUNG_S:.0f} s without a word)"
                 if lost is None:
                     continue
