@@ -238,12 +238,13 @@ def run(
     died is an ``infra_error`` a resume runs again (:mod:`~passk_nb.harness.loop_workers`). Neither
     changes the run id.
 
-    ``concurrency`` (default 4; ``workers`` with ``workers=``) trials run at once; a network
-    backend's one shared connection pool is sized to it. ``adaptive=True`` makes ``concurrency`` a
-    ceiling: a network backend's requests in flight start lower, grow while replies are clean and
-    halve on a 429, 503 or 529 (AIMD, :mod:`~passk_nb.harness.providers.adaptive`), so a run finds what the
-    server admits instead of retrying what it refuses; the progress bar shows the requests in
-    flight and the current limit. ``rate_limit`` paces the model requests of all
+    ``concurrency`` (default 4; ``workers`` with ``workers=`` for a Python agent) trials run at
+    once; a network backend's one shared connection pool is sized to it. ``adaptive=True`` makes
+    ``concurrency`` a ceiling: a network backend's requests in flight start lower, grow while
+    replies are clean and halve on a 429, 503 or 529 (AIMD,
+    :mod:`~passk_nb.harness.providers.adaptive`), so a run finds what the server admits instead
+    of retrying what it refuses; the progress bar shows the requests in flight and the current
+    limit. ``rate_limit`` paces the model requests of all
     of them: ``"600rpm"`` (requests per minute), ``"90000tpm"`` (tokens per minute)
     or both (``"600rpm,90000tpm"``); see :mod:`passk_nb.harness.pacing`. ``shard``
     ``(i, N)`` (or ``"i/N"``, 1 ≤ i ≤ N) runs only shard ``i`` of ``N`` of the tasks,
@@ -339,7 +340,8 @@ def _run(config: RunConfig) -> pd.DataFrame:
         concurrency = config.concurrency
         if concurrency is None:  # a batch run: every trial's turn in each batch
             every = len(resolved.task_ids) * config.trials
-            concurrency = min(every, MAX_BATCH_CONCURRENCY) if config.batch else config.workers or 4
+            per_worker = config.workers if not backend.speaks_asyncio else None  # a loop runs many
+            concurrency = min(every, MAX_BATCH_CONCURRENCY) if config.batch else per_worker or 4
         # what a Python agent reads that its fingerprint sees by type only: such a run resumes only
         # under a version= the user pins
         pinned = config.version is not None or not backend.user_code or backend is config.provider

@@ -152,3 +152,10 @@ def test_a_killed_run_with_http_workers_ends_them_and_resumes_storing_each_trial
 def test_http_workers_refuse_adaptive(tmp_path):
     with pytest.raises(ValueError, match="adaptive=True steers one process"):
         passk_nb.run("openai", "m", base_url="http://127.0.0.1:9", out=tmp_path, workers=2, adaptive=True)
+
+
+def test_http_workers_keep_four_in_flight_by_default_split_over_the_workers(tmp_path):
+    with FakeServer("openai", keep_alive=True, latency=0.05, admit=64) as server:
+        df = http_run(server.url, tmp_path, trials=8, workers=2, concurrency=None)
+    assert len(df) == 40 and set(df["outcome"]) == {"pass"}
+    assert max(server.admitted) == 4  # a Python agent's default (one per worker) would hold 2
