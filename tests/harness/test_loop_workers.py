@@ -82,7 +82,7 @@ def test_a_worker_killed_mid_run_costs_only_its_trials_and_a_resume_runs_them(tm
 
 
 def test_a_hung_worker_is_ended_and_costs_only_its_trials(tmp_path, monkeypatch):
-    monkeypatch.setattr(loop_workers, "HUNG_S", 8.0)  # it says a word every second
+    monkeypatch.setattr(loop_workers, "HUNG_S", 12.0)  # it says a word every second
     stopped: list[int] = []
 
     def stop_one(record):
