@@ -126,10 +126,11 @@ class Server:
 
 
 def timed_run(
-    url: str, trials_per_task: int, concurrency: int, *, one_turn: bool = False
+    url: str, trials_per_task: int, concurrency: int, *, one_turn: bool = False, workers: int | None = None
 ) -> tuple[float, float, int]:
     """``(wall s, harness CPU s, turns)`` of one ``passk_nb.run`` into a fresh folder (``one_turn``:
-    against the minimal server, whose one fixed answer ends every trial after one turn)."""
+    against the minimal server, whose one fixed answer ends every trial after one turn; ``workers``:
+    ``run(workers=)``, whose processes' CPU the caller adds)."""
     with tempfile.TemporaryDirectory() as out:
         wall0, cpu0 = time.perf_counter(), time.process_time()
         df = passk_nb.run(
@@ -141,6 +142,7 @@ def timed_run(
             concurrency=concurrency,
             out=out,
             progress=False,
+            workers=workers,
         )
         wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     assert len(df) == len(SUITE.tasks) * trials_per_task, len(df)
@@ -327,13 +329,20 @@ def measure_one(args: argparse.Namespace) -> None:
         wall, cpu, turns = bare_asyncio_client(args.url, trials_per_task, args.concurrency[0], one_turn)
     else:
         timed_run(args.url, 1, 8, one_turn=one_turn)  # warm-up: imports, first parquet write
-        wall, cpu, turns = timed_run(args.url, trials_per_task, args.concurrency[0], one_turn=one_turn)
-    cpu += _children_cpu() - child0
-    print(json.dumps({"wall": wall, "cpu": cpu, "turns": turns}), flush=True)
+        wall, cpu, turns = timed_run(
+            args.url, trials_per_task, args.concurrency[0], one_turn=one_turn, workers=args.run_workers
+        )
+    children = _children_cpu() - child0
+    print(json.dumps({"wall": wall, "cpu": cpu + children, "children": children, "turns": turns}), flush=True)
 
 
 def measured(
-    client: str, url: str, args: argparse.Namespace, concurrency: int, uvloop: bool
+    client: str,
+    url: str,
+    args: argparse.Namespace,
+    concurrency: int,
+    uvloop: bool,
+    workers: int | None = None,
 ) -> dict[str, float]:
     """:func:`measure_one` in a fresh process (neither client inherits the other's state): wall and
     CPU (the process's and its children's) of the client side alone."""
@@ -342,6 +351,7 @@ def measured(
         "--concurrency", str(concurrency), "--latency", str(args.latency),
     ]  # fmt: skip
     command += ([] if uvloop else ["--no-uvloop"]) + (["--fake"] if args.fake else [])
+    command += [] if workers is None else ["--run-workers", str(workers)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
     if done.returncode:
@@ -534,6 +544,58 @@ def make_busy_agent(cpu_s: float):
     return agent
 
 
+#: The CPU-bound cell of the HTTP workers benchmark: many in flight, a short server latency.
+WORKERS_CELL = (256, 0.005)
+
+
+def http_workers_benchmark(args: argparse.Namespace) -> None:
+    """One-turn HTTP trials in one process against ``run(workers=N)``, same server, same run,
+    alternating, ``--reps`` times each in a fresh process: medians of the trial rate and of the
+    CPU per trial of the client side (the run's process and its workers), and the load average."""
+    import statistics
+
+    concurrency, latency = (args.concurrency[0], args.latency) if args.concurrency_given else WORKERS_CELL
+    sub = argparse.Namespace(**{**vars(args), "latency": latency})
+    load0 = os.getloadavg()
+    server = Server(latency, minimal=True)
+    runs: dict[int | None, list[dict[str, float]]] = {None: [], args.workers: []}
+    server_cpu: dict[int | None, list[float]] = {None: [], args.workers: []}
+    try:
+        for _ in range(args.reps):
+            for workers in runs:
+                cpu0 = server.cpu()
+                runs[workers].append(
+                    measured("passk", server.url, sub, concurrency, uvloop_installed(), workers)
+                )
+                server_cpu[workers].append((server.cpu() - cpu0) / runs[workers][-1]["turns"])
+    finally:
+        server.close()
+    load1 = os.getloadavg()
+    rate = {w: statistics.median(r["turns"] / r["wall"] for r in rs) for w, rs in runs.items()}
+    cpu = {w: statistics.median(r["cpu"] / r["turns"] for r in rs) for w, rs in runs.items()}
+    child = {w: statistics.median(r["children"] / r["turns"] for r in rs) for w, rs in runs.items()}
+    loads = " ".join(f"{x:.2f}" for x in load0), " ".join(f"{x:.2f}" for x in load1)
+    loop = "uvloop" if uvloop_installed() else "asyncio"
+    print(
+        f"HTTP one-turn trials, {args.trials} per run, {concurrency} in flight x {latency * 1000:.0f} ms "
+        f"(minimal asyncio server, own process), {loop}; {args.reps} reps, medians; {os.cpu_count()} "
+        f"cores; load average {loads[0]} at the start, {loads[1]} at the end"
+    )
+    for workers in runs:
+        name = "one process" if workers is None else f"workers={workers}"
+        reps = ", ".join(f"{r['turns'] / r['wall']:.0f}" for r in runs[workers])
+        served = statistics.median(server_cpu[workers]) * 1000
+        own = cpu[workers] - child[workers]
+        print(
+            f"{name:>12}: {rate[workers]:8.0f} trials/s (reps: {reps}), client CPU "
+            f"{cpu[workers] * 1000:.3f} ms/trial (the run's process {own * 1000:.3f}"
+            f" + its workers {child[workers] * 1000:.3f}), server CPU "
+            f"{served:.3f} ms/trial"
+        )
+    ratio = rate[args.workers] / rate[None]
+    print(f"workers={args.workers} / one process: {ratio:.2f}x the trial rate (target >= 1.8x)")
+
+
 def workers_benchmark(workers: int = 2, cpu_s: float = 0.01, trials: int = 20) -> None:
     """A CPU-bound function agent: threads against ``workers`` processes, same run, same agent."""
     agent = make_busy_agent(cpu_s)
@@ -575,6 +637,7 @@ def main() -> int:
     parser.add_argument("--measure", choices=["bare", "passk"], help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--no-uvloop", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--run-workers", type=int, help=argparse.SUPPRESS)
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument(
         "--callable",
@@ -590,7 +653,8 @@ def main() -> int:
         "--workers",
         type=int,
         metavar="N",
-        help="only a CPU-bound function agent on threads against N worker processes (run(workers=N))",
+        help="only run(workers=N) against one process: HTTP one-turn trials (256 x 5 ms, CPU-bound) and "
+        "a CPU-bound function agent on threads",
     )
     mode.add_argument(
         "--floor",
@@ -609,6 +673,7 @@ def main() -> int:
         floor_benchmark(args)
         return 0
     if args.workers:
+        http_workers_benchmark(args)
         workers_benchmark(args.workers)
         return 0
     if args.adaptive:

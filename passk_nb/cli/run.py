@@ -85,8 +85,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "--workers",
         type=positive_int,
         metavar="N",
-        help="run a Python agent's trials in N worker processes (past the GIL; this process stays the "
-        "only writer of --out); for agents that compute, not for backends that wait on a model",
+        help="run the trials in N worker processes (this process stays the only writer of --out): a "
+        "Python agent's past the GIL; an HTTP/1.1 backend's (openai, ollama, anthropic) on an event "
+        "loop in each, when one core cannot keep up with --concurrency",
     )
     p.add_argument(
         "--ray",

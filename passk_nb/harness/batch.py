@@ -38,6 +38,7 @@ from passk_nb.data.redact import Redactor
 from passk_nb.data.store import StoredTrials, load, load_merged, merge_known, write_part
 from passk_nb.data.trial_claims import TrialClaims
 from passk_nb.harness.budget import Budget
+from passk_nb.harness.loop_workers import LoopWorkers, run_in_workers, timed_trial
 from passk_nb.harness.providers.base import STOPS_RUN, cancel_scope, clock_scope
 from passk_nb.harness.providers.transport import shared_loop
 
@@ -489,21 +490,6 @@ def _run_on_loop(
         for job in skip:
             deliver((job, _SKIPPED, None))
 
-    async def trial(job: tuple[Any, int]) -> dict[str, Any]:
-        event, started = threading.Event(), time.monotonic()
-        limit = asyncio.timeout(timeout)
-        try:
-            with cancel_scope(event):
-                async with limit:
-                    return await fn(*job)
-        except TimeoutError:
-            if not limit.expired():
-                raise  # not the trial's timeout: a harness failure, raised in the caller's thread
-            assert on_timeout is not None
-            return on_timeout(*job, time.monotonic() - started)
-        finally:
-            event.set()  # anything the trial left in a worker thread stops
-
     async def worker() -> None:
         while todo or later or ready:
             if not ready and todo:
@@ -520,7 +506,7 @@ def _run_on_loop(
                     deliver((job, _SKIPPED, None))
                     continue
             try:
-                deliver((job, await trial(job), None))
+                deliver((job, await timed_trial(fn, job, timeout, on_timeout), None))
             except asyncio.CancelledError:
                 raise
             except BaseException as exc:  # re-raised in the caller's thread
@@ -668,6 +654,7 @@ def execute_trials(
     on_merge: Callable[[tuple[Path, pa.Table]], None] | None = None,
     redact: Redactor | None = None,
     gate: Budget | None = None,
+    workers: LoopWorkers | None = None,
 ) -> list[dict[str, Any]]:
     """The batch layer: run ``one_trial(*job)`` for every job and keep the records.
 
@@ -700,6 +687,9 @@ def execute_trials(
     starts: ``decide()`` is ``"start"``, ``"wait"`` (asked again later, as a trial claimed elsewhere
     is) or ``"stop"`` (the trial is not run, nor stored); ``finished(record)`` hears of each record,
     ``cancel()`` of a started trial another process had stored. Trials in flight always finish.
+
+    ``workers`` (coroutine trials only) runs them in worker processes, each on its own loop, this
+    process claiming and writing (:func:`~passk_nb.harness.loop_workers.run_in_workers`).
     """
     if not keep_records and out is None:
         raise ValueError("keep_records=False needs an out folder: the records would be lost")
@@ -720,6 +710,10 @@ def execute_trials(
             try:
                 ticks = None if writer is None else writer.every_s
                 schedule = _run_on_loop if inspect.iscoroutinefunction(one_trial) else _run_concurrently
+                if workers is not None:
+                    schedule = functools.partial(
+                        run_in_workers, workers=workers, inherited=[] if claims is None else [claims.close]
+                    )
                 results = schedule(
                     one_trial,  # type: ignore[arg-type]
                     jobs,

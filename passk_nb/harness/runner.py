@@ -36,6 +36,7 @@ from passk_nb.harness.episode import arun_episode, run_episode
 from passk_nb.harness.executors import WorkerLost, make_executor
 from passk_nb.harness.faults import Fault, FaultPlan
 from passk_nb.harness.fingerprint import blind_spots, suite_fingerprint
+from passk_nb.harness.loop_workers import LoopWorkers
 from passk_nb.harness.pacing import Paced, RateLimit, RateLimiter
 from passk_nb.harness.perturb import PerturbationError, PerturbPlan
 from passk_nb.harness.preflight import check_backend
@@ -230,15 +231,20 @@ def run(
     ``workers=N`` runs a Python agent's trials in N worker processes (past the GIL, for agents that
     compute), ``executor="ray"`` as Ray tasks on the cluster at ``ray_address`` (default
     ``$RAY_ADDRESS``, else a local one); this process stays the only writer of the run folder, and a
-    trial whose worker died is run again (:mod:`~passk_nb.harness.executors`). Neither changes the
-    run id.
+    trial whose worker died is run again (:mod:`~passk_nb.harness.executors`). With a backend whose
+    requests are coroutines (OpenAI, Ollama, Anthropic over HTTP/1.1), ``workers=N`` forks N
+    processes each running its own event loop over its share of ``concurrency``, for runs that need
+    more than one core; this process still claims and writes every trial, and a trial whose worker
+    died is an ``infra_error`` a resume runs again (:mod:`~passk_nb.harness.loop_workers`). Neither
+    changes the run id.
 
-    ``concurrency`` (default 4; ``workers`` with ``workers=``) trials run at once; a network
-    backend's one shared connection pool is sized to it. ``adaptive=True`` makes ``concurrency`` a
-    ceiling: a network backend's requests in flight start lower, grow while replies are clean and
-    halve on a 429, 503 or 529 (AIMD, :mod:`~passk_nb.harness.providers.adaptive`), so a run finds what the
-    server admits instead of retrying what it refuses; the progress bar shows the requests in
-    flight and the current limit. ``rate_limit`` paces the model requests of all
+    ``concurrency`` (default 4; ``workers`` with ``workers=`` for a Python agent) trials run at
+    once; a network backend's one shared connection pool is sized to it. ``adaptive=True`` makes
+    ``concurrency`` a ceiling: a network backend's requests in flight start lower, grow while
+    replies are clean and halve on a 429, 503 or 529 (AIMD,
+    :mod:`~passk_nb.harness.providers.adaptive`), so a run finds what the server admits instead
+    of retrying what it refuses; the progress bar shows the requests in flight and the current
+    limit. ``rate_limit`` paces the model requests of all
     of them: ``"600rpm"`` (requests per minute), ``"90000tpm"`` (tokens per minute)
     or both (``"600rpm,90000tpm"``); see :mod:`passk_nb.harness.pacing`. ``shard``
     ``(i, N)`` (or ``"i/N"``, 1 ≤ i ≤ N) runs only shard ``i`` of ``N`` of the tasks,
@@ -334,7 +340,8 @@ def _run(config: RunConfig) -> pd.DataFrame:
         concurrency = config.concurrency
         if concurrency is None:  # a batch run: every trial's turn in each batch
             every = len(resolved.task_ids) * config.trials
-            concurrency = min(every, MAX_BATCH_CONCURRENCY) if config.batch else config.workers or 4
+            per_worker = config.workers if not backend.speaks_asyncio else None  # a loop runs many
+            concurrency = min(every, MAX_BATCH_CONCURRENCY) if config.batch else per_worker or 4
         # what a Python agent reads that its fingerprint sees by type only: such a run resumes only
         # under a version= the user pins
         pinned = config.version is not None or not backend.user_code or backend is config.provider
@@ -367,10 +374,16 @@ def _make_backend(config: RunConfig, resolved: Resolved) -> BaseProvider:
 def _check_backend_fits(config: RunConfig, backend: BaseProvider) -> None:
     """Refuse what the opened backend cannot do: workers for a model backend, native tool calling
     without it."""
-    if config.executor != "threads" and not (backend.user_code or backend.name == "scripted"):
+    on_loops = config.executor == "processes" and backend.speaks_asyncio  # loop_workers.py
+    if config.executor != "threads" and not (backend.user_code or backend.name == "scripted" or on_loops):
         raise ValueError(
             f"executor={config.executor!r} (workers=) runs a Python agent's own computation in other "
             f"processes; the {backend.name} backend waits on its model instead: raise concurrency= for it"
+        )
+    if on_loops and config.adaptive:
+        raise ValueError(
+            "adaptive=True steers one process's requests in flight; workers= splits them over several "
+            "processes: drop one or the other"
         )
     if config.protocol == "native" and not backend.native_tools:
         raise ValueError(
@@ -443,7 +456,7 @@ class _Trials:
         if isinstance(self.backend, BatchProvider):  # batches already submitted answer a resumed run
             self.backend.attach_journal(self.out / self.run_id / JOURNAL_FILE)
         name = self.config.executor
-        if name != "threads":
+        if name != "threads" and not self.backend.speaks_asyncio:  # else each worker runs a loop
             state = {
                 "suite": self.suite,
                 "backend": self.backend,
@@ -598,6 +611,12 @@ class _Trials:
             fields["outcome"] = "agent_error"
         return _record(self.fields_of(task_id, trial), task_id, trial, self.seed, fields)
 
+    def lost(self, task_id: str, trial: int, why: str) -> dict[str, Any]:
+        """The record of a trial whose worker process died or hung: infrastructure (a resume runs it)."""
+        return _record(
+            self.fields_of(task_id, trial), task_id, trial, self.seed, _infra(dt.datetime.now(dt.UTC), why)
+        )
+
     def bar_status(self) -> str:
         return "; ".join(part for part in (self.standing[0], self.status() if self.status else "") if part)
 
@@ -620,7 +639,16 @@ class _Trials:
             on_merge=lambda part: self.merged.update(last=part),
             redact=self.backend.redact,
             gate=self.budget,
+            workers=self.loop_workers(),
         )
+
+    def loop_workers(self) -> LoopWorkers | None:
+        """With ``workers=`` and a backend that speaks asyncio: each worker process runs its own loop
+        over its share of the trials, with connections of its own (:mod:`~passk_nb.harness.loop_workers`)."""
+        if self.config.executor != "processes" or not self.backend.speaks_asyncio:
+            return None
+        count = self.config.workers or os.cpu_count() or 1
+        return LoopWorkers(count, self.backend.reopen_pool, self.lost)
 
 
 def _spec(config: RunConfig, resolved: Resolved, described: dict[str, Any]) -> RunSpec:

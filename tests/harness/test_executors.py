@@ -89,7 +89,7 @@ def test_a_trial_that_kills_its_worker_every_time_is_the_agents_failure(tmp_path
 
 def test_executor_refusals(tmp_path):
     with pytest.raises(ValueError, match="waits on its model instead: raise concurrency"):
-        passk_nb.run("openai", "m", base_url="http://127.0.0.1:9", trials=1, out=tmp_path, workers=2)
+        passk_nb.run("openai", "m", base_url="http://127.0.0.1:9", trials=1, out=tmp_path, executor="ray")
     with pytest.raises(ValueError, match="ray_address= names the Ray cluster"):
         agent_run(Agent(), tmp_path, ray_address="127.0.0.1:6379")
     with pytest.raises(ValueError, match="executor must be one of"):

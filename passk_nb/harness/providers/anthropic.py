@@ -437,6 +437,12 @@ class AnthropicProvider(RemoteProvider):
                     http_client=guarded_client(self, self._sdk_limits())
                 )
 
+    def reopen_pool(self, concurrency: int) -> None:
+        # the parent's, on its loop: kept (dropped, aiohttp would warn of them) and never closed here
+        self._parents = [*self._retired, self._session]
+        self._retired = []
+        self._session = self._make_session(concurrency)
+
     def close(self) -> None:
         """Close the HTTP connections (the SDK's, where it was used)."""
         shared = self._sdk_client

@@ -395,6 +395,12 @@ class BaseProvider:
         """Get ready for ``concurrency`` requests in flight at once (network backends size their
         connection pool); ``run()`` calls it before the first trial. Nothing to do here."""
 
+    def reopen_pool(self, concurrency: int) -> None:
+        """In a worker process forked from the run's (``workers=`` with a backend that speaks
+        asyncio: :mod:`~passk_nb.harness.loop_workers`): open connections of its own on its loop,
+        ``concurrency`` of them, forgetting the parent's. Only backends that speak asyncio have any."""
+        raise ValueError(f"the {self.name} backend has no connections of its own to open in a worker")
+
     def close(self) -> None:
         """Release what the provider holds (connections, a server process); ``run()`` calls it
         for providers it created. Idempotent."""

@@ -621,6 +621,12 @@ class HTTPProvider(RemoteProvider):
             self._retired.append(self._pool)
             self._pool = self._make_pool(concurrency)
 
+    def reopen_pool(self, concurrency: int) -> None:
+        # the parent's, on its loop: kept (dropped, aiohttp would warn of them) and never closed here
+        self._parents = [*self._retired, self._pool]
+        self._retired = []
+        self._pool = self._make_pool(self.max_connections or concurrency)
+
     def close(self) -> None:
         """Close the HTTP connections (the provider is unusable afterwards)."""
         for pool in [*self._retired, self._pool]:

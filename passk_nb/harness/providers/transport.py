@@ -45,21 +45,32 @@ _loop: asyncio.AbstractEventLoop | None = None
 _loop_lock = threading.Lock()
 
 
+def new_loop() -> asyncio.AbstractEventLoop:
+    """A new event loop: uvloop's where it is installed, else asyncio's own."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
 def shared_loop() -> asyncio.AbstractEventLoop:
     """The process's transport loop, started on first use in a daemon thread (uvloop if installed)."""
     global _loop
     with _loop_lock:
         if _loop is None or _loop.is_closed():
-            loop: asyncio.AbstractEventLoop
-            try:
-                import uvloop
-
-                loop = uvloop.new_event_loop()
-            except ImportError:
-                loop = asyncio.new_event_loop()
+            loop = new_loop()
             threading.Thread(target=loop.run_forever, name="passk-http", daemon=True).start()
             _loop = loop
         return _loop
+
+
+def use_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """Make ``loop`` the process's transport loop: in a worker process forked from a run
+    (:mod:`~passk_nb.harness.loop_workers`), which runs its own loop on its main thread, in place
+    of the parent's (whose thread was not forked)."""
+    global _loop, _loop_lock
+    _loop, _loop_lock = loop, threading.Lock()  # a lock the parent's thread held at the fork is dropped
 
 
 def on_loop(coroutine: Coroutine[Any, Any, T], *, where: str = "request") -> T:
