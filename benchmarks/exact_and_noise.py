@@ -7,7 +7,10 @@
    ``scipy.stats.boschloo_exact`` with its default nuisance search.
 2. What a complete flip n/n → 0/n can reach: each test's p-value and the largest family of
    tasks in which Benjamini–Hochberg still flags it alone (floor(alpha / p)).
-3. ``noise_floor``: pilots of n trials on T tasks drawn from a truth; for each pilot, the share
+3. Family-wise error of ``flips`` (each test with Tarone's screen and Benjamini–Hochberg) when no
+   task changed: suites of T tasks drawn from a truth, n trials per arm, both arms at each task's
+   rate; the share of suites with any flip, with its Monte Carlo standard error (``--family-only``).
+4. ``noise_floor``: pilots of n trials on T tasks drawn from a truth; for each pilot, the share
    of pairs of independent re-runs (k trials per task each) whose suite pass^k differ by more
    than ``min_difference`` (promised: 5 % for the pilot in hand), averaged over pilots, the share
    of pilots for which it exceeds 5 %, and the average with the unbiased per-task variance alone
@@ -15,6 +18,7 @@
 
     python benchmarks/exact_and_noise.py [--pilots 200] [--pairs 2000]
     python benchmarks/exact_and_noise.py --noise-only
+    python benchmarks/exact_and_noise.py --family-only [--suites 1000000]
 
 Prints three markdown tables (docs/methods/comparisons.md's) with the figures measured in this run.
 """
@@ -31,6 +35,7 @@ from scipy import stats as sps
 from passk_nb.stats.estimators import pass_hat_k
 from passk_nb.stats.exact import boschloo_exact_2x2, fisher_exact_2x2
 from passk_nb.stats.noise import noise_floor, run_variance
+from passk_nb.stats.paired import _tarone, _tests
 
 ALPHA = 0.05
 GRID = np.linspace(0, 1, 4001)
@@ -102,6 +107,52 @@ def reach_table() -> str:
     return "\n".join(lines)
 
 
+FAMILY_CELLS = [(5, 8), (5, 4), (10, 8), (30, 8)]  # (tasks, trials per arm)
+#: The truths of TRUTHS drawn for many suites at once (suites × tasks).
+FAMILY_TRUTHS = {
+    "all pass": lambda rng, shape: np.ones(shape),
+    "one flaky among certain ones": lambda rng, shape: np.broadcast_to(
+        np.r_[np.ones(shape[1] - 1), 0.5], shape
+    ),
+    "mostly easy, Beta(5, 1)": lambda rng, shape: rng.beta(5, 1, shape),
+    "U-shaped, Beta(0.3, 0.3)": lambda rng, shape: rng.beta(0.3, 0.3, shape),
+    "all p = 0.9": lambda rng, shape: np.full(shape, 0.9),
+    "hard, Beta(0.5, 2)": lambda rng, shape: rng.beta(0.5, 2, shape),
+}
+
+
+def family_wise(rng: np.random.Generator, truth, tasks: int, n: int, test: str, suites: int) -> float:
+    """Share of null suites in which flips(test=, family="tarone") flags any task: every table's
+    p-value and Tarone bound from flips' own :func:`_tests`, then BH over the screened tasks."""
+    c_a, c_b = (g.ravel() for g in np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij"))
+    table = np.column_stack([c_a, np.full(c_a.size, n), c_b, np.full(c_a.size, n)]).astype(np.int64)
+    p_value, _, reachable = _tests(test, table)
+    screened = np.where(_tarone(reachable, ALPHA), p_value, np.inf)
+    hits, done = 0, 0
+    while done < suites:
+        m = min(100_000, suites - done)
+        p = truth(rng, (m, tasks))
+        sorted_p = np.sort(screened[rng.binomial(n, p) * (n + 1) + rng.binomial(n, p)], axis=1)
+        family = np.maximum(np.isfinite(sorted_p).sum(axis=1), 1)[:, None]
+        hits += int(np.any(sorted_p <= np.arange(1, tasks + 1) * ALPHA / family, axis=1).sum())
+        done += m
+    return hits / suites
+
+
+def family_table(suites: int) -> str:
+    rng = np.random.default_rng(2026)
+    header = " | ".join(f"T = {t}, n = {n}" for t, n in FAMILY_CELLS)
+    lines = [f"| truth | test | {header} |", "|---|---|" + "---|" * len(FAMILY_CELLS)]
+    for name, truth in FAMILY_TRUTHS.items():
+        for test in ("fisher", "boschloo"):
+            cells = []
+            for tasks, n in FAMILY_CELLS:
+                f = family_wise(rng, truth, tasks, n, test, suites)
+                cells.append(f"{f:.2%} ± {np.sqrt(f * (1 - f) / suites):.2%}")
+            lines.append(f"| {name} | {test} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def exceedance(rng: np.random.Generator, truth, tasks: int, n: int, k: int, pilots: int, pairs: int):
     new, old = [], []
     for _ in range(pilots):
@@ -134,7 +185,12 @@ def main() -> None:
     parser.add_argument("--pilots", type=int, default=200, help="pilot suites per cell")
     parser.add_argument("--pairs", type=int, default=2000, help="pairs of re-runs per pilot")
     parser.add_argument("--noise-only", action="store_true", help="only the noise_floor table")
+    parser.add_argument("--suites", type=int, default=200_000, help="null suites per family-wise cell")
+    parser.add_argument("--family-only", action="store_true", help="only the family-wise table of flips")
     args = parser.parse_args()
+    if args.family_only:
+        print(family_table(args.suites))
+        return
     if args.noise_only:
         print(noise_table(args.pilots, args.pairs))
         return
@@ -146,6 +202,10 @@ def main() -> None:
         f"\nRe-run pairs beyond min_difference ({args.pilots} pilots × {args.pairs} pairs; promised ≤ 5 %):\n"
     )
     print(noise_table(args.pilots, args.pairs))
+    print(
+        f"\nFamily-wise error of flips when no task changed ({args.suites} suites per cell; alpha {ALPHA}):\n"
+    )
+    print(family_table(args.suites))
 
 
 if __name__ == "__main__":

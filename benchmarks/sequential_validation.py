@@ -61,6 +61,7 @@ from passk_nb.stats.design import (
     gate_halfwidth,
     plan_trials,
     round_trials,
+    shrink,
     status,
 )
 
@@ -102,7 +103,7 @@ def simulate(
             break
         total = n.sum(axis=1)
         size = min(round_steps, (cap - spent) // q.k or 1)
-        extra = round_trials(gains(n, c, w, q, state, q.k), total, size, q.k, q.final)
+        extra = round_trials(gains(n, c, w, q, state, q.k), total, size, q.k, q.final, shrink(q, state))
         if extra.sum() == 0:
             break
         c = np.hstack([c, rng.binomial(extra.astype(int), p)[:, None].astype(float)])

@@ -12,7 +12,7 @@ The methods: ``docs/methods/sequential.md`` and ``docs/methods/planning.md``.
 'passes: pass^1 ≥ 0.824 ≥ 0.6'
 """
 
-from passk_nb.stats.design.allocation import Until, allocate, gains, round_trials, spread
+from passk_nb.stats.design.allocation import Until, allocate, dropped, gains, round_trials, shrink, spread
 from passk_nb.stats.design.decisions import (
     Status,
     decide,
@@ -68,6 +68,8 @@ __all__ = [
     "allocate",
     "gains",
     "round_trials",
+    "dropped",
+    "shrink",
     "spread",
     "Until",
     # the population model

@@ -76,7 +76,9 @@ def status(n: np.ndarray, c: np.ndarray, w: np.ndarray, question: Question | str
     With ``final=N`` the looks before every cell has N trials are anytime-valid at the first of
     :meth:`Question.levels`; once every cell has N, the last look's interval is the fixed-n one
     (:func:`fixed_look`) at the second level, intersected with the anytime-valid one (both hold
-    together at ``ci``, by the union bound), and the run stops there, decided or not.
+    together at ``ci``, by the union bound), and the run stops there, decided or not. A cell past
+    N means the run gave that look up (:func:`~passk_nb.stats.design.allocation.dropped`): its
+    looks stay the anytime-valid ones at the first level.
 
     >>> s = status(np.array([30, 30]), np.array([30, 29]), np.array([0.5, 0.5]), "gate=0.7")
     >>> s.decided, round(s.lo, 3)
@@ -109,12 +111,6 @@ def _status(
 ) -> Status:
     """:func:`status` computed (n, c as given; n2, c2 per cell and round)."""
     total_n, total_c = n2.sum(axis=1), c2.sum(axis=1)
-    if q.final is not None and np.any(total_n > q.final):
-        raise ValueError(
-            f"a cell has {int(total_n.max())} usable trials, more than final={q.final}: the final "
-            "look's fixed-n interval needs n fixed in advance, so no task may run past it. Ask the "
-            "question with final= from the run's start (allocate() never goes past it), or drop final="
-        )
     ci_any, ci_final = q.levels()
     lams, after = tilts(n, c, w, q)
     lo, hi, dual_lo, dual_hi, crossed = _interval(n2, c2, w, q.k, ci_any, lams)
@@ -133,6 +129,8 @@ def _status(
     decided, verdict = decision(q, estimate, lo, hi)
     if final:
         verdict = f"{verdict} (the final look, n = {q.final})"
+    elif q.final is not None and np.any(total_n > q.final):  # round_trials() dropped the last look
+        verdict = f"{verdict} (past final={q.final}: its last look dropped, {ci_any:.0%} at every look)"
     if crossed:  # only outside the 1 − α event; but a changed agent makes it likely: say so
         decided, verdict = False, f"inconsistent: no success rate per task fits every round at {q.ci:.0%}"
         warnings.warn(
