@@ -182,6 +182,16 @@ class _Claimer:
             (held if not mine else skip if key in done else run).append(job)
         return run, skip, held
 
+    def take(
+        self, todo: deque[tuple[Any, int]], ready: deque[tuple[Any, int]], later: deque[tuple[Any, int]]
+    ) -> list[tuple[Any, int]]:
+        """Lease the next jobs of ``todo`` (at most :attr:`size`): the claimed ones go to ``ready``,
+        those held elsewhere to ``later``; returns those to skip (stored elsewhere, or refused)."""
+        run, skip, held = self.lease([todo.popleft() for _ in range(min(len(todo), self.size))])
+        ready.extend(run)
+        later.extend(held)
+        return skip
+
     def claim(self, job: tuple[Any, int]) -> bool:
         """Whether ``job`` is taken: claimed (and let start by the gate), or refused by the gate."""
         decision = "start" if self.gate is None else self.gate.decide()
@@ -249,11 +259,7 @@ class _Jobs:
                 if self.claimer is None:
                     self.ready.append(self.todo.popleft())
                     continue
-                batch = [self.todo.popleft() for _ in range(min(len(self.todo), self.claimer.size))]
-                run, skip, held = self.claimer.lease(batch)
-                self.ready.extend(run)
-                self.later.extend(held)
-                for job in skip:
+                for job in self.claimer.take(self.todo, self.ready, self.later):
                     self.results.put((job, _SKIPPED, None))
             if self.ready:
                 return self.ready.popleft(), False
@@ -484,10 +490,7 @@ def _run_on_loop(
         if claimer is None:
             ready.append(todo.popleft())
             return
-        run, skip, held = claimer.lease([todo.popleft() for _ in range(min(len(todo), claimer.size))])
-        ready.extend(run)
-        later.extend(held)
-        for job in skip:
+        for job in claimer.take(todo, ready, later):
             deliver((job, _SKIPPED, None))
 
     async def worker() -> None:

@@ -256,10 +256,7 @@ def run_in_workers(
             if claimer is None:
                 ready.append(todo.popleft())
                 continue
-            run, skip, held = claimer.lease([todo.popleft() for _ in range(min(len(todo), claimer.size))])
-            ready.extend(run)
-            later.extend(held)
-            skipped += len(skip)
+            skipped += len(claimer.take(todo, ready, later))
         if not ready and not todo and later:  # only jobs held elsewhere: wait for their claims
             for _ in range(len(later)):
                 job = later.popleft()
