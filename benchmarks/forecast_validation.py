@@ -2,8 +2,9 @@
 
 Simulates suites of T tasks from known populations — the mixture the model assumes, and shapes it
 does not describe (clusters of p, a logit-normal, a U-shaped Beta, one flaky task among certain
-ones, every task at p = 0.9) — runs n trials per task, calls forecast() on the counts exactly as a
-user would, and compares what it returns with the population's true pass^K at K = 16 and 64:
+ones, every task at p = 0.9, tasks nearly but not quite certain) — runs n trials per task, calls
+forecast() on the counts exactly as a user would, and compares what it returns with the
+population's true pass^K at K = 16 and 64:
 how often it declines, the coverage of the interval a user reads (the model's lo/hi when given,
 the model-free bounds when declined), the model interval's own coverage, bias, RMSE and width.
 
@@ -116,6 +117,8 @@ POPULATIONS = {
     "near-certain {0.02: 40%, 0.98: 60%}": atoms([0.02, 0.98], [0.4, 0.6]),
     "25% always, 10% never, rest Uniform(0.5, 0.95)": with_uniform(0.25, 0.1, 0.5, 0.95),
     "near-certain {0.99: 50%, 0.9: 30%, 0.5: 20%}": atoms([0.99, 0.9, 0.5], [0.5, 0.3, 0.2]),
+    "near-certain Uniform(0.9, 1)": with_uniform(0.0, 0.0, 0.9, 1.0),
+    "all tasks p = 0.995": atoms([0.995], [1.0]),
 }
 
 

@@ -300,29 +300,31 @@ def test_counts_the_mixture_does_not_describe_decline_the_forecast_beyond_n() ->
 
 
 @pytest.mark.parametrize(
-    ("shares", "values", "trials", "seed"),
+    ("shares", "values", "tasks", "trials", "seed"),
     [
-        ([0.4, 0.6], [0.02, 0.98], 8, 21),  # nearly certain tasks: the model alone covered ~1/3
-        ([0.25, 0.1, 0.65], [1.0, 0.0, -1.0], 4, 22),  # -1: Uniform(0.5, 0.95)
+        ([0.4, 0.6], [0.02, 0.98], 40, 8, 21),  # nearly certain tasks: the model alone covered ~1/3
+        ([0.4, 0.6], [0.02, 0.98], 40, 4, 23),
+        ([0.4, 0.6], [0.02, 0.98], 20, 8, 24),
+        ([0.25, 0.1, 0.65], [1.0, 0.0, -1.0], 40, 4, 22),  # -1: Uniform(0.5, 0.95)
     ],
-    ids=["near-certain", "uniform rest"],
+    ids=["near-certain T40 n8", "near-certain T40 n4", "near-certain T20 n8", "uniform rest"],
 )
 def test_coverage_on_near_certain_and_uniform_truths(
-    shares: list[float], values: list[float], trials: int, seed: int
+    shares: list[float], values: list[float], tasks: int, trials: int, seed: int
 ) -> None:
-    """A small benchmarks/forecast_validation.py on its two newest truths (40 suites of 40 tasks)."""
+    """A small benchmarks/forecast_validation.py on its near-certain truths (40 suites): what a user
+    reads covers pass^16 and pass^64 like the promise. Before the all-pass floor
+    (:func:`all_pass_floor`) the suites the fit check let through put the all-pass tasks at p = 1
+    and missed pass^64 (0.165) in 10–20 % of suites."""
     rng = np.random.default_rng(seed)
-    p = rng.choice(values, p=shares, size=(40, 40))
+    p = rng.choice(values, p=shares, size=(40, tasks))
     p = np.where(p < 0, rng.uniform(0.5, 0.95, p.shape), p)
     ks = np.array([16, 64])
     if values[0] == 0.02:
         truth = 0.4 * 0.02**ks + 0.6 * 0.98**ks
-        # What a user reads covers pass^16 like the promise and pass^64 far more often than the
-        # model interval did (35 % before the fit check declined such suites).
-        assert (read_coverage(p, truth, trials, seed=seed + 100) >= [0.8, 0.5]).all()
     else:
         truth = 0.25 + 0.65 * (0.95 ** (ks + 1) - 0.5 ** (ks + 1)) / ((ks + 1) * 0.45)
-        assert (read_coverage(p, truth, trials, seed=seed + 100) >= 0.86).all()
+    assert (read_coverage(p, truth, trials, seed=seed + 100) >= 0.9).all()
 
 
 def test_bootstrap_cells_are_the_counts_of_suites_drawn_task_by_task() -> None:
