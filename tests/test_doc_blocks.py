@@ -59,7 +59,14 @@ NOT_RUN = {
 }
 #: pages with no block to run (their examples are output, or all need a server or a download)
 NOTHING_TO_RUN = {"records.md", "example-data.md", "local-model.md", "index.md", "scaling.md", "backends.md"}
-NOTHING_TO_RUN |= {"intervals.md", "comparisons.md", "forecast.md", "planning.md", "sequential.md"}
+NOTHING_TO_RUN |= {
+    "intervals.md",
+    "comparisons.md",
+    "forecast.md",
+    "planning.md",
+    "sequential.md",
+    "error-rates.md",
+}
 
 
 def blocks(page: Path) -> list[tuple[str, str, str | None]]:
