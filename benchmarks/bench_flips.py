@@ -105,11 +105,11 @@ def loop_tests(test: str, table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
 def flips_with_loop(df: pd.DataFrame) -> pd.DataFrame:
     _scipy_p.cache_clear()
     _scipy_min_p_given_margins.cache_clear()
-    vectorised_tests, paired._tests = paired._tests, loop_tests
+    vectorised_tests, paired.exact_tests = paired.exact_tests, loop_tests
     try:
         return paired.flips(df, a="prompt-a", b="prompt-b")
     finally:
-        paired._tests = vectorised_tests
+        paired.exact_tests = vectorised_tests
 
 
 def best_time(fn, repeats: int) -> tuple[tuple[float, float], object]:

@@ -35,7 +35,7 @@ from scipy import stats as sps
 from passk_nb.stats.estimators import pass_hat_k
 from passk_nb.stats.exact import boschloo_exact_2x2, fisher_exact_2x2
 from passk_nb.stats.noise import noise_floor, run_variance
-from passk_nb.stats.paired import _tarone, _tests
+from passk_nb.stats.paired import exact_tests, tarone_screen
 
 ALPHA = 0.05
 GRID = np.linspace(0, 1, 4001)
@@ -123,11 +123,11 @@ FAMILY_TRUTHS = {
 
 def family_wise(rng: np.random.Generator, truth, tasks: int, n: int, test: str, suites: int) -> float:
     """Share of null suites in which flips(test=, family="tarone") flags any task: every table's
-    p-value and Tarone bound from flips' own :func:`_tests`, then BH over the screened tasks."""
+    p-value and Tarone bound from flips' own :func:`exact_tests`, then BH over the screened tasks."""
     c_a, c_b = (g.ravel() for g in np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij"))
     table = np.column_stack([c_a, np.full(c_a.size, n), c_b, np.full(c_a.size, n)]).astype(np.int64)
-    p_value, _, reachable = _tests(test, table)
-    screened = np.where(_tarone(reachable, ALPHA), p_value, np.inf)
+    p_value, _, reachable = exact_tests(test, table)
+    screened = np.where(tarone_screen(reachable, ALPHA), p_value, np.inf)
     hits, done = 0, 0
     while done < suites:
         m = min(100_000, suites - done)

@@ -379,7 +379,7 @@ def flips(
     if paired.empty:
         raise ValueError(f"no task has usable trials under both {on}={a!r} and {on}={b!r}")
     table = paired[["c_a", "n_a", "c_b", "n_b"]].to_numpy().astype(np.int64)
-    p_value, min_p, reachable = _tests(test, table)
+    p_value, min_p, reachable = exact_tests(test, table)
     out = counted.restore(paired[keys].reset_index(drop=True))
     out["successes_a"], out["trials_a"], out["successes_b"], out["trials_b"] = table.T
     out["rate_a"], out["rate_b"] = table[:, 0] / table[:, 1], table[:, 2] / table[:, 3]
@@ -387,7 +387,7 @@ def flips(
     out["p_value"] = p_value
     out["min_p"] = min_p
     gid, _ = group_ids(out, by)
-    tested = _tarone(reachable, alpha) if family == "tarone" else np.ones(len(out), dtype=bool)
+    tested = tarone_screen(reachable, alpha) if family == "tarone" else np.ones(len(out), dtype=bool)
     q_value = np.full(len(out), np.nan)
     for rows in _group_rows(gid, tested):
         q_value[rows] = sps.false_discovery_control(p_value[rows], method="bh")
@@ -406,7 +406,7 @@ def _group_rows(gid: np.ndarray, keep: np.ndarray) -> list[np.ndarray]:
     return np.split(rows, np.flatnonzero(np.diff(gid[rows])) + 1) if rows.size else []
 
 
-def _tarone(reachable: np.ndarray, alpha: float) -> np.ndarray:
+def tarone_screen(reachable: np.ndarray, alpha: float) -> np.ndarray:
     """The testable tasks: those whose margins let some split reach p ≤ alpha at all (Tarone's screen).
 
     The screen uses only the margins (each task's trials per arm and total successes), and Fisher's
@@ -416,7 +416,7 @@ def _tarone(reachable: np.ndarray, alpha: float) -> np.ndarray:
     return reachable <= alpha
 
 
-def _tests(test: str, table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def exact_tests(test: str, table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per row (c_a, n_a, c_b, n_b) of ``table``: the p-value, the smallest p of a complete flip
     (``min_p``) and the smallest p any split of the row's total successes could give (Tarone's
     bound). Every table of every task in one call of the vectorised test of

@@ -327,14 +327,14 @@ def test_flips_p_values_equal_the_scipy_loop(seed: int) -> None:
 def test_tarones_bound_from_the_support_ends_equals_the_minimum_over_every_split(test: str) -> None:
     """Speed (#47 §3): Tarone's bound from the two ends of each margin's support, not every split."""
     from passk_nb.stats.exact import boschloo_exact_2x2, fisher_exact_2x2
-    from passk_nb.stats.paired import _tests
+    from passk_nb.stats.paired import exact_tests
 
     exact = fisher_exact_2x2 if test == "fisher" else boschloo_exact_2x2
     rng = np.random.default_rng(7)
     top = 40 if test == "fisher" else 9
     n_a, n_b = rng.integers(1, top, size=(2, 80))
     c_a, c_b = rng.binomial(n_a, 0.5), rng.binomial(n_b, rng.random(80))
-    _, _, bound = _tests(test, np.column_stack([c_a, n_a, c_b, n_b]))
+    _, _, bound = exact_tests(test, np.column_stack([c_a, n_a, c_b, n_b]))
     every_split = [
         min(float(exact(x, a, s - x, b)) for x in range(max(0, s - b), min(a, s) + 1))
         for a, b, s in zip(n_a, n_b, c_a + c_b, strict=True)
