@@ -134,6 +134,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="the reliability card instead: consistency, robustness, predictability, safety and cost "
         "per configuration, each with its interval or how to measure it (--format html: one page)",
     )
+    p.add_argument(
+        "--on",
+        metavar="COLUMN",
+        help="with --card and --a/--b: two configurations' cards side by side (the values of COLUMN "
+        "that --a and --b name), with the paired difference b - a on every axis that has one",
+    )
+    p.add_argument("--a", metavar="VALUE", help="with --card --on: configuration A, the baseline")
+    p.add_argument("--b", metavar="VALUE", help="with --card --on: configuration B, compared against A")
     p.add_argument("--skip-bad-files", action="store_true", help="skip unreadable files with a warning")
     add_cluster(p)
     add_quiet(p)
@@ -302,6 +310,14 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if args.prices is not None and args.price_in is not None:
         raise CliError("give --prices (per model) or --price-in/--price-out (one price for all), not both")
     prices = read_prices(args.prices, df) if args.prices is not None else None
+    if (
+        (args.on is None) != (args.a is None)
+        or (args.a is None) != (args.b is None)
+        or (args.on and not args.card)
+    ):
+        raise CliError(
+            "--on, --a and --b go together, with --card: e.g. --card --on prompt_name --a default --b strict"
+        )
     if args.card:
         text = _card(args, df, k, by, prices)
     else:
@@ -327,9 +343,19 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _card(args: argparse.Namespace, df: pd.DataFrame, k: int, by: tuple[str, ...], prices: Any) -> str:
     """The reliability card in the chosen format (a configuration: --by, else every identity
     column but the robustness arms, faults and perturbation)."""
-    from passk_nb.stats.card import reliability_card
+    from passk_nb.stats.card import card_comparison, reliability_card
     from passk_nb.view.card import card_html, card_table
 
+    if args.on is not None:
+        from passk_nb.cli.compare import arm
+
+        if args.format == "html":
+            raise CliError(
+                "--card --on compares two cards as text: choose --format table, markdown, csv or json"
+            )
+        a, b = (arm(df, args.on, text) for text in (args.a, args.b))
+        both = card_comparison(df, on=args.on, a=a, b=b, k=k, ci=args.ci, n_boot=args.n_boot, seed=args.seed)
+        return card_table(both, args.format)
     if prices is None and args.price_in is not None:
         prices = {model: (args.price_in, args.price_out) for model in df["model"].unique()}
     card = reliability_card(

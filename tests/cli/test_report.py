@@ -538,3 +538,21 @@ def test_report_and_compare_take_cluster(tmp_path, capsys):
     compared = passk_nb.compare(df, on="prompt_name", a="a", b="b", k=2, cluster="task_family")
     got = pd.DataFrame(out["compare"] if isinstance(out, dict) and "compare" in out else out)
     np.testing.assert_allclose(got["lo"].astype(float), compared["lo"], rtol=1e-12)
+
+
+def test_two_cards_side_by_side_from_the_command_line(tmp_path, capsys):
+    for prompt in ("default", "strict"):
+        passk_nb.run("scripted", trials=3, out=tmp_path / "runs", progress=False, prompt=prompt)
+    text = passk(capsys, "report", tmp_path / "runs", "--card", "--on", "prompt_name", "--a", "default",
+                 "--b", "strict", "--n-boot", "100")  # fmt: skip
+    assert "prompt_name: strict against default" in text and "strict − default" in text
+    both = passk_nb.stats.card_comparison(
+        tmp_path / "runs", on="prompt_name", a="default", b="strict", k=2, n_boot=100
+    )
+    row = both[both["measure"] == "pass^2"].iloc[0]
+    assert f"[{row['lo']:.3g}, {row['hi']:.3g}]" in text
+    assert (
+        main(["report", str(tmp_path / "runs"), "--on", "prompt_name", "--a", "default", "--b", "strict"])
+        != 0
+    )
+    assert "--on, --a and --b go together, with --card" in capsys.readouterr().err
