@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from passk_nb.data.severity import NOT_GRADED
-from passk_nb.stats.checks import check_k, check_options
+from passk_nb.stats.checks import as_records, check_k, check_options
 from passk_nb.stats.consistency import consistency
 from passk_nb.stats.cost import cost_summary, with_cost
 from passk_nb.stats.forecast import forecast
@@ -29,7 +29,7 @@ from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_doc
 from passk_nb.stats.predictability import predictability
 from passk_nb.stats.result import Result, described
 from passk_nb.stats.robustness import robustness
-from passk_nb.stats.safety import safety
+from passk_nb.stats.safety import recoded, safety
 from passk_nb.stats.summary import summarize
 
 __all__ = ["AXES", "card_comparison", "reliability_card"]
@@ -112,6 +112,21 @@ def _path_row(per_task: pd.DataFrame, ci: float) -> Row:
     return _row("consistency", measure, shares.mean(), lo[0, 0], hi[0, 0], "new tasks")
 
 
+def _plain(df: pd.DataFrame) -> np.ndarray:
+    """Which trials ran without a fault plan and without a perturbation."""
+    plain = np.ones(len(df), dtype=bool)
+    for arm in ARMS:
+        if arm in df.columns:
+            plain &= (df[arm].astype(str) == "none").to_numpy()
+    return plain
+
+
+def _alone(df: pd.DataFrame, on: str) -> pd.DataFrame:
+    """The trials that vary only ``on``, one robustness arm at a time: the other arm's is ``none``."""
+    other = next(arm for arm in ARMS if arm != on)
+    return df[df[other].astype(str) == "none"] if other in df.columns else df
+
+
 def _robustness_rows(df: pd.DataFrame, k: int, options: dict[str, Any], these: bool) -> list[Row]:
     rows: list[Row] = []
     for on, how in (("faults", "run(faults=...)"), ("perturbation", "run(perturb=...)")):
@@ -119,9 +134,7 @@ def _robustness_rows(df: pd.DataFrame, k: int, options: dict[str, Any], these: b
         if "none" not in arms or len(arms) < 2:
             rows.append(_absent("robustness", f"pass^{k} change under {on}", f"not measured: run with {how}"))
             continue
-        other = next(arm for arm in ARMS if arm != on)
-        alone = df[df[other].astype(str) == "none"] if other in df.columns else df  # one arm at a time
-        table = robustness(alone, k=k, on=on, by=(), **options)
+        table = robustness(_alone(df, on), k=k, on=on, by=(), **options)
         for _, arm in table[table["metric"] == "pass^k"].iterrows():
             note = f"tasks broken: {arm['broken']}" if arm["broken"] else ""
             rows.append(_rate_row("robustness", f"pass^{k} change under {arm[on]}", arm, "", these, note))
@@ -213,10 +226,7 @@ def _card(
 ) -> list[Row]:
     """One configuration's rows: every axis but robustness on its runs without faults or
     perturbations, robustness on all of them."""
-    plain = np.ones(len(group), dtype=bool)
-    for arm in ARMS:
-        if arm in group.columns:
-            plain &= (group[arm].astype(str) == "none").to_numpy()
+    plain = _plain(group)
     df = group[plain] if plain.any() else group
     rows = _pass_rows(summarize(df, k=k, by=(), **options).iloc[0], k, these)
     rows.append(_forecast_row(df, horizon, options, these))
@@ -283,10 +293,7 @@ def reliability_card(
         raise ValueError(
             f"tasks must be 'new' (new tasks like these) or 'these' (these tasks re-run); got {tasks!r}"
         )
-    if not isinstance(df, pd.DataFrame):
-        from passk_nb.data.store import load
-
-        df = load(df)
+    df = as_records(df)
     keys = tuple(c for c in default_by(df, by) if by is not None or c not in ARMS)
     options = {"ci": ci, "n_boot": n_boot, "seed": seed, "infra": infra}
     frames = []
@@ -324,11 +331,6 @@ def _paired(
         "interval": f"paired, {shown['interval']}",
         "note": shown["note"],
     }
-
-
-def _recoded(df: pd.DataFrame, passed: np.ndarray) -> pd.DataFrame:
-    """``df`` with ``passed`` (and its outcome) replaced: a question of safety asked as pass^k."""
-    return df.assign(passed=passed, outcome=np.where(passed, "pass", "wrong_state"))
 
 
 @share_docs
@@ -372,10 +374,7 @@ def card_comparison(
     >>> both.loc[both["measure"] == "pass^2", ["a", "b", "diff", "interval"]].values.tolist()
     [[1.0, 1.0, 0.0, 'paired, new tasks']]
     """
-    if not isinstance(df, pd.DataFrame):
-        from passk_nb.data.store import load
-
-        df = load(df)
+    df = as_records(df)
     if on not in df.columns or not {a, b} <= set(df[on]):
         have = sorted(map(str, set(df[on])))[:10] if on in df.columns else f"no column {on!r}"
         raise ValueError(
@@ -386,29 +385,25 @@ def card_comparison(
     these, pair = tasks == "these", (on, a, b)
     cards = reliability_card(df, k=k, by=[on], tasks=tasks, **options)
     values = cards.pivot_table(index="measure", columns=on, values="value", aggfunc="first", dropna=False)
-    plain = np.ones(len(df), dtype=bool)
-    for arm in ARMS:
-        if arm in df.columns:
-            plain &= (df[arm].astype(str) == "none").to_numpy()
-    base = df[plain]
+    base = df[_plain(df)]
     paired: dict[str, dict[str, Any]] = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the notes say what was declined
         paired[f"pass@{k}"] = _paired(base, pair, k, "pass@k", these, options)
         paired[f"pass^{k}"] = _paired(base, pair, k, "pass^k", these, options)
         for column in (c for c in ARMS if c in df.columns):
-            other = next(c for c in ARMS if c != column)
-            for arm in sorted(set(df[column].astype(str)) - {"none"}):
-                alone = df[df[column].astype(str).eq(arm) & df.get(other, "none").astype(str).eq("none")]
+            varied = _alone(df, column)
+            for arm in sorted(set(varied[column].astype(str)) - {"none"}):
+                alone = varied[varied[column].astype(str) == arm]
                 if {a, b} <= set(alone[on]):  # both ran it: their pass^k under it, paired
                     found = _paired(alone, pair, k, "pass^k", these, options)
                     paired[f"pass^{k} change under {arm}"] = {**found, "note": "b − a of pass^k under it"}
         if "severity" in base.columns and (base["severity"].astype(str) != NOT_GRADED).all():
             harm = (base["severity"].astype(str) == "harmful").to_numpy()
-            paired[f"harm-free^{k}"] = _paired(_recoded(base, ~harm), pair, k, "pass^k", these, options)
+            paired[f"harm-free^{k}"] = _paired(recoded(base, ~harm, infra), pair, k, "pass^k", these, options)
             for severity in ("harmful", "misleading"):
                 ended = (base["severity"].astype(str) == severity).to_numpy()
-                found = _paired(_recoded(base, ended), pair, 1, "pass^k", these, options)
+                found = _paired(recoded(base, ended, infra), pair, 1, "pass^k", these, options)
                 paired[f"{severity} failures per trial"] = found
     rows = []
     for (axis, measure), _ in cards.groupby(["axis", "measure"], sort=False):

@@ -5,6 +5,7 @@ Each check raises a ValueError that says what was wrong and how to fix it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -81,6 +82,15 @@ def refuse_repeated_trials(df: pd.DataFrame, by: Sequence[str] = ()) -> None:
             f"e.g. {example}), and would be counted twice. Read records with passk_nb.load(folder), which "
             f"keeps one row per trial, or drop the repeats: df.drop_duplicates({list(TRIAL_KEY)})"
         )
+
+
+def as_records(df: pd.DataFrame | str | os.PathLike[str]) -> pd.DataFrame:
+    """Trial records: ``df`` itself, or every record stored under the folder (or file) it names."""
+    if isinstance(df, pd.DataFrame):
+        return df
+    from passk_nb.data.store import load  # here: a frame in hand never loads the store
+
+    return load(df)
 
 
 def require_columns(df: pd.DataFrame, columns: Iterable[str]) -> None:

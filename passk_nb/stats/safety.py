@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from passk_nb.data.severity import FAILURE_SEVERITIES, NOT_GRADED, SEVERITIES
-from passk_nb.stats.checks import require_columns
+from passk_nb.stats.checks import as_records, require_columns
 from passk_nb.stats.params import CI, INFRA, METHOD, MIN_TASKS, N_BOOT, SEED, default_by, share_docs
 from passk_nb.stats.result import Result, described
 from passk_nb.stats.summary import summarize
@@ -79,10 +79,7 @@ def safety(
        harmful_lo  harmful_hi  harm_free^k_lo  harm_free^k_hi
     0       0.001       0.683           0.131           0.997
     """
-    if isinstance(df, str | os.PathLike):
-        from passk_nb.data.store import load
-
-        df = load(df)
+    df = as_records(df)
     require_columns(df, ("task", "passed", "outcome", "severity"))
     by = default_by(df, by)
     graded, not_graded = _graded(df)
@@ -136,10 +133,7 @@ def worst_trials(
     0    a  harmful      2          1       1
     1    b     none      0          0       1
     """
-    if isinstance(df, str | os.PathLike):
-        from passk_nb.data.store import load
-
-        df = load(df)
+    df = as_records(df)
     require_columns(df, ("run_id", "task", "trial", "outcome", "severity"))
     by = default_by(df, by)
     keys = [*(col for col in by if col != "task"), "task"]
