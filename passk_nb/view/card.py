@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import html
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
@@ -124,7 +123,6 @@ def card_html(card: pd.DataFrame, *, title: str = "Reliability card") -> str:
         body.append(
             f"<tr><td class='axis'>{html.escape(axis)}</td><td>{html.escape(measure)}</td>{cells}</tr>"
         )
-    plt.close("all")
     return (
         "<!doctype html><html><head><meta charset='utf-8'>"
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>"
