@@ -63,13 +63,20 @@ def _add_offset(state: dict[str, Any], value: int) -> int:  # the doctest's tria
     return int(state["offset"]) + value
 
 
+def become_worker() -> None:
+    """A forked worker's first step: its own process group (ending it ends whatever it started;
+    the terminal's Ctrl-C reaches the calling process alone) and the default SIGTERM (not the
+    calling process's handler)."""
+    with contextlib.suppress(OSError):
+        os.setpgid(0, 0)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _serve(conn: Connection, state: dict[str, Any]) -> None:
     """A worker process: run each ``(fn, args)`` sent down ``conn`` as ``fn(state, *args)`` and send
     back ``("done", result)`` or ``("raised", exception)``, noting injected delays on the way, until
     the pipe closes. A process the agent forked that comes back here ends instead of answering."""
-    with contextlib.suppress(OSError):
-        os.setpgid(0, 0)  # its own process group: ending it ends whatever the agent started
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the calling process's handler
+    become_worker()
     _init(state)
     me = os.getpid()
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
+from passk_nb.harness.executors import become_worker
 from passk_nb.harness.providers.base import cancel_scope
 from passk_nb.harness.providers.transport import new_loop, use_loop
 
@@ -103,9 +104,7 @@ def _serve(
     inherited: Sequence[Callable[[], None]],
 ) -> None:
     """A worker process: its own loop (the process's transport loop), ``share`` trials in flight."""
-    with contextlib.suppress(OSError):
-        os.setpgid(0, 0)  # Ctrl-C reaches the calling process alone, which ends its workers
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    become_worker()  # Ctrl-C reaches the calling process alone, which ends its workers
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for close in inherited:  # the calling process's: its claims file, the other workers' pipes
         with contextlib.suppress(OSError):
