@@ -27,7 +27,7 @@ from passk_nb.cli.common import (
     status,
 )
 from passk_nb.cli.import_ import refuse_foreign
-from passk_nb.cli.report import apply_where, default_k, parse_by, parse_where
+from passk_nb.cli.report import apply_where, arm, default_k, parse_by, parse_where
 from passk_nb.data.store import load
 from passk_nb.stats.params import CI, N_BOOT, SEED
 
@@ -98,13 +98,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     add_quiet(p)
     p.set_defaults(func=_cmd_compare)
     return p
-
-
-def arm(df: pd.DataFrame, column: str, text: str) -> object:
-    """The value of ``column`` that the flag's text names (``0.7`` names the number 0.7), or the
-    text itself when none does (then :func:`passk_nb.compare` says which values there are)."""
-    matches = [value for value in pd.unique(df[column]) if str(value) == text]
-    return matches[0] if len(matches) == 1 else text
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:

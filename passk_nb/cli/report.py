@@ -267,6 +267,13 @@ def versions_note(left_out: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def arm(df: pd.DataFrame, column: str, text: str) -> object:
+    """The value of ``column`` that the flag's text names (``0.7`` names the number 0.7), or the
+    text itself when none does (then :func:`passk_nb.compare` says which values there are)."""
+    matches = [value for value in pd.unique(df[column]) if str(value) == text]
+    return matches[0] if len(matches) == 1 else text
+
+
 def default_k(df: pd.DataFrame) -> int:
     """2, or the most trials any task has when that is fewer (1)."""
     per_task = df.groupby(["run_id", "task"]).size()
@@ -347,8 +354,6 @@ def _card(args: argparse.Namespace, df: pd.DataFrame, k: int, by: tuple[str, ...
     from passk_nb.view.card import card_html, card_table
 
     if args.on is not None:
-        from passk_nb.cli.compare import arm
-
         if args.format == "html":
             raise CliError(
                 "--card --on compares two cards as text: choose --format table, markdown, csv or json"
