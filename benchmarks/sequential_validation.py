@@ -30,8 +30,11 @@ decides only about half the time).
 Its cost is T × n (× 2).
 
 With ``--final`` each question is asked with ``final=N``, N the fixed design's trials per task:
-no cell runs past N, and once every cell has N the last look is the fixed-n interval (at 96 %,
-intersected with the anytime-valid one at 99 %): a run costs at most the fixed design.
+no cell runs past N unless the run gives its last look up (``docs/methods/sequential.md``), and
+once every cell has N the last look is the fixed-n interval (at 96 %, intersected with the
+anytime-valid one at 99 %). A cell whose fixed design :func:`plan_trials` refuses (no n up to
+64k reaches its half-width: the gate just above the one-flaky suite) is reported as "no fixed
+design" with plan_trials' message, with or without ``--final``.
 
     python benchmarks/sequential_validation.py            # 200 replications per cell, k = 2
     python benchmarks/sequential_validation.py --final    # the same, capped at the fixed design
@@ -67,6 +70,22 @@ from passk_nb.stats.design import (
 
 TRUTHS = ("one flaky (½) among certain", "U-shaped Beta(0.3,0.3)", "three-point", "all p = 0.9")
 PILOT_TRIALS = 8
+#: The table's measured columns (after truth, question, k, T, reps, E[p^k], fixed n).
+COLUMNS = (
+    "fixed trials",
+    "mean trials",
+    "ratio",
+    "ratio to power ½",
+    "p90 trials",
+    "decided",
+    "missed any look",
+    "missed final",
+    "gate passed",
+    "difference declared",
+    "mean halfwidth",
+    "mean rounds",
+    "max trials of a task",
+)
 CAP = 8  # safety cap: 8 × the fixed design's trials
 
 
@@ -137,7 +156,27 @@ def fixed_trials(name: str, tasks: int, k: int, target: float, seed: int) -> int
         return plan_trials(pilot, Question(kind="precision", k=k, precision=target), n_sim=4000, seed=seed)
 
 
-def cell(args: tuple[str, str, int, int, float, int, int, int, str, bool]) -> dict[str, object]:
+def designs(
+    name: str, kind: str, tasks: int, k: int, h: float, seed: int, theta_pop: float
+) -> tuple[int, int, int]:
+    """The fixed design's trials per task, its cost, and the cost of the design of power ½."""
+    if kind == "precision":
+        per_task = fixed_trials(name, tasks, k, h, seed)
+        return per_task, tasks * per_task, tasks * per_task
+    if kind.startswith("gate"):
+        gap = min(0.05, (1 - theta_pop) / 2) if kind == "gate-below" else 0.10
+        # decided with plan's power: the interval's end clears the gate when the estimate errs
+        # by up to z_β standard errors toward it
+        per_task = fixed_trials(name, tasks, k, gate_halfwidth(gap), seed)
+        coin = tasks * fixed_trials(name, tasks, k, gap, seed)  # half-width = the gap: power ~½
+        return per_task, tasks * per_task, coin
+    per_task = fixed_trials(name, tasks, k, h / math.sqrt(2), seed)
+    return per_task, 2 * tasks * per_task, 2 * tasks * per_task
+
+
+def cell(args: tuple[str, str, int, int, float, int, int, int, str, bool]) -> tuple[dict[str, object], str]:
+    """One row of the table, and why it has no numbers ("" when it has): a cell whose fixed design
+    plan_trials refuses (no n up to 64k reaches its half-width) has no cap, no ratio and no N."""
     name, kind, tasks, k, h, reps, seed, size, stop, final = args
     pri = prior(name)
     rng = np.random.default_rng(
@@ -145,19 +184,13 @@ def cell(args: tuple[str, str, int, int, float, int, int, int, str, bool]) -> di
     )
     # the question's scale for the fixed design needs the truth: use the population value
     theta_pop = pri.moment(k, tasks)
-    if kind == "precision":
-        per_task = fixed_trials(name, tasks, k, h, seed)
-        fixed = coin = tasks * per_task
-    elif kind.startswith("gate"):
-        gap = min(0.05, (1 - theta_pop) / 2) if kind == "gate-below" else 0.10
-        # decided with plan's power: the interval's end clears the gate when the estimate errs
-        # by up to z_β standard errors toward it
-        per_task = fixed_trials(name, tasks, k, gate_halfwidth(gap), seed)
-        fixed = tasks * per_task
-        coin = tasks * fixed_trials(name, tasks, k, gap, seed)  # half-width = the gap: power ~½
-    else:
-        per_task = fixed_trials(name, tasks, k, h / math.sqrt(2), seed)
-        fixed = coin = 2 * tasks * per_task
+    head = {"truth": name, "question": kind, "k": k, "T": tasks}
+    try:
+        per_task, fixed, coin = designs(name, kind, tasks, k, h, seed, theta_pop)
+    except ValueError as exc:  # plan_trials' refusal: no fixed design answers this question
+        return {**head, "reps": 0, "E[p^k]": theta_pop, "fixed n": "no fixed design"} | dict.fromkeys(
+            COLUMNS, math.nan
+        ), f"{name}, {kind}, k={k}: no fixed design: {exc}"
     last = per_task if final else None  # final=N: at most the fixed design's n per cell
     rows = []
     for _ in range(reps):
@@ -178,11 +211,8 @@ def cell(args: tuple[str, str, int, int, float, int, int, int, str, bool]) -> di
             out = simulate(np.r_[p, p], w, q, CAP * fixed, rng, 0.0, size, stop)
         rows.append(out)
     df = pd.DataFrame(rows)
-    return {
-        "truth": name,
-        "question": kind,
-        "k": k,
-        "T": tasks,
+    row = {
+        **head,
         "reps": len(df),
         "E[p^k]": theta_pop,
         "fixed n": per_task,
@@ -200,6 +230,7 @@ def cell(args: tuple[str, str, int, int, float, int, int, int, str, bool]) -> di
         "mean rounds": df["rounds"].mean(),
         "max trials of a task": df["max_task_trials"].mean(),
     }
+    return row, ""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -224,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--final",
         action="store_true",
-        help="ask each question with final=N, N the fixed design's trials per task: at most its cost",
+        help="ask each question with final=N, N the fixed design's trials per task",
     )
     parser.add_argument("--seed", type=int, default=2026)
     args = parser.parse_args(argv)
@@ -248,14 +279,18 @@ def main(argv: list[str] | None = None) -> int:
         if f"{i}:{kind}" not in args.skip
     ]
     rows: list[dict[str, object]] = []
+    notes: list[str] = []
     with ProcessPoolExecutor(args.workers) as pool:
-        for row in pool.map(cell, jobs):
+        for row, note in pool.map(cell, jobs):
             if not rows:
                 print(" | ".join(row), flush=True)
             rows.append(row)
             print(
                 " | ".join(f"{v:.3f}" if isinstance(v, float) else str(v) for v in row.values()), flush=True
             )
+            if note:
+                notes.append(note)
+                print(f"    {note}", flush=True)
     table = pd.DataFrame(rows)
     pd.set_option("display.width", 250)
     pd.set_option("display.max_columns", 30)
@@ -264,11 +299,12 @@ def main(argv: list[str] | None = None) -> int:
         f"T = {args.tasks} tasks, H = {args.precision}, {args.reps} replications per cell, "
         f"rounds of {args.round} × k trials per cell, "
         + ("final=N (the fixed design's n), " if args.final else "")
-        + "95 % at every look, "
-        if args.stop == "anytime"
-        else f"stopping on the fixed-n interval (invalid), seed {args.seed}\n"
+        + ("95 % at every look" if args.stop == "anytime" else "stopping on the fixed-n interval (invalid)")
+        + f", seed {args.seed}\n"
     )
     print(table.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    for note in notes:
+        print(f"\n{note}")
     print(f"\n{time.perf_counter() - start:.0f} s")
     return 0
 

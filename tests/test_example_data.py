@@ -683,3 +683,17 @@ def test_the_qwen_bank_run_is_the_pre_registered_one_and_its_readme_numbers_hold
     assert quoted == "pass^1 0.212, pass^2 0.121, pass^5 0.021 (pass@5 0.388)" and quoted in readme
     refusals = df[df["task"].str.endswith("refusal")]["outcome"].value_counts().to_dict()
     assert refusals == {"no_lookup": 14, "unrequested_change": 10, "format_error": 8}
+
+
+def test_a_regrade_drops_only_the_refusal_the_claim_finder_once_misread():
+    """data/qwen2.5-1.5b-orders/README.md: the stored ``false_claims`` keep one request read as a
+    claim ("wait for the delivery to be cancelled"); today's finder, through ``regrade``, drops it alone."""
+    df = passk_nb.load(DATA / "qwen2.5-1.5b-orders")
+    graded = passk_nb.regrade(df)
+    changed = graded[graded["false_claims"] != df["false_claims"]]
+    assert len(changed) == 1 and not graded["regrade_changed"].any()
+    (stored,) = json.loads(df.loc[changed.index[0], "false_claims"])
+    assert stored["text"] == "Please wait for the delivery to be cancelled." and stored["ids"] == []
+    assert json.loads(changed["false_claims"].iloc[0]) == []
+    readme = " ".join((DATA / "qwen2.5-1.5b-orders" / "README.md").read_text().split())
+    assert "wait for the delivery to be cancelled" in readme and "`regrade` drops it" in readme

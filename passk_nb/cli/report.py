@@ -28,20 +28,12 @@ from passk_nb.cli.common import (
     status,
 )
 from passk_nb.cli.import_ import refuse_foreign
+from passk_nb.data.ids import IDENTITY_COLUMNS
 from passk_nb.data.store import load
 
-#: Columns ``--where`` filters on.
-WHERE_COLUMNS: tuple[str, ...] = (
-    "run_id",
-    "suite",
-    "suite_hash",
-    "provider",
-    "model",
-    "prompt_name",
-    "prompt_hash",
-    "config",
-    "task",
-)
+#: Columns ``--where`` filters on: the run, every identity column (the one schema's list, so a new
+#: one is filterable at once) and the task.
+WHERE_COLUMNS: tuple[str, ...] = ("run_id", *IDENTITY_COLUMNS, "task")
 FORMATS: tuple[str, ...] = ("table", "markdown", "csv", "json", "html")
 
 _EPILOG = """examples:

@@ -1,7 +1,8 @@
 """Claims in an agent's answer, checked against what the state shows was done.
 
 The engine is generic and English-only: it splits an answer into sentences and clauses,
-drops questions, negated, modal and conditional statements, and matches what is left
+drops questions, negated, modal, infinitive ("to be cancelled") and conditional statements
+(also a future with a condition after it: "will be cancelled once ..."), and matches what is left
 against a suite's :class:`ClaimVocabulary` (the phrases that claim each kind of action and
 the state fields that show it). Each suite brings its own vocabulary
 (:data:`passk_nb.harness.suites.orders.CLAIMS` for the order desk); the harness stores
@@ -38,7 +39,15 @@ _MODAL = re.compile(
     r"\b(?:can|could|may|might|would|should|must)\s+(?:\S+\s+){0,2}?(?:be|have\s+been|get)\s+(?:\S+\s+)?$",
     re.IGNORECASE,
 )
-_CONDITIONAL = re.compile(r"\b(?:if|once|whether|unless|until|when|after|before)\b", re.IGNORECASE)
+_CONDITIONAL = re.compile(
+    r"\b(?:if|once|whether|unless|until|when|after|before|as\s+soon\s+as)\b", re.IGNORECASE
+)
+#: An infinitive right before the verb is a wish or a request, not a claim ("please wait for the
+#: delivery to be cancelled", "I have asked for it to be refunded").
+_INFINITIVE = re.compile(r"\bto\s+(?:be|get|have\s+been)\s+(?:\S+\s+)?$", re.IGNORECASE)
+#: A future before the verb with a conditional after it is a hypothetical ("it will be cancelled once
+#: the courier confirms"); a bare promise ("your order will be cancelled") stays a claim.
+_FUTURE = re.compile(r"\b(?:will|shall)\b|'ll\b|\bgoing\s+to\b", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _CLAUSE = re.compile(r"[;:]\s*|,\s+|\s+[-–—]+\s+|\b(?:but|however|although|though|while|whereas)\b", re.I)
 #: Record ids as they appear in answers and state paths: "O1003", "ORD-42".
@@ -105,7 +114,8 @@ def _compile(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
 def action_claims(text: str | None, vocabulary: ClaimVocabulary) -> list[Claim]:
     """The actions ``text`` asserts were done, one :class:`Claim` per (clause, kind).
 
-    Questions, negated clauses, modal and conditional statements are not claims.
+    Questions, negated clauses, modal, infinitive and conditional statements are not claims; a
+    future is a claim (a promise) unless a condition follows it in its clause.
     ``ids`` are the record ids named in the claim's clause, or else in its sentence.
     """
     if not isinstance(text, str):
@@ -130,8 +140,17 @@ def action_claims(text: str | None, vocabulary: ClaimVocabulary) -> list[Claim]:
 
 
 def _is_assertion(clause: str, match: re.Match[str]) -> bool:
-    before = clause[: match.start()]
-    return not (_NEGATION.search(before) or _MODAL.search(before) or _CONDITIONAL.search(before))
+    """Whether the phrase ``match`` asserts a done action: judged on the clause up to the phrase's
+    last word (the verb of "refund has not been processed", "cancellation to be processed")."""
+    before = clause[: match.start()] + re.sub(r"\S+\s*$", "", match.group())
+    after = clause[match.end() :]
+    return not (
+        _NEGATION.search(before)
+        or _MODAL.search(before)
+        or _INFINITIVE.search(before)
+        or _CONDITIONAL.search(before)
+        or (_FUTURE.search(before) and _CONDITIONAL.search(after))
+    )
 
 
 def performed_actions(

@@ -212,6 +212,16 @@ class _Worker:
         self.conn.close()
 
 
+def check_fork() -> None:
+    """Refuse where processes cannot fork (Windows, some sandboxes): the run checks this before it
+    writes anything, so a refused run leaves no spec behind."""
+    if not hasattr(os, "fork") or "fork" not in multiprocessing.get_all_start_methods():
+        raise ValueError(
+            "workers= with an HTTP backend forks its worker processes, and this platform has no fork: "
+            "drop workers= (raise concurrency= instead: one process keeps many requests in flight)"
+        )
+
+
 def run_in_workers(
     fn: Trial,
     jobs: list[Job],
@@ -230,8 +240,7 @@ def run_in_workers(
     claimed here through ``claimer`` (a lease at a time; a job held elsewhere waited for, one
     stored meanwhile skipped). ``inherited`` is closed in each worker (the calling process's
     files it must not keep open: its claims)."""
-    if "fork" not in multiprocessing.get_all_start_methods():
-        raise ValueError("workers= with an HTTP backend forks its worker processes: not available here")
+    check_fork()
     if not jobs:
         return
     context = multiprocessing.get_context("fork")

@@ -36,7 +36,7 @@ from passk_nb.harness.episode import arun_episode, run_episode
 from passk_nb.harness.executors import WorkerLost, make_executor
 from passk_nb.harness.faults import Fault, FaultPlan
 from passk_nb.harness.fingerprint import blind_spots, suite_fingerprint
-from passk_nb.harness.loop_workers import LoopWorkers
+from passk_nb.harness.loop_workers import LoopWorkers, check_fork
 from passk_nb.harness.pacing import Paced, RateLimit, RateLimiter
 from passk_nb.harness.perturb import PerturbationError, PerturbPlan
 from passk_nb.harness.preflight import check_backend
@@ -235,8 +235,8 @@ def run(
     requests are coroutines (OpenAI, Ollama, Anthropic over HTTP/1.1), ``workers=N`` forks N
     processes each running its own event loop over its share of ``concurrency``, for runs that need
     more than one core; this process still claims and writes every trial, and a trial whose worker
-    died is an ``infra_error`` a resume runs again (:mod:`~passk_nb.harness.loop_workers`). Neither
-    changes the run id.
+    died is an ``infra_error`` a resume runs again (:mod:`~passk_nb.harness.loop_workers`; where
+    processes cannot fork, refused before anything is written). Neither changes the run id.
 
     ``concurrency`` (default 4; ``workers`` with ``workers=`` for a Python agent) trials run at
     once; a network backend's one shared connection pool is sized to it. ``adaptive=True`` makes
@@ -372,14 +372,16 @@ def _make_backend(config: RunConfig, resolved: Resolved) -> BaseProvider:
 
 
 def _check_backend_fits(config: RunConfig, backend: BaseProvider) -> None:
-    """Refuse what the opened backend cannot do: workers for a model backend, native tool calling
-    without it."""
+    """Refuse what the opened backend cannot do: workers for a model backend (or, for an HTTP one,
+    where processes cannot fork), native tool calling without it."""
     on_loops = config.executor == "processes" and backend.speaks_asyncio  # loop_workers.py
     if config.executor != "threads" and not (backend.user_code or backend.name == "scripted" or on_loops):
         raise ValueError(
             f"executor={config.executor!r} (workers=) runs a Python agent's own computation in other "
             f"processes; the {backend.name} backend waits on its model instead: raise concurrency= for it"
         )
+    if on_loops:
+        check_fork()
     if on_loops and config.adaptive:
         raise ValueError(
             "adaptive=True steers one process's requests in flight; workers= splits them over several "

@@ -49,7 +49,8 @@ def claimed_unperformed_action(df: pd.DataFrame) -> pd.Series:
 
     How claims are found (see :mod:`passk_nb.data.claims`): the final answer is split
     into sentences and clauses; questions, negated ("cannot be cancelled"), modal ("can
-    be refunded") and conditional ("once it is refunded") statements are dropped; what is
+    be refunded"), infinitive ("wait for it to be cancelled") and conditional ("once it is
+    refunded", "will be cancelled once it is back") statements are dropped; what is
     left is matched against the suite's completed-action phrases; a claim is unperformed
     when the state diff shows no action of that kind on the records it names. Limits:
     English only; phrases outside the suite's lists are missed; "your cancelled order"

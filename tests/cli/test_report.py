@@ -14,6 +14,7 @@ import pytest
 
 import passk_nb
 from passk_nb.cli.main import main
+from passk_nb.data.ids import IDENTITY_COLUMNS
 from passk_nb.data.records import frame_from_records
 from tests.helpers.fake_servers import require
 
@@ -153,6 +154,19 @@ def test_where_is_or_within_a_column_and_across_columns_and(folder, capsys):
     assert one["trials"].tolist() == kept.groupby("model").size().tolist() == [4, 4]
     both = pd.read_csv(io.StringIO(passk(capsys, *argv, "--where", "model=big", "--where", "model=small")))
     assert both["model"].tolist() == ["big", "small"] and both["trials"].sum() == len(df)
+
+
+@pytest.mark.parametrize("column", ["run_id", *IDENTITY_COLUMNS, "task"])
+def test_where_filters_on_the_run_every_identity_column_and_the_task(column, tmp_path, capsys):
+    df = records()
+    kept = df["model"] == "big"
+    df[column] = df[column].astype(str).where(~kept, "kept-" + df[column].astype(str))
+    path = tmp_path / "records.parquet"
+    df.to_parquet(path)
+    argv = ["report", path, "--format", "csv", "--n-boot", 0, "--by", "none"]
+    where = [arg for value in sorted(set(df.loc[kept, column])) for arg in ("--where", f"{column}={value}")]
+    out = pd.read_csv(io.StringIO(passk(capsys, *argv, *where)))
+    assert out["trials"].tolist() == [int(kept.sum())]
 
 
 def test_by_chooses_the_rows_and_none_pools_all(folder, capsys):

@@ -19,10 +19,13 @@ import pandas as pd
 import pytest
 
 import passk_nb
+from passk_nb.data.prices import price_table, trial_cost
 from passk_nb.data.store import part_files
 from passk_nb.harness import loop_workers
+from passk_nb.harness.budget import BUDGET_FILE
 from tests.harness.golden_run import VOLATILE, rule
-from tests.helpers.fake_servers import FakeServer
+from tests.harness.test_until import Rounds
+from tests.helpers.fake_servers import FakeServer, Fault
 
 TASKS = passk_nb.get_suite("orders").task_ids
 
@@ -159,3 +162,63 @@ def test_http_workers_keep_four_in_flight_by_default_split_over_the_workers(tmp_
         df = http_run(server.url, tmp_path, trials=8, workers=2, concurrency=None)
     assert len(df) == 40 and set(df["outcome"]) == {"pass"}
     assert max(server.admitted) == 4  # a Python agent's default (one per worker) would hold 2
+
+
+BUDGET_TASKS = ["refund-delivered", "cancel-pending-lookup"]  # three model turns each
+PRICES = {"m": (1000.0, 1000.0)}  # USD per million tokens: 20 tokens a turn cost 0.02, a trial 0.06
+
+
+def test_http_workers_keep_a_budget_exactly_as_one_process_does(tmp_path):
+    """tests/harness/test_budget.py's first test with workers=2: the trials dealt ahead to the
+    workers are counted in flight when claimed, so the same trials start and the same spend stops."""
+    with FakeServer("openai", rule=lambda body: Fault("usage", size=10), latency=0.2) as server:
+        options = {"tasks": BUDGET_TASKS, "trials": 4, "concurrency": 4, "prices": PRICES, "workers": 2}
+        first = http_run(server.url, tmp_path, budget_usd=0.2, **options)
+        assert len(first) == 3 and spend(first) == pytest.approx(0.18)  # 0.06 + 2 × 0.06 ≤ 0.2
+        assert first.attrs["stopped"].startswith("budget_usd=0.2: spent")
+        assert len(passk_nb.load(tmp_path)) == 3 and not loop_worker_pids()
+        journal = [json.loads(line) for line in (tmp_path / first["run_id"].iloc[0] / BUDGET_FILE).open()]
+        assert journal[-1]["not_started"] >= 1 and journal[-1]["spent_usd"] == pytest.approx(0.18)
+        again = http_run(server.url, tmp_path, budget_usd=1.0, **options)
+        assert "stopped" not in again.attrs and again["run_id"].nunique() == 1
+        assert len(again) == 8 and not again.duplicated(["task", "trial"]).any()
+        assert len(server.chat_requests()) == 8 * 3  # nothing run twice
+        assert spend(again) == pytest.approx(0.48)
+
+
+def spend(df: pd.DataFrame) -> float:
+    table = price_table(PRICES)
+    return sum(trial_cost(r, table) for r in df.to_dict("records"))
+
+
+def test_http_workers_run_every_round_an_until_rule_asks_for(tmp_path):
+    """tests/harness/test_until.py's rounds, over HTTP in two worker processes."""
+    tasks = TASKS[:3]
+    until = Rounds([(tasks[0], 3)], [(tasks[1], 1), (tasks[0], 1)])
+    with FakeServer("openai", keep_alive=True) as server:
+        df = http_run(server.url, tmp_path, tasks=tasks, trials=2, workers=2, until=until)
+    assert until.seen == [6, 9, 11]  # asked after every completed round, with the records so far
+    trials = df.groupby("task")["trial"].apply(list).to_dict()
+    assert trials == {tasks[0]: [0, 1, 2, 3, 4, 5], tasks[1]: [0, 1, 2], tasks[2]: [0, 1]}
+    later = df[df["trial"] >= 2].sort_values(["round", "task", "trial"])
+    assert later["round"].tolist() == [1, 1, 1, 2, 2] and (later["allocation"] == "asked").all()
+    assert set(df["outcome"]) == {"pass"} and not loop_worker_pids()
+
+
+def test_http_workers_answer_an_until_question_and_stop(tmp_path):
+    until = passk_nb.Until("gate=0.6 ci=0.9")
+    with FakeServer("openai", keep_alive=True) as server:
+        df = http_run(server.url, tmp_path, trials=1, workers=2, until=until, max_trials=200)
+    verdict = passk_nb.decide(df, until.question).iloc[0]
+    assert verdict["decided"] and verdict["verdict"].startswith("passes") and len(df) < 200
+    assert df["round"].max() >= 1 and not df.duplicated(["task", "trial"]).any()
+
+
+def test_http_workers_are_refused_before_anything_is_written_where_there_is_no_fork(tmp_path, monkeypatch):
+    out = tmp_path / "runs"
+    with FakeServer("openai", keep_alive=True) as server:
+        monkeypatch.delattr(os, "fork")
+        with pytest.raises(ValueError, match="forks its worker processes.*no fork"):
+            http_run(server.url, out, workers=2)
+        assert server.chat_requests() == []
+    assert not out.exists() or not any(out.rglob("*"))  # no spec, no claims, no part

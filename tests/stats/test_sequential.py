@@ -283,6 +283,24 @@ def test_decide_refuses_tasks_with_fewer_than_k_trials():
     assert top_up[["task", "trials"]].values.tolist() == [["x", 1]]
 
 
+@pytest.mark.parametrize("trials", [58, 60, 64])
+def test_a_certain_task_gains_a_finite_amount_and_the_flaky_one_most(trials):
+    """Nine tasks that passed every trial sit at p = 1 on the upper side, where a failure is
+    impossible: their gain was +inf (the rise at that point), read by ``spread`` as a task short of k
+    trials and topped up first. Now finite, and the flaky task's is the largest."""
+    n = np.full(10, float(trials))
+    c = np.r_[trials // 2 + 1, np.full(9, float(trials))]
+    w = np.full(10, 0.1)
+    state = status(n, c, w, "precision=0.05 k=2")
+    assert not state.decided
+    g = gains(n, c, w, "precision=0.05 k=2", state, 2)
+    assert np.isfinite(g).all() and (g >= 0).all() and int(g.argmax()) == 0
+    plan = allocate(
+        pd.DataFrame({"task": range(10), "n": n.astype(int), "c": c.astype(int)}), "precision=0.05 k=2"
+    )
+    assert plan["task"].tolist() == [0] and np.isfinite(plan["gain"]).all()
+
+
 def test_a_comparison_needs_its_column_and_both_arms_on_every_task():
     table = pd.DataFrame({"arm": ["a", "b", "a"], "task": ["t", "t", "u"], "n": 4, "c": 2})
     with pytest.raises(ValueError, match="column 'prompt' is not in the counts"):

@@ -83,8 +83,12 @@ def _gains(
     later, held = np.zeros_like(now), np.zeros_like(now)
     for extra in range(step + 1):
         chance = sps.betabinom.pmf(extra, step, total_c + 0.5, total_n - total_c + 0.5)
-        later += chance * term(step, extra)
-        held += chance * term(step, extra, p_now)
+        moved = term(step, extra)
+        at_point = term(step, extra, p_now)
+        later += chance * moved
+        # an outcome the point cannot give (a failure of a task that sits at p = 1) refutes it
+        # outright, an unbounded rise there: count what the bound does get, the term re-minimised
+        held += chance * np.where(np.isfinite(at_point), at_point, moved)
     # a term whose minimum is tied between two far points (w p^k concave: the dual's gap) rises
     # little at fixed μ though the trials refute the point it sits at; a share of the rise at
     # that point keeps such cells in the allocation
