@@ -83,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
             )
             for (before, after), n in changed.groupby(["outcome_before", "outcome"]).size().items():
                 print(f"    {before} -> {after}: {n}")
+        for kept in (p for p in folder.iterdir() if p.is_file()):  # the README, the licence
+            shutil.copy2(kept, staging / kept.name)
         shutil.rmtree(folder)
         staging.rename(folder)
     return 0

@@ -9,6 +9,7 @@ package that moves a number the notebooks talk about fails here, with the number
 import importlib.util
 import json
 import math
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -697,3 +698,19 @@ def test_a_regrade_drops_only_the_refusal_the_claim_finder_once_misread():
     assert json.loads(changed["false_claims"].iloc[0]) == []
     readme = " ".join((DATA / "qwen2.5-1.5b-orders" / "README.md").read_text().split())
     assert "wait for the delivery to be cancelled" in readme and "`regrade` drops it" in readme
+
+
+def test_rescoring_a_data_folder_keeps_its_readme_and_its_trials(tmp_path):
+    """scripts/rescore_example_data.py rewrites a folder's runs and keeps the files beside them."""
+    path = DATA.parent / "scripts" / "rescore_example_data.py"
+    spec = importlib.util.spec_from_file_location("rescore", path)
+    rescore = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rescore)
+    folder = tmp_path / "qwen2.5-1.5b-bank"
+    shutil.copytree(DATA / "qwen2.5-1.5b-bank", folder)
+    before = passk_nb.load(folder)
+    assert rescore.main([str(folder)]) == 0
+    assert (folder / "README.md").read_text() == (DATA / "qwen2.5-1.5b-bank" / "README.md").read_text()
+    after = passk_nb.load(folder)
+    assert len(after) == len(before) == 80
+    assert after["passed"].sum() == before["passed"].sum()
