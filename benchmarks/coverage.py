@@ -6,7 +6,9 @@ contains its target:
 
 - ``kg`` / ``t`` / ``boot``: the "new tasks like these" interval of ``summarize`` (Korn–Graubard,
   the default; Student-t on per-task values; the percentile cluster bootstrap) against the
-  population value E[p^k] (pass^k) or E[1 − (1 − p)^k] (pass@k);
+  population value E[p^k] (pass^k) or E[1 − (1 − p)^k] (pass@k); ``kg_old``: Korn–Graubard as it
+  was before issue 49 (T_eff free to fall below T), whose widths the per-cell table puts beside
+  the shipped ones;
 - ``fixed``: summarize's ``pass^k_fixed_lo``–``pass^k_fixed_hi`` (value ± z·se_fixed, the variance
   the largest over each task's 80 % Jeffreys interval) against these tasks' mean of p_i^k;
 - ``fixed_plugin`` / ``fixed_old``: the same with the variance read at p̃ = (c + ½)/(n + 1), or
@@ -16,6 +18,11 @@ contains its target:
   per-task difference, arm b's p_i equal to arm a's with probability ½ and otherwise drawn from
   Beta(2, 2), against the population difference.
 
+The truths include issue 49's four (hard Beta(0.5, 2); near-certain {0.9: 30 %, 1: 70 %}; two
+flaky tasks at 0.75 among certain ones; every task flaky, Uniform(0.7, 1)). After the coverage
+table come the mean widths per cell, before and after issue 49, and the lowest coverage of the
+fixed interval with its half-width scaled by :data:`FIXED_SCALES` (how far it could narrow).
+
 Population intervals are shown even below the task count where passk-nb declines them (the
 ``given`` column says whether passk-nb gives it), so the table shows why it declines.
 
@@ -24,7 +31,7 @@ logits share a family effect (1 + N(0, 1.5²) per family + N(0, 0.5²) per task)
 new-task intervals with and without the family as the sampling unit, and compare's false-positive
 rate when a family's lift goes to one arm or the other (equal populations).
 
-    python benchmarks/coverage.py                 # the table of docs/methods/intervals.md (about a minute)
+    python benchmarks/coverage.py                 # the tables of docs/methods/intervals.md (2–3 minutes)
     python benchmarks/coverage.py --suites 400 --quick
     python benchmarks/coverage.py --families-only --suites 200   # the clustered truth alone
     python benchmarks/coverage.py --gate-only --suites 100000    # the gate's false pass alone
