@@ -6,7 +6,9 @@ contains its target:
 
 - ``kg`` / ``t`` / ``boot``: the "new tasks like these" interval of ``summarize`` (Korn–Graubard,
   the default; Student-t on per-task values; the percentile cluster bootstrap) against the
-  population value E[p^k] (pass^k) or E[1 − (1 − p)^k] (pass@k);
+  population value E[p^k] (pass^k) or E[1 − (1 − p)^k] (pass@k); ``kg_old``: Korn–Graubard as it
+  was before issue 49 (T_eff free to fall below T), whose widths the per-cell table puts beside
+  the shipped ones;
 - ``fixed``: summarize's ``pass^k_fixed_lo``–``pass^k_fixed_hi`` (value ± z·se_fixed, the variance
   the largest over each task's 80 % Jeffreys interval) against these tasks' mean of p_i^k;
 - ``fixed_plugin`` / ``fixed_old``: the same with the variance read at p̃ = (c + ½)/(n + 1), or
@@ -16,6 +18,11 @@ contains its target:
   per-task difference, arm b's p_i equal to arm a's with probability ½ and otherwise drawn from
   Beta(2, 2), against the population difference.
 
+The truths include issue 49's four (hard Beta(0.5, 2); near-certain {0.9: 30 %, 1: 70 %}; two
+flaky tasks at 0.75 among certain ones; every task flaky, Uniform(0.7, 1)). After the coverage
+table come the mean widths per cell, before and after issue 49, and the lowest coverage of the
+fixed interval with its half-width scaled by :data:`FIXED_SCALES` (how far it could narrow).
+
 Population intervals are shown even below the task count where passk-nb declines them (the
 ``given`` column says whether passk-nb gives it), so the table shows why it declines.
 
@@ -24,7 +31,7 @@ logits share a family effect (1 + N(0, 1.5²) per family + N(0, 0.5²) per task)
 new-task intervals with and without the family as the sampling unit, and compare's false-positive
 rate when a family's lift goes to one arm or the other (equal populations).
 
-    python benchmarks/coverage.py                 # the table of docs/methods/intervals.md (about a minute)
+    python benchmarks/coverage.py                 # the tables of docs/methods/intervals.md (2–3 minutes)
     python benchmarks/coverage.py --suites 400 --quick
     python benchmarks/coverage.py --families-only --suites 200   # the clustered truth alone
     python benchmarks/coverage.py --gate-only --suites 100000    # the gate's false pass alone
@@ -51,6 +58,7 @@ from scipy.special import betaln
 
 from passk_nb.stats.estimators import pass_at_k, pass_hat_k
 from passk_nb.stats.intervals import (
+    cell_spread,
     cluster_bootstrap,
     fixed_interval,
     fixed_task_variance,
@@ -115,6 +123,47 @@ def one_flaky(p_flaky: float, name: str) -> Prior:
     )
 
 
+def some_flaky(count: int, p_flaky: float, name: str) -> Prior:
+    """T − ``count`` tasks that always pass and ``count`` at ``p_flaky``: the suite is its own
+    population."""
+    return Prior(
+        name,
+        lambda rng, shape: np.broadcast_to(
+            np.r_[np.ones(shape[-1] - count), np.full(count, p_flaky)], shape
+        ).copy(),
+        lambda k, t: (t - count + count * p_flaky**k) / t,
+        lambda k, t: count * (1 - p_flaky) ** k / t,
+    )
+
+
+def uniform_prior(a: float, b: float, name: str) -> Prior:
+    """p ~ Uniform(a, b): E[p^k] = (b^(k+1) − a^(k+1)) / ((k + 1)(b − a))."""
+    return Prior(
+        name,
+        lambda rng, shape: rng.uniform(a, b, size=shape),
+        lambda k, _t: (b ** (k + 1) - a ** (k + 1)) / ((k + 1) * (b - a)),
+        lambda k, _t: ((1 - a) ** (k + 1) - (1 - b) ** (k + 1)) / ((k + 1) * (b - a)),
+    )
+
+
+def kg_before_49(
+    gid: np.ndarray, values: np.ndarray, floor: np.ndarray, n_groups: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Korn–Graubard as shipped before issue 49, for the old-vs-new widths: the same interval
+    with the t correction free to take T_eff below T (to T/2 at five tasks)."""
+    sizes, means, s2 = cell_spread(gid, np.ones_like(values), values, floor, n_groups)
+    t, z = sps.t.ppf(0.975, np.maximum(sizes - 1, 1)), sps.norm.ppf(0.975)
+    bern = np.clip(means, 1e-12, 1 - 1e-12) * (1 - np.clip(means, 1e-12, 1 - 1e-12))
+    phi = np.clip(s2 / bern, 1e-12, 1.0)
+    phi = ((sizes - 1) * phi + 1) / sizes
+    t_eff = sizes / phi * (z / t) ** 2
+    x = np.clip(means, 0.0, 1.0) * t_eff
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lo = np.where(x > 0, sps.beta.ppf(0.025, x, t_eff - x + 1), 0.0)
+        hi = np.where(x < t_eff, sps.beta.ppf(0.975, x + 1, t_eff - x), 1.0)
+    return lo, hi
+
+
 def _mixture_draw(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
     u = rng.random(shape)
     return np.where(u < 0.3, 1.0, np.where(u < 0.5, 0.0, rng.beta(4, 2, size=shape)))
@@ -136,6 +185,11 @@ PRIORS = (
     logit_normal_prior(1.0, 1.5, "logit-normal(1, 1.5)"),
     atoms_prior((0.0, 0.6, 0.95), (0.15, 0.5, 0.35), "three-point"),
     beta_prior(0.3, 0.3, "U-shaped Beta(0.3,0.3)"),
+    # issue 49's independent check
+    beta_prior(0.5, 2, "hard Beta(0.5,2)"),
+    atoms_prior((0.9, 1.0), (0.3, 0.7), "near-certain {0.9: 30 %, 1: 70 %}"),
+    some_flaky(2, 0.75, "two flaky (0.75) among certain"),
+    uniform_prior(0.7, 1.0, "every task flaky, Uniform(0.7,1)"),
 )
 _B22 = beta_prior(2, 2, "Beta(2,2)")
 
@@ -153,6 +207,10 @@ def fixed_variances(n: int, c: np.ndarray, k: int, variance=fixed_task_variance)
 def _flat(suites: int, tasks: int, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     gid = np.repeat(np.arange(suites), tasks)
     return gid, x.reshape(suites * tasks, -1)
+
+
+#: Scales of the fixed interval's half-width measured to show how far it could narrow (issue 49).
+FIXED_SCALES = (0.95, 0.9, 0.8)
 
 
 def cell(prior: Prior, tasks: int, n: int, k: int, suites: int, seed: int, n_boot: int) -> dict[str, object]:
@@ -174,6 +232,8 @@ def cell(prior: Prior, tasks: int, n: int, k: int, suites: int, seed: int, n_boo
     out: dict[str, object] = {}
     lo, hi = korn_graubard(gid, flat_values, flat_floor, suites, ci=0.95)
     out["kg"], out["kg_width"] = covers(lo, hi, population), (hi - lo).mean(axis=0)
+    lo, hi = kg_before_49(gid, flat_values, flat_floor, suites)
+    out["kg_old"], out["kg_old_width"] = covers(lo, hi, population), (hi - lo).mean(axis=0)
     lo, hi = student_t(gid, flat_values, flat_floor, suites, ci=0.95)
     lo, hi = np.clip(lo, 0, 1), np.clip(hi, 0, 1)
     out["t"], out["t_width"] = covers(lo, hi, population), (hi - lo).mean(axis=0)
@@ -190,6 +250,9 @@ def cell(prior: Prior, tasks: int, n: int, k: int, suites: int, seed: int, n_boo
         out[f"{name}_width"] = (hi - lo).mean(axis=0)
         if name == "fixed":
             out["fixed_zero"] = int((hi - lo <= 0).sum())
+            for r in FIXED_SCALES:  # how far the fixed interval could narrow: z·se scaled by r
+                lo, hi = np.clip(mean - r * z * se, 0, 1), np.clip(mean + r * z * se, 0, 1)
+                out[f"fixed_x{r}"] = covers(lo, hi, fixed_truth)
     # paired: arm b equals arm a with probability 1/2, otherwise an independent Beta(2, 2) task
     same = rng.random((suites, tasks)) < 0.5
     p_b = np.where(same, p, _B22.draw(rng, (suites, tasks)))
@@ -318,6 +381,7 @@ def families_table(args: argparse.Namespace) -> None:
 
 SUMMARY_ROWS = (
     ("kg", "new tasks: Korn–Graubard (summarize's default)", True),
+    ("kg_old", "new tasks: Korn–Graubard before issue 49 (T_eff below T)", False),
     ("t", "new tasks: Student-t", False),
     ("boot", "new tasks: percentile bootstrap over tasks", False),
     ("fixed", "these tasks: fixed_lo–fixed_hi (summarize's)", True),
@@ -350,6 +414,27 @@ def compact(rows: list[tuple[int, int, int, str, dict[str, object]]], tasks: lis
             declined = shipped and key != "fixed" and t < MIN_TASKS
             cells.append(f"({text}, declined)" if declined else text)
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def width_table(rows: list[tuple[int, int, int, str, dict[str, object]]], tasks: list[int]) -> str:
+    """Markdown: per truth, n and k, the mean pass^k width of each interval at each T, before and
+    after issue 49 with their ratio, and the new-task interval's lowest coverage (pass^k, pass@k)."""
+    head = "| p | n | k | " + " | ".join(
+        f"T = {t}: new tasks, before → after (ratio); coverage | these tasks" for t in tasks
+    )
+    lines = [head + " |", "|---|---|---" + "|---|---" * len(tasks) + "|"]
+    by_cell = {(t, n, k, name): res for t, n, k, name, res in rows}
+    for name in dict.fromkeys(name for *_, name, _ in rows):
+        for n, k in dict.fromkeys((n, k) for _, n, k, nm, _ in rows if nm == name):
+            cells = []
+            for t in tasks:
+                res = by_cell[(t, n, k, name)]
+                old, new = float(res["kg_old_width"][1]), float(res["kg_width"][1])  # type: ignore[index]
+                low = float(np.min(res["kg"]))  # type: ignore[call-overload]
+                fixed = float(res["fixed_width"][1])  # type: ignore[index]
+                cells += [f"{old:.2f} → {new:.2f} ({new / old:.2f}); {low:.1%}", f"{fixed:.2f} (1.00)"]
+            lines.append(f"| {name} | {n} | {k} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -459,6 +544,17 @@ def main(argv: list[str] | None = None) -> int:
             zero[key] = zero.get(key, 0) + int(res.get("fixed_zero", 0)) if key == "fixed" else 0
     print()
     print(compact(rows, args.tasks))
+    print()
+    print(width_table(rows, [t for t in args.tasks if t >= MIN_TASKS]))
+    print()
+    for r in FIXED_SCALES:
+        low = min(
+            ((float(np.nanmin(res[f"fixed_x{r}"])), (tasks, n, k, name)) for tasks, n, k, name, res in rows),
+            key=lambda x: x[0],
+        )
+        print(
+            f"fixed interval with its half-width × {r}: lowest coverage {low[0]:.1%} (T, n, k, p = {low[1]})"
+        )
     print()
     widths = (("kg_width", "new tasks"), ("fixed_width", "these tasks"), ("fixed_plugin_width", "plugin"))
     for key, label in widths:

@@ -77,7 +77,7 @@ def safety(
     0     m     0.15        0.05    0.15        0.733
     >>> out[["harmful_lo", "harmful_hi", "harm_free^k_lo", "harm_free^k_hi"]].round(3)
        harmful_lo  harmful_hi  harm_free^k_lo  harm_free^k_hi
-    0       0.001       0.683           0.131           0.997
+    0       0.001       0.674           0.233           0.985
     """
     df = as_records(df)
     require_columns(df, ("task", "passed", "outcome", "severity"))

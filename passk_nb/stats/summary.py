@@ -72,7 +72,7 @@ class Summary(Result):
 
     >>> table = pd.DataFrame({"model": "m", "task": list("abcde"), "n": 4, "c": [4, 3, 2, 1, 0]})
     >>> out = summarize(table, k=2)
-    >>> isinstance(out, pd.DataFrame), "0.333 [0.008, 0.909]" in out._repr_html_()
+    >>> isinstance(out, pd.DataFrame), "0.333 [0.031, 0.813]" in out._repr_html_()
     (True, True)
     >>> out[["model", "pass^k"]]._repr_html_() == pd.DataFrame(out[["model", "pass^k"]])._repr_html_()
     True
@@ -226,7 +226,7 @@ def summarize(
     >>> out = summarize(df, k=2)  # by default: one row per model, prompt and configuration
     >>> out[["model", "n_tasks", "pass^k", "pass^k_lo", "pass^k_hi", "pass^k_se_fixed", "ci_method"]].round(3)
       model  n_tasks  pass^k  pass^k_lo  pass^k_hi  pass^k_se_fixed      ci_method
-    0     m        5   0.333      0.008      0.909            0.133  korn-graubard
+    0     m        5   0.333      0.031      0.813            0.133  korn-graubard
     >>> summarize(df, k=2, by="task")[["task", "pass^k", "pass^k_lo", "pass^k_hi"]].head(2).round(3)
       task  pass^k  pass^k_lo  pass^k_hi
     0    a     1.0      0.158      1.000
@@ -238,7 +238,7 @@ def summarize(
     >>> table = pd.DataFrame({"model": "m", "task": list("abcde"), "n": 4, "c": [4, 3, 2, 1, 0]})
     >>> summarize(table, k=2)[["model", "n_tasks", "pass^k", "pass^k_lo", "pass^k_hi"]].round(3)
       model  n_tasks  pass^k  pass^k_lo  pass^k_hi
-    0     m        5   0.333      0.008      0.909
+    0     m        5   0.333      0.031      0.813
 
     So does a folder of parquet records, counted without loading them (what ``passk run --out``
     writes; DuckDB does the counting when installed):
@@ -250,7 +250,7 @@ def summarize(
     >>> _ = write_part(records.to_dict("records"), folder, "r1")
     >>> summarize(folder, k=2)[["model", "n_tasks", "pass^k", "pass^k_lo", "pass^k_hi"]].round(3)
       model  n_tasks  pass^k  pass^k_lo  pass^k_hi
-    0     m        5   0.333      0.008      0.909
+    0     m        5   0.333      0.031      0.813
     """
     warn_adaptive(df)
     check_options(ci=ci, n_boot=n_boot, seed=seed)

@@ -36,7 +36,7 @@ def summary_table(summary: pd.DataFrame, *, ci: float = CI) -> pd.DataFrame:
     >>> df["outcome"] = df["passed"].map({True: "pass", False: "wrong_state"})
     >>> row = summary_table(summarize(df, k=2, by="model")).iloc[0]
     >>> row["pass^k"], row["pass^k 95% CI, new tasks"], row["pass^k 95% CI, these tasks"]
-    ('0.633', '[0.056, 0.993]', '[0.365, 0.900]')
+    ('0.633', '[0.166, 0.959]', '[0.365, 0.900]')
     """
     group_cols = list(result_by(summary, "summarize()"))
     out = summary[group_cols].copy()

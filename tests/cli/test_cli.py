@@ -75,8 +75,8 @@ def test_run_prints_the_table_and_where_records_went(tmp_path, capsys):
         "agent errors",
     ]
     assert row == [
-        "1.000 [0.228, 1.000]",  # five tasks: the new-tasks interval is honest, hence wide
-        "1.000 [0.228, 1.000]",
+        "1.000 [0.478, 1.000]",  # five tasks: the new-tasks interval is honest, hence wide
+        "1.000 [0.478, 1.000]",
         "[0.657, 1.000]",  # never [1.000, 1.000] (or n/a) for a group with trials
         "15/15 pass",
         "0",

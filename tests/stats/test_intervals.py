@@ -124,3 +124,52 @@ def test_fixed_task_variance_with_n_as_a_column_is_bit_for_bit_the_same(k: int) 
         step = (hi - lo) / (_GRID.size - 1)
         lo, hi = np.maximum(best - step, edges[0]), np.minimum(best + step, edges[1])
     np.testing.assert_array_equal(fixed_task_variance(n, c, k), values.max(axis=1))
+
+
+def test_korn_graubard_never_counts_fewer_effective_tasks_than_tasks() -> None:
+    """Five tasks that each pass all or nothing are five Bernoulli draws: the interval is the exact
+    one for 3 of 5, where the t correction used to take T_eff to 2.5 (issue 49)."""
+    from passk_nb.stats.intervals import korn_graubard
+
+    values = np.array([[1.0], [1.0], [1.0], [0.0], [0.0]])
+    lo, hi = korn_graubard(np.zeros(5, dtype=int), values, np.zeros((5, 1)), 1, ci=0.95)
+    exact = sps.binomtest(3, 5).proportion_ci(0.95, method="exact")
+    assert (lo[0, 0], hi[0, 0]) == (pytest.approx(exact.low), pytest.approx(exact.high))
+
+
+@pytest.mark.parametrize(
+    ("truth", "tasks", "n", "k"),
+    [
+        ("U-shaped Beta(0.3, 0.3)", 5, 8, 2),  # where T_eff = T now binds
+        ("hard Beta(0.5, 2)", 5, 4, 4),  # the largest narrowing (0.70 of the old width)
+        ("mixture", 10, 8, 2),  # the cell that stops a narrower interval at ten tasks
+    ],
+)
+def test_new_task_interval_keeps_93_percent_on_the_hard_shapes(
+    truth: str, tasks: int, n: int, k: int
+) -> None:
+    suites = 1500
+    rng = np.random.default_rng([tasks, n, k, len(truth)])
+    if truth.startswith("U-shaped"):
+        p, b = rng.beta(0.3, 0.3, (suites, tasks)), sps.beta(0.3, 0.3)
+        population = (1 - b.expect(lambda x: (1 - x) ** k), b.expect(lambda x: x**k))
+    elif truth.startswith("hard"):
+        p, b = rng.beta(0.5, 2, (suites, tasks)), sps.beta(0.5, 2)
+        population = (1 - b.expect(lambda x: (1 - x) ** k), b.expect(lambda x: x**k))
+    else:  # 30 % always pass, 20 % never, 50 % Beta(4, 2)
+        u = rng.random((suites, tasks))
+        p = np.where(u < 0.3, 1.0, np.where(u < 0.5, 0.0, rng.beta(4, 2, (suites, tasks))))
+        b = sps.beta(4, 2)
+        population = (
+            0.3 + 0.5 * (1 - b.expect(lambda x: (1 - x) ** k)),
+            0.3 + 0.5 * b.expect(lambda x: x**k),
+        )
+    c = rng.binomial(n, p)
+    sim, task = np.repeat(np.arange(suites), tasks), np.tile(np.arange(tasks), suites)
+    out = summarize(pd.DataFrame({"sim": sim, "task": task, "n": n, "c": c.ravel()}), k=k, by="sim")
+    tolerance = 2 * np.sqrt(0.93 * 0.07 / suites)  # two Monte-Carlo standard errors
+    for metric, truth_value in zip(("pass@k", "pass^k"), population, strict=True):
+        lo, hi = out[f"{metric}_lo"].to_numpy(), out[f"{metric}_hi"].to_numpy()
+        assert (hi > lo).all(), "an interval for new tasks is zero wide"
+        covered = float(np.mean((lo <= truth_value + 1e-12) & (truth_value - 1e-12 <= hi)))
+        assert covered >= 0.93 - tolerance, (metric, covered)
