@@ -424,7 +424,8 @@ def korn_graubard_paired_p_value(
     """The two-sided p-value of a zero mean difference under :func:`korn_graubard_paired`, per
     group and column: the level 1 − ci at which its interval touches 0 (found by bisection on
     log(1 − ci); the interval widens with ci), so p ≤ 1 − ci exactly when the interval at ``ci``
-    excludes 0, to 1e-12 in log p. 1 for groups with fewer than two tasks (no interval).
+    excludes 0, to 1e-12 in log p; a p below 1e-40 is given as 1e-40. 1 for groups with fewer
+    than two tasks (no interval).
 
     >>> gid, values, floor = np.zeros(4, dtype=int), np.array([[0.1], [0.2], [0.3], [0.2]]), np.zeros((4, 1))
     >>> p = korn_graubard_paired_p_value(gid, values, floor, 1)
