@@ -13,10 +13,12 @@ contains its target:
   the largest over each task's 80 % Jeffreys interval) against these tasks' mean of p_i^k;
 - ``fixed_plugin`` / ``fixed_old``: the same with the variance read at p̃ = (c + ½)/(n + 1), or
   the unbiased variance estimate, that it replaced;
-- ``paired_t`` / ``paired_boot``: :func:`passk_nb.stats.paired.compare`'s interval (paired t, the
-  default, or the bootstrap) of the mean
-  per-task difference, arm b's p_i equal to arm a's with probability ½ and otherwise drawn from
-  Beta(2, 2), against the population difference.
+- ``paired_kg`` / ``paired_t`` / ``paired_boot``: :func:`passk_nb.stats.paired.compare`'s interval
+  (Korn–Graubard on (d + 1)/2, the default; paired t; the bootstrap) of the mean per-task
+  difference, arm b's p_i equal to arm a's with probability ½ and otherwise drawn from
+  Beta(2, 2), against the population difference; ``paired_kg_fp`` / ``paired_t_fp``: how often
+  that interval excludes 0 when arm b's p_i is arm a's with probability ½ and otherwise drawn
+  from arm a's own population (equal population values: a false positive, nominal 5 %).
 
 The truths include issue 49's four (hard Beta(0.5, 2); near-certain {0.9: 30 %, 1: 70 %}; two
 flaky tasks at 0.75 among certain ones; every task flaky, Uniform(0.7, 1)). After the coverage
@@ -63,6 +65,7 @@ from passk_nb.stats.intervals import (
     fixed_interval,
     fixed_task_variance,
     korn_graubard,
+    korn_graubard_paired,
     plugin_task_variance,
     population_interval,
     student_t,
@@ -263,8 +266,17 @@ def cell(prior: Prior, tasks: int, n: int, k: int, suites: int, seed: int, n_boo
     truth = truth_b - population
     gid, flat_diff = _flat(suites, tasks, diff)
     _, flat_dfloor = _flat(suites, tasks, diff_floor)
-    lo, hi = student_t(gid, flat_diff, flat_dfloor, suites, ci=0.95)
-    out["paired_t"] = covers(np.clip(lo, -1, 1), np.clip(hi, -1, 1), truth)
+    # the null: arm b's task is arm a's with probability 1/2, otherwise one more from arm a's population
+    p_null = np.where(rng.random((suites, tasks)) < 0.5, p, prior.draw(rng, (suites, tasks)))
+    c_null = rng.binomial(n, p_null)
+    _, null_diff = _flat(suites, tasks, metric_values(n, c_null, k) - metric_values(n, c_a, k))
+    _, null_floor = _flat(suites, tasks, fixed_variances(n, c_a, k) + fixed_variances(n, c_null, k))
+    for key, paired in (("paired_kg", korn_graubard_paired), ("paired_t", student_t)):
+        lo, hi = paired(gid, flat_diff, flat_dfloor, suites, ci=0.95)
+        lo, hi = np.clip(lo, -1, 1), np.clip(hi, -1, 1)
+        out[key], out[f"{key}_width"] = covers(lo, hi, truth), (hi - lo).mean(axis=0)
+        lo, hi = paired(gid, null_diff, null_floor, suites, ci=0.95)
+        out[f"{key}_fp"] = ((lo > 0) | (hi < 0)).mean(axis=0)
     lo, hi = cluster_bootstrap(gid, flat_diff, suites, ci=0.95, n_boot=n_boot, seed=seed)
     out["paired_boot"] = covers(lo, hi, truth)
     return out
@@ -297,8 +309,8 @@ CLUSTERED = logit_normal_prior(MU, float(np.hypot(SD_FAMILY, SD_TASK)), "familie
 def clustered_cell(tasks: int, n: int, k: int, suites: int, seed: int, n_boot: int) -> dict[str, object]:
     """Coverage of the new-task intervals on the clustered truth, tasks independent (``*_naive``) or
     families the unit (``*_cluster``: the ``unit`` of :mod:`passk_nb.stats.intervals`, what
-    ``cluster=`` passes); compare's paired t false-positive rate on two arms with equal population
-    values whose difference a family shares (``fp_*``)."""
+    ``cluster=`` passes); compare's false-positive rate on two arms with equal population values
+    whose difference a family shares (``fp_*``: Korn–Graubard, the default; ``fp_t_*``: paired t)."""
     rng = np.random.default_rng(seed)
     families = tasks // FAMILY_SIZE
     tasks = families * FAMILY_SIZE
@@ -334,21 +346,22 @@ def clustered_cell(tasks: int, n: int, k: int, suites: int, seed: int, n_boot: i
     c_b = rng.binomial(n, (1 / (1 + np.exp(-(logit - lift)))).reshape(suites, tasks))
     _, diff = _flat(suites, tasks, metric_values(n, c_b, k) - metric_values(n, c_a, k))
     _, dfloor = _flat(suites, tasks, fixed_variances(n, c_a, k) + fixed_variances(n, c_b, k))
-    for name, u in (("naive", None), ("cluster", unit)):
-        lo, hi, _ = population_interval(
-            gid,
-            diff,
-            dfloor,
-            suites,
-            method="t",
-            ci=0.95,
-            n_boot=0,
-            seed=seed,
-            min_tasks=2,
-            lower=-1.0,
-            unit=u,
-        )
-        out[f"fp_{name}"] = ((lo > 0) | (hi < 0)).mean(axis=0)
+    for method, key in (("korn-graubard", "fp"), ("t", "fp_t")):
+        for name, u in (("naive", None), ("cluster", unit)):
+            lo, hi, _ = population_interval(
+                gid,
+                diff,
+                dfloor,
+                suites,
+                method=method,
+                ci=0.95,
+                n_boot=0,
+                seed=seed,
+                min_tasks=2,
+                lower=-1.0,
+                unit=u,
+            )
+            out[f"{key}_{name}"] = ((lo > 0) | (hi < 0)).mean(axis=0)
     return out
 
 
@@ -357,9 +370,9 @@ def families_table(args: argparse.Namespace) -> None:
     print(f"\nTask families: {CLUSTERED.name}; pass^k (pass@k in brackets), nominal 95 %\n")
     print(
         "| T | families | n | k | KG tasks | KG families | t tasks | t families | bootstrap tasks "
-        "| bootstrap families | compare false positives: tasks | families |"
+        "| bootstrap families | compare false positives: tasks | families | paired t: tasks | families |"
     )
-    print("|---" * 12 + "|")
+    print("|---" * 14 + "|")
     for tasks in [t for t in args.tasks if t >= 2 * FAMILY_SIZE]:
         for n in args.trials:
             for k in [k for k in args.ks if k <= n]:
@@ -375,7 +388,10 @@ def families_table(args: argparse.Namespace) -> None:
                         "boot_cluster",
                     )
                 ]
-                fp = [f"{res[key][1]:.1%}" for key in ("fp_naive", "fp_cluster")]  # type: ignore[index]
+                fp = [
+                    f"{res[key][1]:.1%}"  # type: ignore[index]
+                    for key in ("fp_naive", "fp_cluster", "fp_t_naive", "fp_t_cluster")
+                ]
                 print(f"| {tasks} | {res['families']} | {n} | {k} | " + " | ".join(cells + fp) + " |")
 
 
@@ -387,8 +403,11 @@ SUMMARY_ROWS = (
     ("fixed", "these tasks: fixed_lo–fixed_hi (summarize's)", True),
     ("fixed_plugin", "these tasks: plug-in variance at p̃ = (c + ½)/(n + 1)", False),
     ("fixed_old", "these tasks: unbiased variance", False),
-    ("paired_t", "compare: paired t (default)", True),
+    ("paired_kg", "compare: Korn–Graubard (default)", True),
+    ("paired_t", "compare: paired t", False),
     ("paired_boot", "compare: paired bootstrap over tasks", False),
+    ("paired_kg_fp", "compare, equal arms: Korn–Graubard excludes 0 (false positives)", True),
+    ("paired_t_fp", "compare, equal arms: paired t excludes 0", False),
 )
 
 
@@ -517,9 +536,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.suites} suites per cell, nominal 95 %; pass^k coverage (pass@k in brackets)\n")
     print(
         "| T | n | k | p | new tasks: Korn–Graubard | t | bootstrap | width (KG) "
-        "| these tasks: fixed | width | plug-in | unbiased | paired t | paired bootstrap |"
+        "| these tasks: fixed | width | plug-in | unbiased | paired KG | paired t | paired bootstrap "
+        "| equal arms flagged: KG | t |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---" * 17 + "|")
 
     def pct(x: np.ndarray) -> str:
         return "–" if np.isnan(x[1]) else f"{x[1]:.0%} ({x[0]:.0%})"
@@ -528,6 +548,7 @@ def main(argv: list[str] | None = None) -> int:
         return f"{x[1]:.2f} ({x[0]:.2f})"
 
     worst: dict[str, float] = {}
+    most: dict[str, float] = {}
     zero: dict[str, int] = {}
     for tasks, n, k, name, res in rows:
         given = tasks >= MIN_TASKS
@@ -536,11 +557,14 @@ def main(argv: list[str] | None = None) -> int:
             f"| {tasks} | {n} | {k} | {name} | {pct(res['kg'])}{mark} | {pct(res['t'])} | "
             f"{pct(res['boot'])} | {width(res['kg_width'])} | {pct(res['fixed'])} | "
             f"{width(res['fixed_width'])} | {pct(res['fixed_plugin'])} | {pct(res['fixed_old'])} | "
-            f"{pct(res['paired_t'])}{mark} | "
-            f"{pct(res['paired_boot'])} |"
+            f"{pct(res['paired_kg'])}{mark} | {pct(res['paired_t'])} | "
+            f"{pct(res['paired_boot'])} | {pct(res['paired_kg_fp'])} | {pct(res['paired_t_fp'])} |"
         )
-        for key in ("fixed",) + (("kg", "paired_t") if given else ()):
+        for key in ("fixed",) + (("kg", "paired_kg") if given else ()):
             worst[key] = min(worst.get(key, 1.0), float(np.nanmin(res[key])))
+        if given:
+            for key in ("paired_kg_fp", "paired_t_fp"):
+                most[key] = max(most.get(key, 0.0), float(np.nanmax(res[key])))
             zero[key] = zero.get(key, 0) + int(res.get("fixed_zero", 0)) if key == "fixed" else 0
     print()
     print(compact(rows, args.tasks))
@@ -557,6 +581,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     print()
     widths = (("kg_width", "new tasks"), ("fixed_width", "these tasks"), ("fixed_plugin_width", "plugin"))
+    widths += (("paired_kg_width", "compare, Korn–Graubard"), ("paired_t_width", "compare, paired t"))
     for key, label in widths:
         means = {t: np.mean([res[key][1] for tt, _, _, _, res in rows if tt == t]) for t in args.tasks}
         print(f"mean pass^k width, {label}: " + ", ".join(f"T={t} {m:.2f}" for t, m in means.items()))
@@ -567,6 +592,7 @@ def main(argv: list[str] | None = None) -> int:
         f"(plug-in variance: {min(b for _, b in sizes):.1%}–{max(b for _, b in sizes):.1%}; nominal 5 %)"
     )
     print("worst coverage of what passk-nb gives:", ", ".join(f"{k} {v:.1%}" for k, v in worst.items()))
+    print("most false positives from T = 5 up:", ", ".join(f"{k} {v:.1%}" for k, v in most.items()))
     print(f"zero-width fixed-task intervals: {zero.get('fixed', 0)}")
     if args.families:
         families_table(args)

@@ -49,6 +49,7 @@ TRUTHS = {
     "Beta(2,1)": Mixture(0.0, 0.0, 2.0, 1.0),
     "Beta(½,½)": Mixture(0.0, 0.0, 0.5, 0.5),
     "Beta(5,1)": Mixture(0.0, 0.0, 5.0, 1.0),
+    "hard, Beta(½,2)": Mixture(0.0, 0.0, 0.5, 2.0),
 }
 ARM_B: dict[str, Callable[[np.ndarray, np.random.Generator], np.ndarray]] = {
     "fails a third less often": lambda p, rng: 1 - (1 - p) * 2 / 3,
@@ -102,6 +103,8 @@ def measured_halfwidths(
 def halfwidth_rows(args: argparse.Namespace) -> list[dict[str, object]]:
     rows = []
     for i, (name, truth) in enumerate(TRUTHS.items()):
+        if args.truth and not any(part.lower() in name.lower() for part in args.truth):
+            continue
         measured = {
             (t, n, k): measured_halfwidths(
                 truth, t, n, k, args.suites, args.seed + 1000 * i + 100 * t + 10 * n + k
@@ -245,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--power-tasks", type=int, nargs="+", default=[20, 40])
     parser.add_argument("--trials", type=int, nargs="+", default=[4, 8, 16])
     parser.add_argument("--ks", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--truth", nargs="+", help="only the truths whose names contain one of these")
+    parser.add_argument("--halfwidths-only", action="store_true", help="skip the power table")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     half = pd.DataFrame(halfwidth_rows(args))
@@ -262,6 +267,9 @@ def main(argv: list[str] | None = None) -> int:
         formula = span(rows.loc[rows["pilot"] == sizes[0], "t formula"])
         print(f"| {name} | {k} | " + " | ".join(cells) + f" | {formula} |")
     totals(half, sizes, {"new": "new tasks", "these": "these tasks", "t formula": "t formula"}, span)
+    if args.halfwidths_only:
+        print(f"({time.perf_counter() - start:.0f} s)")
+        return 0
     seconds: list[float] = []
     power = pd.DataFrame(power_rows(args, seconds))
     print(

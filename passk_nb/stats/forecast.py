@@ -34,6 +34,7 @@ from passk_nb.stats._grouping import group_ids
 from passk_nb.stats.checks import check_k, check_options
 from passk_nb.stats.counts import Counts, as_counts, round_columns
 from passk_nb.stats.estimators import pass_hat_k
+from passk_nb.stats.intervals import exact_binomial
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, share_docs
 from passk_nb.stats.result import described
 
@@ -672,10 +673,7 @@ def data_bounds(n: np.ndarray, c: np.ndarray, ks: np.ndarray, ci: float) -> np.n
     freq = sps.hypergeom.pmf(counts[None, :], n[:, None], c[:, None], n0).mean(0) * tasks
     level = 1 - (1 - ci) / (n0 + 1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        lo = np.nan_to_num(sps.beta.ppf((1 - level) / 2, freq, tasks - freq + 1), nan=0.0) * (freq > 0)
-        hi = np.where(
-            freq < tasks, np.nan_to_num(sps.beta.ppf((1 + level) / 2, freq + 1, tasks - freq), nan=1.0), 1.0
-        )
+        lo, hi = exact_binomial(freq, np.full_like(freq, tasks), (1 - level) / 2)
     pmf = sps.binom.pmf(counts[:, None], n0, _BOUND_GRID[None, :])
     a_ub, b_ub = np.vstack([pmf, -pmf]), np.r_[hi, -lo]
     a_eq, b_eq = np.ones((1, _BOUND_GRID.size)), np.array([1.0])

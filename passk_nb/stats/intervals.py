@@ -3,7 +3,7 @@ intervals over tasks; Clopper–Pearson per task.
 
 *These tasks, re-rolled*: per task, the largest exact variance of its estimator for p in its 80 %
 Jeffreys interval, summed over tasks / T². *New tasks like these*: :func:`korn_graubard` for a
-suite's mean, :func:`student_t` for paired differences, both floored at the tasks' own
+suite's mean, :func:`korn_graubard_paired` for paired differences, both floored at the tasks' own
 trial-to-trial variance (:func:`plugin_task_variance`, :func:`fixed_task_variance`); callers
 decline both below :data:`passk_nb.stats.params.MIN_TASKS` tasks.
 
@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Iterator
 
 import numpy as np
-from scipy.special import betaincinv, gammaln, ndtri, stdtr, stdtrit
+from scipy.special import betainccinv, betaincinv, gammaln, ndtri, stdtrit
 
 from passk_nb.stats._grouping import distinct_codes, group_means, group_sums
 from passk_nb.stats.estimators import pass_hat_k
@@ -104,7 +104,7 @@ def _cells(n: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
 def plugin_task_variance(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
     """:func:`estimator_variance` at the one point p̃ = (c + ½)/(n + 1): each task's trial-to-trial
     spread at its estimated rate, the floor of the spread over tasks in :func:`summarize`'s
-    new-task intervals (Korn–Graubard held with it; the paired t of :func:`compare` did not, and
+    new-task intervals (Korn–Graubard held with it; :func:`compare`'s paired interval did not, and
     floors at :func:`fixed_task_variance`).
 
     >>> plugin_task_variance(np.array([4, 4, 4]), np.array([4, 1, 0]), 2).round(4).tolist()
@@ -306,27 +306,6 @@ def student_t(
     return t_interval(sizes[:, None] if sizes.ndim == 1 else sizes, means, s2, ci=ci)
 
 
-def student_t_p_value(
-    gid: np.ndarray, values: np.ndarray, floor: np.ndarray, n_groups: int, unit: np.ndarray | None = None
-) -> np.ndarray:
-    """The two-sided p-value of a zero mean under :func:`student_t`, per group and column: p ≤ 1 − ci
-    exactly when student_t's interval at ``ci`` excludes 0, so a multiple-testing correction can be
-    applied to p-values computed once. 1 for groups with fewer than two tasks (no interval).
-    ``unit``: each task's family, as in :func:`student_t`.
-
-    >>> gid, values, floor = np.zeros(4, dtype=int), np.array([[0.1], [0.2], [0.3], [0.2]]), np.zeros((4, 1))
-    >>> p = student_t_p_value(gid, values, floor, 1)
-    >>> lo, _ = student_t(gid, values, floor, 1, ci=1 - float(p[0, 0]))  # at ci = 1 − p it touches 0
-    >>> round(float(p[0, 0]), 4), round(float(lo[0, 0]), 10)
-    (0.0163, 0.0)
-    """
-    sizes, means, s2 = _spread(gid, values, floor, n_groups, unit)
-    sizes = sizes[:, None] if sizes.ndim == 1 else sizes
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p = 2 * stdtr(sizes - 1, -np.abs(means) / np.sqrt(s2 / sizes))
-    return np.where((sizes < 2) | np.isnan(p), 1.0, p)
-
-
 def t_interval(
     sizes: np.ndarray, means: np.ndarray, s2: np.ndarray, *, ci: float
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -377,11 +356,107 @@ def kg_interval(
         phi = np.clip(s2 / bernoulli, 1e-12, 1.0)
         phi = ((sizes - 1) * phi + 1) / sizes
         t_eff = np.maximum(sizes / phi * (z / t) ** 2, sizes)  # never fewer than T: see korn_graubard
-        x = np.clip(means, 0.0, 1.0) * t_eff
-        lo = np.where(x > 0, betaincinv(x, t_eff - x + 1, tail), 0.0)
-        hi = np.where(x < t_eff, betaincinv(x + 1, t_eff - x, 1 - tail), 1.0)
+        lo, hi = exact_binomial(np.clip(means, 0.0, 1.0) * t_eff, t_eff, tail)
     small = np.broadcast_to(sizes < 2, lo.shape)
     lo[small], hi[small] = np.nan, np.nan
+    return lo, hi
+
+
+def korn_graubard_paired(
+    gid: np.ndarray,
+    values: np.ndarray,
+    floor: np.ndarray,
+    n_groups: int,
+    *,
+    ci: float,
+    unit: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Korn–Graubard for a mean of per-task differences in [−1, 1] (:func:`compare`'s default):
+    the exact binomial interval for u = (d + 1)/2 at T_eff = m̃(1 − m̃)/(s²/4/T) effective tasks
+    with their t(T − 1) correction, mapped back; s² floored at both arms' fixed-task variance, as
+    :func:`student_t`'s. The Bernoulli variance is read at m̃ = (T·u + ½)/(T + 1), not at u: at
+    u = 0 or 1 (every task broke) u(1 − u) = 0 would set T_eff to T·(z/t)², and six tasks that
+    all went from 4/4 to 0/4 would not differ. Unlike :func:`korn_graubard` it adds no Bernoulli
+    pseudo-task: on a difference near 0 that pseudo-task is a task at ±1, which widened compare's
+    interval by 29 % and held its false positives near 0 %, while the floor already keeps tasks
+    that look alike from being taken for certain (``docs/methods/comparisons.md``). NaN below two
+    tasks; with ``unit``, families are the sampling unit (:func:`unit_spread`).
+    """
+    sizes, means, s2 = _spread(gid, values, floor, n_groups, unit)
+    return paired_kg_interval(sizes[:, None] if sizes.ndim == 1 else sizes, means, s2, ci=ci)
+
+
+def paired_kg_interval(
+    sizes: np.ndarray, means: np.ndarray, s2: np.ndarray, *, ci: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`korn_graubard_paired` from the spread (T, mean difference, floored s²; T
+    broadcastable to the means).
+
+    >>> lo, hi = paired_kg_interval(np.array([10.0]), np.array([0.0]), np.array([0.04]), ci=0.95)
+    >>> round(float(lo[0]), 3), round(float(hi[0]), 3)  # t: ± 0.143
+    (-0.147, 0.147)
+    """
+    return _paired_kg(sizes, means, s2, np.asarray(1 - ci, dtype=float))
+
+
+def _paired_kg(
+    sizes: np.ndarray, means: np.ndarray, s2: np.ndarray, alpha: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`paired_kg_interval` at level 1 − ``alpha`` (an array, one per mean: the p-value's
+    bisection), every quantile read from its own tail so that a tiny alpha keeps its precision."""
+    tail = alpha / 2
+    t, z = -stdtrit(np.maximum(sizes - 1, 1), tail), -ndtri(tail)
+    u = np.clip((np.asarray(means, dtype=float) + 1) / 2, 0.0, 1.0)  # the mean on [0, 1]
+    shrunk = (sizes * u + 0.5) / (sizes + 1)  # where the Bernoulli variance is read: never 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        phi = np.clip(s2 / 4 / (shrunk * (1 - shrunk)), 1e-12, 1.0)
+        t_eff = sizes / phi * (z / t) ** 2
+        lo, hi = exact_binomial(u * t_eff, t_eff, tail)
+    lo, hi = 2 * lo - 1, 2 * hi - 1
+    small = np.broadcast_to(sizes < 2, lo.shape)
+    lo[small], hi[small] = np.nan, np.nan
+    return lo, hi
+
+
+def korn_graubard_paired_p_value(
+    gid: np.ndarray, values: np.ndarray, floor: np.ndarray, n_groups: int, unit: np.ndarray | None = None
+) -> np.ndarray:
+    """The two-sided p-value of a zero mean difference under :func:`korn_graubard_paired`, per
+    group and column: the level 1 − ci at which its interval touches 0 (found by bisection on
+    log(1 − ci); the interval widens with ci), so p ≤ 1 − ci exactly when the interval at ``ci``
+    excludes 0, to 1e-12 in log p; a p below 1e-40 is given as 1e-40. 1 for groups with fewer
+    than two tasks (no interval).
+
+    >>> gid, values, floor = np.zeros(4, dtype=int), np.array([[0.1], [0.2], [0.3], [0.2]]), np.zeros((4, 1))
+    >>> p = korn_graubard_paired_p_value(gid, values, floor, 1)
+    >>> lo, _ = korn_graubard_paired(gid, values, floor, 1, ci=1 - float(p[0, 0]))  # touches 0
+    >>> bool(0.01 < p[0, 0] < 0.05), abs(round(float(lo[0, 0]), 8))
+    (True, 0.0)
+    """
+    sizes, means, s2 = _spread(gid, values, floor, n_groups, unit)
+    sizes = np.broadcast_to(sizes[:, None] if sizes.ndim == 1 else sizes, means.shape)
+    low, high = np.full(means.shape, -40.0), np.zeros(means.shape)  # log10(1 − ci): p in [1e-40, 1]
+    for _ in range(64):
+        mid = (low + high) / 2
+        lo, hi = _paired_kg(sizes, means, s2, 10.0**mid)
+        excludes = (lo > 0) | (hi < 0)
+        low, high = np.where(excludes, low, mid), np.where(excludes, mid, high)  # p ≤ 1 − ci: lower
+    p = 10.0**high
+    return np.where((sizes < 2) | ~np.isfinite(means) | ~np.isfinite(s2), 1.0, p)
+
+
+def exact_binomial(
+    x: np.ndarray, size: np.ndarray, tail: np.ndarray | float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Clopper–Pearson bounds for x successes of ``size`` (both may be fractional: an effective
+    count), ``tail`` on each side; every bound read from its own tail, so a tiny tail keeps its
+    precision. The core of :func:`clopper_pearson` and both Korn–Graubard intervals.
+
+    >>> [round(float(b), 4) for b in exact_binomial(np.array(3.0), np.array(5.0), 0.025)]
+    [0.1466, 0.9473]
+    """
+    lo = np.where(x > 0, betaincinv(x, size - x + 1, tail), 0.0)
+    hi = np.where(x < size, betainccinv(x + 1, size - x, tail), 1.0)
     return lo, hi
 
 
@@ -389,8 +464,7 @@ def clopper_pearson(n: np.ndarray, c: np.ndarray, k: int, ci: float) -> tuple[np
     """Per-task intervals: the exact interval for p mapped through p ↦ 1 − (1 − p)^k and p ↦ p^k."""
     tail = (1 - ci) / 2
     with np.errstate(invalid="ignore"):
-        p_lo = np.where(c > 0, betaincinv(c, n - c + 1, tail), 0.0)
-        p_hi = np.where(c < n, betaincinv(c + 1, n - c, 1 - tail), 1.0)
+        p_lo, p_hi = exact_binomial(c, n, tail)
     defined = n >= k
     lo = np.column_stack([1 - (1 - p_lo) ** k, p_lo**k])
     hi = np.column_stack([1 - (1 - p_hi) ** k, p_hi**k])
@@ -554,12 +628,14 @@ def population_interval(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The "new tasks like these" interval per group: (lo, hi, declined), clipped to [lower, 1].
 
-    ``method`` is ``"korn-graubard"``, ``"t"`` or ``"bootstrap"``. ``declined`` marks groups with
+    ``method`` is ``"korn-graubard"`` (for a difference, ``lower=-1``: :func:`korn_graubard_paired`),
+    ``"t"`` or ``"bootstrap"``. ``declined`` marks groups with
     at least one but fewer than ``min_tasks`` tasks (with ``unit``, each task's family: families,
     the sampling unit); their interval is NaN.
     """
-    if method == METHOD:
-        lo, hi = korn_graubard(gid, values, floor, n_groups, ci=ci, unit=unit)
+    if method == METHOD:  # a difference (lower = −1) has its own form: korn_graubard_paired
+        kg = korn_graubard if lower == 0.0 else korn_graubard_paired
+        lo, hi = kg(gid, values, floor, n_groups, ci=ci, unit=unit)
     elif method == "t":
         lo, hi = student_t(gid, values, floor, n_groups, ci=ci, unit=unit)
     elif unit is None:

@@ -65,8 +65,9 @@ METHODS: tuple[str, ...] = ("korn-graubard", "t", "bootstrap")
 #: Default interval for new tasks like these: Korn–Graubard held its coverage from five tasks up.
 METHOD = METHODS[0]
 #: Intervals of a paired difference (``method=`` of compare); the first is the default.
-PAIRED_METHODS: tuple[str, ...] = ("t", "bootstrap")
-#: Default interval of a paired difference.
+PAIRED_METHODS: tuple[str, ...] = ("korn-graubard", "t", "bootstrap")
+#: Default interval of a paired difference: Korn–Graubard on (d + 1)/2, as summarize's headline
+#: interval; it held coverage ≥ 93 % and false positives ≤ 5 % where the paired t did not.
 PAIRED_METHOD = PAIRED_METHODS[0]
 
 DOCS: dict[str, str] = {
@@ -108,8 +109,9 @@ DOCS: dict[str, str] = {
         "over tasks, ``n_boot`` resamples)."
     ),
     "paired_method": (
-        f'method: the interval of the mean paired difference: "{PAIRED_METHOD}" (default; paired t on '
-        'per-task differences) or "bootstrap" (the same draw of tasks for both arms).'
+        f'method: the interval of the mean paired difference: "{PAIRED_METHOD}" (default; exact '
+        'binomial for (d + 1)/2 with an effective number of tasks), "t" (paired t on per-task '
+        'differences) or "bootstrap" (the same draw of tasks for both arms).'
     ),
     "cluster": (
         "cluster: a column naming each task's family (e.g. ``task_family``; every trial of a task "

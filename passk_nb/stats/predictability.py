@@ -42,7 +42,6 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy.special import betaincinv
 
 from passk_nb.data.records import OUTCOMES
 from passk_nb.stats.checks import (
@@ -55,7 +54,7 @@ from passk_nb.stats.checks import (
     require_columns,
 )
 from passk_nb.stats.counts import is_counts_table
-from passk_nb.stats.intervals import task_resamples
+from passk_nb.stats.intervals import exact_binomial, task_resamples
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
 from passk_nb.stats.result import Result, described
 
@@ -476,9 +475,8 @@ def _bin_rows(sums: _Sums, ci: float) -> list[dict[str, object]]:
             independent = rate * (1 - rate) / n
             effective = n if clustered <= 0 else min(n, n * independent / clustered)
             effective = max(effective, 1.0)
-            x, tail = rate * effective, (1 - ci) / 2
-            lo = float(betaincinv(x, effective - x + 1, tail)) if x > 0 else 0.0
-            hi = float(betaincinv(x + 1, effective - x, 1 - tail)) if x < effective else 1.0
+            bounds = exact_binomial(np.array(rate * effective), np.array(effective), (1 - ci) / 2)
+            lo, hi = float(bounds[0]), float(bounds[1])
             method = "Clopper–Pearson on the effective number of trials"
         rows.append(
             {

@@ -1,6 +1,6 @@
 """Rank many arms (models, prompts) at once: an order, rank intervals and tiers.
 
-Every pair of arms is compared by :func:`~passk_nb.stats.paired.compare` (pass^k, paired t) on the
+Every pair of arms is compared by :func:`~passk_nb.stats.paired.compare` (pass^k, Korn–Graubard) on the
 tasks both arms ran at least k times, all pairs at once: each pair's p-value is computed once, and
 Holm's step-down (or Benjamini–Hochberg's step-up) is applied to the p-values; a pair differs when
 compare's interval at the corrected level excludes 0. Each arm's pass^k and interval are
@@ -99,7 +99,7 @@ def rank(
     if n_boot == 0:
         raise ValueError(
             "rank decides ties and tiers from compare's intervals, and n_boot=0 asks for none: "
-            "every pair would read as tied. Pass n_boot ≥ 1 (compare's paired t interval does not "
+            "every pair would read as tied. Pass n_boot ≥ 1 (compare's Korn–Graubard interval does not "
             "resample; n_boot only switches intervals on)"
         )
     if correction not in CORRECTIONS:
@@ -197,7 +197,7 @@ def _pairs(
         )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # declines: said once by rank
-            # the paired t does not resample: n_boot ≥ 1 only asks for the interval
+            # compare's default interval does not resample: n_boot ≥ 1 only asks for it
             frame = paired_frame(paired, ci=ci, n_boot=1, seed=0, method=PAIRED_METHOD, min_tasks=MIN_TASKS)
         frame = frame[frame["metric"] == "pass^k"].sort_values("pair")
         diff[ran], lo[ran], hi[ran] = (frame[col].to_numpy(dtype=float) for col in ("diff", "lo", "hi"))

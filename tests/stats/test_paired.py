@@ -26,19 +26,37 @@ def test_compare_paired_difference_by_hand() -> None:
     assert (hat["a"], hat["b"]) == (pytest.approx(va.mean()), pytest.approx(vb.mean()))
     assert hat["diff"] == pytest.approx((vb - va).mean())
     assert hat["corr"] == pytest.approx(np.corrcoef(va, vb)[0, 1], rel=1e-12)
-    # paired t on the per-task differences, their variance floored at both arms' fixed-task variance
+    # Korn–Graubard on u = (d + 1)/2: Clopper–Pearson at T_eff = m(1 − m)/(s²/4/T)·(z/t)² with
+    # m = (T·u + ½)/(T + 1), the differences' variance s² floored at both arms' fixed-task
+    # variance; no pseudo-task
     d = vb - va
     pairs = list(zip([4, 2, 1, 0], [4, 3, 2, 1], strict=True))
     floor = np.mean([exact_var(4, ca, 2) + exact_var(4, cb, 2) for ca, cb in pairs])
-    half = sps.t.ppf(0.975, 3) * math.sqrt(max(d.var(ddof=1), floor) / 4)
-    assert (hat["lo"], hat["hi"]) == (pytest.approx(d.mean() - half), pytest.approx(d.mean() + half))
+    u, s2 = (d.mean() + 1) / 2, max(d.var(ddof=1), floor)
+    m = (4 * u + 0.5) / 5
+    t_eff = 4 * m * (1 - m) / (s2 / 4) * (sps.norm.ppf(0.975) / sps.t.ppf(0.975, 3)) ** 2
+    x = u * t_eff
+    lo, hi = sps.beta.ppf(0.025, x, t_eff - x + 1), sps.beta.ppf(0.975, x + 1, t_eff - x)
+    assert (hat["lo"], hat["hi"]) == (pytest.approx(2 * lo - 1), pytest.approx(2 * hi - 1))
     # these tasks: both arms' fixed-task variances, diff ± z·se_fixed
     se = math.sqrt(sum(exact_var(4, ca, 2) + exact_var(4, cb, 2) for ca, cb in pairs)) / 4
     assert hat["se_fixed"] == pytest.approx(se, rel=1e-4)
     z = sps.norm.ppf(0.975)
     assert hat["fixed_lo"] == pytest.approx(max(d.mean() - z * hat["se_fixed"], -1.0))
     assert hat["fixed_hi"] == pytest.approx(min(d.mean() + z * hat["se_fixed"], 1.0))
-    assert hat["ci_method"] == "t"
+    assert hat["ci_method"] == "korn-graubard"
+
+
+@pytest.mark.parametrize("broken", [5, 6])
+def test_compare_finds_a_regression_when_five_or_six_of_six_tasks_broke(broken: int) -> None:
+    """Korn–Graubard reads the Bernoulli variance of (d + 1)/2 at (T·u + ½)/(T + 1): at u = 0
+    (every task went from 4/4 to 0/4) u(1 − u) = 0 would count the six tasks as T·(z/t)² = 3.5
+    effective ones and the interval would reach +0.3."""
+    marks = {("m", "p1", t): "1111" for t in "abcdef"}
+    marks |= {("m", "p2", t): "0000" if i < broken else "1111" for i, t in enumerate("abcdef")}
+    out = compare(trials(marks), a="p1", b="p2", k=2)
+    hat = out[out["metric"] == "pass^k"].iloc[0]
+    assert hat["ci_method"] == "korn-graubard" and hat["hi"] < 0, hat
 
 
 def test_compare_uses_the_same_draw_for_both_arms() -> None:
