@@ -21,8 +21,8 @@ from scipy import stats as sps
 from passk_nb.stats.counts import Counts
 from passk_nb.stats.design.population import Population, TwoArms, reach, shifted, two_arms
 from passk_nb.stats.estimators import pass_hat_k
-from passk_nb.stats.intervals import fixed_task_variance, population_interval
-from passk_nb.stats.params import CI, MIN_TASKS, N_BOOT, PAIRED_METHOD, SEED
+from passk_nb.stats.intervals import cell_spread, fixed_task_variance, t_interval
+from passk_nb.stats.params import CI, MIN_TASKS, PAIRED_METHOD, SEED
 from passk_nb.stats.summary import summarize
 
 #: Default power and two-sided test level of the detectable difference.
@@ -214,9 +214,10 @@ def simulated_power(
     """The power of :func:`compare`'s new-task decision at two-sided level ``alpha``, for each
     design (tasks T, trials n): the share of two-arm suites drawn from ``joint`` in which compare's
     interval excludes 0. The suites go through compare's own per-task values and interval
-    (:func:`pass_hat_k`, :func:`fixed_task_variance`, :func:`population_interval` with compare's
-    method; the same numbers as :func:`compare`'s pass^k row, computed without its other columns),
-    so the prediction is the test users get. NaN below :data:`MIN_TASKS` tasks, where compare declines.
+    (:func:`pass_hat_k`, :func:`fixed_task_variance`, and its paired t, :func:`cell_spread` and
+    :func:`t_interval` over each suite's distinct (c_a, c_b) as :func:`summarize` computes a
+    spread: compare's pass^k row without its other columns), so the prediction is the test users
+    get. NaN below :data:`MIN_TASKS` tasks, where compare declines.
 
     ``joint``: one joint population for every design, or one per design (:func:`detectable_new`
     asks each design at its own difference). ``suites`` per design, fewer where T·suites would pass
@@ -234,10 +235,12 @@ def simulated_power(
     joints = [joint] * len(designs) if isinstance(joint, TwoArms) else list(joint)
     if len(joints) != len(designs):
         raise ValueError(f"one joint population per design: {len(joints)} for {len(designs)} designs")
+    if PAIRED_METHOD != "t":  # the cells below give compare's paired t and no other interval
+        raise NotImplementedError(f"simulated_power reads compare's paired t, not {PAIRED_METHOD!r}")
     draws = Draws() if draws is None else draws
     drawn: dict[tuple[object, ...], np.ndarray] = {}  # designs of one T share arm b's p
     parts: list[tuple[np.ndarray, ...]] = []
-    sizes = []  # suites of each design
+    sizes: list[int] = []  # suites of each design
     for (tasks, trials), arms in zip(designs, joints, strict=True):
         normals = draws.latent(seed, tasks, (min(suites, max(200, tasks_cap // tasks)), tasks))
         key_b = (tasks, id(arms.b), arms.r)
@@ -245,33 +248,37 @@ def simulated_power(
             drawn[key_b] = arms.sample_b(*normals)
         c_a, rng = draws.successes_a(seed, arms, trials, normals[0])
         c_b = rng.binomial(trials, shifted(drawn[key_b], arms.shift))
-        # compare's per-task pass^k and fixed-task variance (PairedTasks.from_counts), looked up
-        # by successes: every task of a design has the same trials
+        # compare's per-task pass^k and fixed-task variance (PairedTasks.from_counts), read per
+        # distinct (suite, c_a, c_b): every task of a design has the same trials
+        suite, a, b, weight = _suite_cells(c_a, c_b, trials)
         n, c = np.full(trials + 1, trials), np.arange(trials + 1)
         value, variance = np.asarray(pass_hat_k(n, c, k)), fixed_task_variance(n, c, k)
-        parts.append((value[c_b.ravel()] - value[c_a.ravel()], variance[c_a.ravel()] + variance[c_b.ravel()]))
+        parts.append((suite + sum(sizes), weight, value[b] - value[a], variance[a] + variance[b]))
         sizes.append(len(c_a))
-    diff, floor = (np.concatenate(column) for column in zip(*parts, strict=True))
-    per_suite = np.repeat([tasks for tasks, _ in designs], sizes)
-    gid = np.repeat(np.arange(sum(sizes)), per_suite)  # sorted: designs in order, suites within
-    # compare's new-task interval of pass^k (paired_frame's call, its one column) and its decision
-    lo, hi, _ = population_interval(
-        gid,
-        diff[:, None],
-        floor[:, None],
-        sum(sizes),
-        method=PAIRED_METHOD,
-        ci=1 - alpha,
-        n_boot=N_BOOT,
-        seed=seed,
-        min_tasks=MIN_TASKS,
-        lower=-1.0,
-    )
+    group, weight, diff, floor = (np.concatenate(column)[:, None] for column in zip(*parts, strict=True))
+    # compare's new-task interval of pass^k (paired_frame's paired t, its one column) from the cells
+    # (summarize's route to the same spread) and its decision; its clipping moves no bound past 0
+    lo, hi = t_interval(*cell_spread(group[:, 0], weight, diff, floor, sum(sizes)), ci=1 - alpha)
     new = (lo[:, 0] > 0) | (hi[:, 0] < 0)
     design = np.repeat(np.arange(len(designs)), sizes)
     power_new = np.bincount(design, new, len(designs)) / np.asarray(sizes)
     small = np.array([tasks < MIN_TASKS for tasks, _ in designs])
     return np.where(small, np.nan, power_new)
+
+
+def _suite_cells(c_a: np.ndarray, c_b: np.ndarray, trials: int) -> tuple[np.ndarray, ...]:
+    """The distinct (suite, c_a, c_b) of a design's successes (suites × T, every task ``trials``
+    trials): the suite, c_a and c_b of each, and its number of tasks (a float)."""
+    m = trials + 1
+    key = ((np.arange(c_a.shape[0])[:, None] * m + c_a) * m + c_b).ravel()
+    if c_a.shape[0] * m * m <= 4 * key.size:  # small range: counted, no sort
+        count = np.bincount(key, minlength=c_a.shape[0] * m * m)
+        at = np.flatnonzero(count)
+        weight = count[at]
+    else:
+        at, weight = np.unique(key, return_counts=True)
+    suite, rest = np.divmod(at, m * m)
+    return suite, *np.divmod(rest, m), weight.astype(float)
 
 
 def detectable_new(
