@@ -16,7 +16,7 @@ Every choice was made by simulation (``benchmarks/coverage.py``): ``docs/methods
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 from scipy.special import betainccinv, betaincinv, gammaln, ndtri, stdtrit
@@ -40,21 +40,29 @@ def estimator_variance(n: np.ndarray, c: np.ndarray, k: int, q: np.ndarray) -> n
     """
     n, c, q = (np.asarray(x) for x in (n, c, q))
     n_f = n.astype(float)
-    i = np.arange(k + 1, dtype=float)
-    u = 2 * k - i  # size of the union of two k-subsets sharing i trials
+    log_a, u = _log_coefficients(n_f[..., None], k)
     with np.errstate(divide="ignore", invalid="ignore"):
-        log_term = (
-            2 * gammaln(k + 1)
-            + 2 * gammaln(n_f[..., None] - k + 1)
-            - gammaln(i + 1)
-            - 2 * gammaln(k - i + 1)
-            - gammaln(np.maximum(n_f[..., None] - u, 0) + 1)
-            - gammaln(n_f[..., None] + 1)
-            + u * np.log(q[..., None])
-        )
-        terms = np.where(u <= n_f[..., None], np.exp(log_term), 0.0)
+        terms = np.where(u <= n_f[..., None], np.exp(log_a + u * np.log(q[..., None])), 0.0)
     variance = np.maximum(terms.sum(axis=-1) - q.astype(float) ** (2 * k), 0.0)
     return np.where(n >= k, variance, np.nan)
+
+
+def _log_coefficients(n: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The terms aᵢ·pᵘⁱ of E[C(C, k)²]/C(n, k)² (:func:`estimator_variance`), i = 0..k on a new
+    last axis of the float array ``n``: log aᵢ, and uᵢ = 2k − i, the size of the union of two
+    k-subsets sharing i trials (the term is 0 where uᵢ > n)."""
+    i = np.arange(k + 1, dtype=float)
+    u = 2 * k - i
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_a = (
+            2 * gammaln(k + 1)
+            + 2 * gammaln(n - k + 1)
+            - gammaln(i + 1)
+            - 2 * gammaln(k - i + 1)
+            - gammaln(np.maximum(n - u, 0) + 1)
+            - gammaln(n + 1)
+        )
+    return log_a, u
 
 
 def fixed_task_variance(
@@ -66,27 +74,67 @@ def fixed_task_variance(
     certain is not taken for certain. Positive whenever n ≥ k; NaN where n < k. For pass@k pass the
     failures n − c (the pass^k form applied to failures). ``trials``: the variance of a re-run with
     that many trials instead of n (the interval still comes from c of n); ``level``: the Jeffreys
-    interval's level.
+    interval's level. :func:`fixed_task_variances` at one k.
 
     >>> fixed_task_variance(np.array([4, 4, 4]), np.array([4, 1, 0]), 2).round(4).tolist()
     [0.1115, 0.0893, 0.0212]
+    """
+    return fixed_task_variances(n, c, (k,), trials=trials, level=level)[0]
+
+
+def fixed_task_variances(
+    n: np.ndarray, c: np.ndarray, ks: Sequence[int], *, trials: int | None = None, level: float = FIXED_LEVEL
+) -> np.ndarray:
+    """:func:`fixed_task_variance` at every k of ``ks``: shape (len(ks), *n.shape), each k's the
+    same as its own call. The estimator's variance is unimodal in p (0 at p = 0 and 1, one peak
+    between; checked for n ≤ 400, k ≤ 20 in the tests), so its largest value over an interval is
+    at the peak clipped to the interval: one peak per distinct n and k (:func:`_peaks`) and one
+    evaluation per cell and k, the Jeffreys interval computed once for every k.
+
+    >>> fixed_task_variances(np.array([4, 4]), np.array([4, 1]), [1, 2]).round(4).tolist()
+    [[0.0495, 0.0625], [0.1115, 0.0893]]
     """
     n, c = np.broadcast_arrays(np.asarray(n), np.asarray(c))
     cn, cc, where = _cells(n.ravel(), c.ravel())
     with np.errstate(invalid="ignore"):
         lo = np.where(cc <= 0, 0.0, betaincinv(cc + 0.5, cn - cc + 0.5, (1 - level) / 2))
         hi = np.where(cc >= cn, 1.0, betaincinv(cc + 0.5, cn - cc + 0.5, (1 + level) / 2))
-    edges = lo, hi
-    for _ in range(2):  # a coarse grid, then a fine one around its largest point
-        grid = lo[:, None] + (hi - lo)[:, None] * _GRID
-        # n as a column: the terms free of p are computed once per cell, not once per grid point
-        rerun = cn if trials is None else np.full_like(cn, trials)
-        values = estimator_variance(rerun[:, None], np.zeros((cn.size, 1)), k, grid)
-        best = grid[np.arange(len(grid)), np.argmax(np.nan_to_num(values, nan=-1.0), axis=1)]
-        step = (hi - lo) / (_GRID.size - 1)
-        lo, hi = np.maximum(best - step, edges[0]), np.minimum(best + step, edges[1])
-    variance = values.max(axis=1)
-    return variance[np.ravel(where)].reshape(n.shape)
+    rerun = cn if trials is None else np.full_like(cn, trials)
+    sizes, size_of = np.unique(rerun, return_inverse=True)
+    peaks = _peaks(sizes, ks)[:, size_of.ravel()]
+    out = np.empty((len(ks), cn.size))
+    for j, k in enumerate(ks):
+        q = np.clip(peaks[j], lo, hi)
+        out[j] = estimator_variance(rerun[:, None], np.zeros((cn.size, 1)), k, q[:, None])[:, 0]
+    return out[:, np.ravel(where)].reshape(len(ks), *n.shape)
+
+
+def _peaks(n: np.ndarray, ks: Sequence[int]) -> np.ndarray:
+    """Where :func:`estimator_variance` at n trials peaks in p, per k of ``ks`` and n (floats; k > n
+    gives 0): the root in (0, 1) of its derivative p^(k−1)·Σⱼ bⱼ·p^(k−j), bⱼ = aⱼ·uⱼ less 2k for
+    j = 0 (aⱼ·p^uⱼ its terms, uⱼ = 2k − j), bisected to within 2⁻⁴⁸. The polynomial is
+    evaluated by Horner's rule, every (k, n) elementwise and the shorter ones led by exact zeros: a
+    root is the same whichever other k and n are asked."""
+    top = max(ks)
+    rows = []
+    n_f = np.asarray(n, dtype=float)[:, None]
+    for k in ks:
+        log_a, u = _log_coefficients(n_f, k)
+        with np.errstate(invalid="ignore", over="ignore"):
+            b = np.where(u <= n_f, np.exp(log_a) * u, 0.0)
+        b[:, 0] -= 2 * k
+        rows.append(np.pad(b, ((0, 0), (top - k, 0))))  # (n, top + 1), highest power first
+    coef = np.concatenate(rows)
+    low, high = np.zeros(coef.shape[0]), np.ones(coef.shape[0])
+    for _ in range(48):
+        p = (low + high) / 2
+        h = coef[:, 0].copy()
+        for j in range(1, top + 1):
+            h *= p
+            h += coef[:, j]
+        rising = h > 0
+        low, high = np.where(rising, p, low), np.where(rising, high, p)
+    return ((low + high) / 2).reshape(len(ks), -1)
 
 
 def _cells(n: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -112,10 +160,6 @@ def plugin_task_variance(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
     """
     n, c = np.asarray(n), np.asarray(c)
     return estimator_variance(n, c, k, (c + 0.5) / (n + 1))
-
-
-#: Points of each task's interval at which :func:`fixed_task_variance` evaluates the variance.
-_GRID = np.linspace(0.0, 1.0, 65)
 
 
 def fixed_interval(
@@ -416,6 +460,11 @@ def _paired_kg(
     small = np.broadcast_to(sizes < 2, lo.shape)
     lo[small], hi[small] = np.nan, np.nan
     return lo, hi
+
+
+#: compare's paired interval from a spread (T, mean difference, floored s²), by method: what
+#: :func:`passk_nb.stats.design.power.simulated_power` reads from cells of simulated suites.
+PAIRED_FROM_SPREAD = {"korn-graubard": paired_kg_interval, "t": t_interval}
 
 
 def korn_graubard_paired_p_value(

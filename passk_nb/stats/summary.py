@@ -18,7 +18,7 @@ from __future__ import annotations
 import html
 import os
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -35,7 +35,7 @@ from passk_nb.stats.intervals import (
     check_method,
     clopper_pearson,
     fixed_interval,
-    fixed_task_variance,
+    fixed_task_variances,
     kg_interval,
     plugin_task_variance,
     t_interval,
@@ -570,15 +570,18 @@ def _summary(
         [np.column_stack([pass_at_k(pn, pc, k), pass_hat_k(pn, pc, k)]) for k in ks], axis=1
     )
 
-    def per_pair(variance: Callable[[np.ndarray, np.ndarray, int], np.ndarray]) -> np.ndarray:
-        # pass@k's (n, n − c) and pass^k's (n, c) in one call: cells common to both computed once
-        both = [variance(np.r_[pn, pn], np.r_[pn - pc, pc], k).reshape(2, -1).T for k in ks]
-        return np.where(pair_covered[:, :, None], np.stack(both, axis=1), 0.0)[cell_pair]
+    def per_pair(both: np.ndarray) -> np.ndarray:
+        # (ks, 2 × pairs) of pass@k's (n, n − c) then pass^k's (n, c) → (cells, ks, 2)
+        both = both.reshape(n_ks, 2, -1).transpose(2, 0, 1)
+        return np.where(pair_covered[:, :, None], both, 0.0)[cell_pair]
 
     pair_values = np.where(pair_covered[:, :, None], pair_values, 0.0)
-    # the fixed-task interval's variance, and the floor of the spread over tasks
+    # the fixed-task interval's variance, and the floor of the spread over tasks: pass@k's and
+    # pass^k's cells in one call, cells common to both computed once; every k in one call
     cell_covered, values = pair_covered[cell_pair], pair_values[cell_pair]
-    variances, floors = per_pair(fixed_task_variance), per_pair(plugin_task_variance)
+    both_n, both_c = np.r_[pn, pn], np.r_[pn - pc, pc]
+    variances = per_pair(fixed_task_variances(both_n, both_c, ks))
+    floors = per_pair(np.stack([plugin_task_variance(both_n, both_c, k) for k in ks]))
     n_covered = group_sums(cell_group, cell_covered * weight, n_groups).astype(np.int64)  # (groups, ks)
     n_units = n_covered  # the sampling units with a value: tasks, or with ``unit`` their families
     if unit is not None:

@@ -466,24 +466,25 @@ def test_counts_of_a_folder_is_counts_of_its_records(tmp_path) -> None:
 
 
 def test_curve_evaluates_the_fixed_task_variance_once_per_k(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Speed (#47 §3): pass@k's cells (n, n − c) and pass^k's (n, c) go through one call per k, so
-    the cells they share are computed once; the values stay those of each k's summarize."""
+    """Speed (#47 §3): pass@k's cells (n, n − c) and pass^k's (n, c) at every k go through one call,
+    so the cells they share are computed once and the Jeffreys intervals once for every k; the
+    values stay those of each k's summarize."""
     from passk_nb.stats import summary
 
     calls = []
-    original = summary.fixed_task_variance
+    original = summary.fixed_task_variances
 
-    def counted(n, c, k):  # type: ignore[no-untyped-def]
-        calls.append(k)
-        return original(n, c, k)
+    def counted(n, c, ks):  # type: ignore[no-untyped-def]
+        calls.append(list(ks))
+        return original(n, c, ks)
 
-    monkeypatch.setattr(summary, "fixed_task_variance", counted)
+    monkeypatch.setattr(summary, "fixed_task_variances", counted)
     df = suite(4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         got = curve(df, ks=[1, 2, 3], by=BY)
-        monkeypatch.setattr(summary, "fixed_task_variance", original)
+        monkeypatch.setattr(summary, "fixed_task_variances", original)
         expected = summarize(df, k=2, by=BY)
-    assert sorted(calls) == [1, 2, 3]
+    assert calls == [[1, 2, 3]]
     at_2 = got[(got["k"] == 2) & (got["metric"] == "pass^k")]["se_fixed"].to_numpy()
     np.testing.assert_array_equal(at_2, expected["pass^k_se_fixed"].to_numpy())

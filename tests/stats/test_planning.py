@@ -492,3 +492,75 @@ def test_simulated_power_equals_compares_whole_frame(seed: int) -> None:
     for given in (joint, joints):
         expected = _power_through_compare([given] * 5 if given is joint else given, 2, designs, seed=seed)
         np.testing.assert_array_equal(simulated_power(given, 2, designs, seed=seed), expected)
+
+
+class _CountingRng:
+    """A numpy Generator that adds the size of every binomial draw to ``drawn``."""
+
+    def __init__(self, rng: np.random.Generator, drawn: list[int]) -> None:
+        self._rng, self._drawn = rng, drawn
+
+    def binomial(self, n, p, size=None):  # type: ignore[no-untyped-def]
+        out = self._rng.binomial(n, p, size)
+        self._drawn.append(int(np.size(out)))
+        return out
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._rng, name)
+
+
+def _count_binomials(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    drawn: list[int] = []
+    make = np.random.default_rng
+    monkeypatch.setattr(np.random, "default_rng", lambda *a, **kw: _CountingRng(make(*a, **kw), drawn))
+    return drawn
+
+
+def test_simulated_power_sharing_draws_gives_the_same_powers_and_draws_arm_a_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Speed (#47): calls on one arm a given one Draws reuse the tasks' normals and arm a's
+    successes (common random numbers, drawn once): bit for bit the powers of separate calls, with
+    half the binomial draws in every call after the first."""
+    from passk_nb.stats.design import Draws, simulated_power
+
+    pop = Population(mixture=Mixture(0.2, 0.1, 2.0, 1.0))
+    other = Population(atoms=np.random.default_rng(3).beta(2, 1, 30))
+    designs = [(40, 2), (40, 6), (90, 4)]
+    joints = [two_arms(pop, other, 2, d, 0.6) for d in (0.03, 0.06, 0.09)]
+    alone = [simulated_power(j, 2, designs, seed=5) for j in joints]
+    drawn = _count_binomials(monkeypatch)
+    draws, shared, sizes = Draws(), [], []
+    for joint in joints:
+        start = len(drawn)
+        shared.append(simulated_power(joint, 2, designs, seed=5, draws=draws))
+        sizes.append(sum(drawn[start:]))
+    for got, expected in zip(shared, alone, strict=True):
+        np.testing.assert_array_equal(got, expected)
+    tasks = sum(min(800, max(200, 64_000 // t)) * t for t, _ in designs)
+    assert sizes == [2 * tasks, tasks, tasks]  # both arms, then arm b alone
+
+
+def test_plan_draws_arm_a_once_and_no_more_for_more_pilot_trials(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Speed (#47): plan's simulated binomial draws are the half-widths' suites plus, for the
+    power at diff and mdd_new's two secant steps, arm a's successes once and arm b's three times;
+    a pilot with four times the trials per task draws exactly as many."""
+    drawn = _count_binomials(monkeypatch)
+    totals = []
+    for trials in (4, 16):
+        rng = np.random.Generator(np.random.PCG64(7))  # not default_rng: its draws are not counted
+        p = TRUTH.sample((30,), rng)
+        arms = [
+            pilot_frame(p, trials, rng).assign(arm="a"),
+            pilot_frame(np.sqrt(p), trials, rng).assign(arm="b"),
+        ]
+        pilot = pd.concat(arms)
+        start = len(drawn)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            plan(pilot, on="arm", a="a", b="b", k=2, tasks=[30, 120], trials=[2, 8])
+        totals.append(sum(drawn[start:]))
+    designs = [(t, m) for t in (30, 120) for m in (2, 8)]
+    halfwidths = sum(min(max(100, -(-16_000 // t)), 1000) * t for t, _ in designs)
+    power = sum(min(800, max(200, 64_000 // t)) * t for t, _ in designs)
+    assert totals == [halfwidths + 4 * power] * 2

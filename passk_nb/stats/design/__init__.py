@@ -35,6 +35,7 @@ from passk_nb.stats.design.population import (
     two_arms,
 )
 from passk_nb.stats.design.power import (
+    Draws,
     detectable,
     detectable_new,
     gate_halfwidth,
@@ -84,6 +85,7 @@ __all__ = [
     "TwoArms",
     # power and precision
     "detectable",
+    "Draws",
     "detectable_new",
     "gate_halfwidth",
     "halfwidths",

@@ -33,6 +33,7 @@ from passk_nb.stats.design.power import (
     N_SIM,
     POWER,
     POWER_SUITES,
+    Draws,
     detectable,
     detectable_new,
     gate_halfwidth,
@@ -242,7 +243,10 @@ def plan(
     if deff_new > 1:  # families: new-task widths of T / deff independent tasks
         half_new = halfwidths(pop_a, k, _effective(grid, deff_new), ci=ci, n_sim=n_sim, seed=seed)[0]
     grid_diff = _effective(grid, deff_diff)
-    joint, power_new = _power_new(pop_a, pop_b, k, grid_diff, diff, rho_used, alpha, power_suites, seed)
+    draws = Draws()  # the power at diff and mdd_new's steps share the tasks and arm a's successes
+    joint, power_new = _power_new(
+        pop_a, pop_b, k, grid_diff, diff, rho_used, alpha, power_suites, seed, draws
+    )
 
     @cache
     def noise(m: int) -> tuple[float, float]:
@@ -252,7 +256,7 @@ def plan(
 
     known = None if joint is None else (diff, power_new)
     mdd_new = _mdd_new(
-        pop_a, pop_b, k, grid_diff, rho_used, spread, noise, known, power, alpha, power_suites, seed
+        pop_a, pop_b, k, grid_diff, rho_used, spread, noise, known, power, alpha, power_suites, seed, draws
     )
     rows = []
     for i, (t, m) in enumerate(grid):
@@ -377,6 +381,7 @@ def _power_new(
     alpha: float,
     suites: int,
     seed: int,
+    draws: Draws,
 ) -> tuple[TwoArms | None, np.ndarray]:
     """The joint population of two arms ``diff`` apart and :func:`simulated_power` of every design
     on it (None and NaN, with a warning, when no arm b like the pilot's is that far from arm a)."""
@@ -391,7 +396,7 @@ def _power_new(
         )
         power_new = np.full(len(grid), np.nan)
     else:
-        power_new = simulated_power(joint, k, grid, alpha=alpha, suites=suites, seed=seed)
+        power_new = simulated_power(joint, k, grid, alpha=alpha, suites=suites, seed=seed, draws=draws)
     return joint, power_new
 
 
@@ -408,6 +413,7 @@ def _mdd_new(
     alpha: float,
     power_suites: int,
     seed: int,
+    draws: Draws,
 ) -> np.ndarray:
     """:func:`detectable_new` of every design, started from the paired-t formula (:func:`detectable`
     with the arms' ``spread`` and ``noise``), with a warning where no arm b reaches ``power``."""
@@ -429,6 +435,7 @@ def _mdd_new(
         known=known,
         suites=power_suites,
         seed=seed,
+        draws=draws,
     )
     declined = [f"{t}×{m}" for (t, m), x in zip(grid, mdd_new, strict=True) if t >= MIN_TASKS and np.isnan(x)]
     if declined:

@@ -11,16 +11,18 @@ z and t formulas. Why simulation rather than formulas: ``docs/methods/planning.m
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from passk_nb.stats.counts import Counts
 from passk_nb.stats.design.population import Population, TwoArms, reach, shifted, two_arms
 from passk_nb.stats.estimators import pass_hat_k
-from passk_nb.stats.intervals import fixed_task_variance, population_interval
-from passk_nb.stats.params import CI, MIN_TASKS, N_BOOT, PAIRED_METHOD, SEED
+from passk_nb.stats.intervals import PAIRED_FROM_SPREAD, cell_spread, fixed_task_variance
+from passk_nb.stats.params import CI, MIN_TASKS, PAIRED_METHOD, SEED
 from passk_nb.stats.summary import summarize
 
 #: Default power and two-sided test level of the detectable difference.
@@ -70,10 +72,11 @@ def halfwidths(
     per_design = [len(part[0]) for part in parts]
     suite = np.repeat(np.arange(tasks_of.size), tasks_of)
     task = np.arange(suite.size) - np.repeat(np.cumsum(tasks_of) - tasks_of, tasks_of)
-    table = pd.DataFrame({"suite": suite, "task": task, "n": n, "c": c})
+    # one row per (suite, task), sorted as counts sorts: the Counts summarize would build from it
+    table = pd.DataFrame({"suite": suite, "task": task, "n": n, "c": c, "n_infra": np.zeros_like(n)})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # a declined interval is the prediction: NaN
-        out = summarize(table, k=k, by=("suite",), ci=ci)
+        out = summarize(Counts(table, ("suite",), "exclude", "counts"), k=k, ci=ci)
     widths = pd.DataFrame(
         {
             "design": np.repeat(np.arange(len(designs)), per_design)[out["suite"].to_numpy()],
@@ -152,6 +155,51 @@ def detectable(
     )
 
 
+class Draws:
+    """What :func:`simulated_power` draws whatever the difference it simulates: the tasks' latent
+    normals per T and arm a's successes per design (with the generator's state after them, from
+    which arm b's are drawn). Give one to every call on the same arm a (:func:`detectable_new`
+    and :func:`~passk_nb.stats.design.plan` do): the later calls draw only arm b's successes, and
+    their powers are those of calls without it, bit for bit."""
+
+    def __init__(self) -> None:
+        self.normals: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
+        self.p_a: dict[tuple[int, ...], list[tuple[Population, np.ndarray]]] = {}
+        self.arm_a: dict[tuple[int, ...], list[tuple[Population, np.ndarray, Mapping[str, Any]]]] = {}
+
+    def latent(self, seed: int, tasks: int, size: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+        """The tasks' standard normals (z_a and the independent part of z_b), ``size`` suites × T."""
+        key = (seed, tasks, *size)
+        if key not in self.normals:
+            rng = np.random.default_rng([seed, 2, tasks])
+            self.normals[key] = (rng.standard_normal(size), rng.standard_normal(size))
+        return self.normals[key]
+
+    def successes_a(
+        self, seed: int, arms: TwoArms, trials: int, z_a: np.ndarray
+    ) -> tuple[np.ndarray, np.random.Generator]:
+        """Arm a's successes of a design and the generator, in the state in which arm b's are drawn."""
+        tasks = z_a.shape[1]
+        rng = np.random.default_rng([seed, 2, tasks, trials])
+        kept = self.arm_a.setdefault((seed, trials, *z_a.shape), [])
+        for pop, c_a, state in kept:
+            if pop is arms.a:
+                rng.bit_generator.state = state
+                return c_a, rng
+        c_a = rng.binomial(trials, self._p_a(seed, arms, z_a)).astype(np.min_scalar_type(trials))
+        kept.append((arms.a, c_a, rng.bit_generator.state))
+        return c_a, rng
+
+    def _p_a(self, seed: int, arms: TwoArms, z_a: np.ndarray) -> np.ndarray:
+        """Arm a's p of the tasks (one draw for every design of one T)."""
+        kept = self.p_a.setdefault((seed, *z_a.shape), [])
+        for pop, p in kept:
+            if pop is arms.a:
+                return p
+        kept.append((arms.a, arms.sample_a(z_a)))
+        return kept[-1][1]
+
+
 def simulated_power(
     joint: TwoArms | Sequence[TwoArms],
     k: int,
@@ -161,19 +209,22 @@ def simulated_power(
     suites: int = POWER_SUITES,
     tasks_cap: int = POWER_TASKS,
     seed: int = SEED,
+    draws: Draws | None = None,
 ) -> np.ndarray:
     """The power of :func:`compare`'s new-task decision at two-sided level ``alpha``, for each
     design (tasks T, trials n): the share of two-arm suites drawn from ``joint`` in which compare's
     interval excludes 0. The suites go through compare's own per-task values and interval
-    (:func:`pass_hat_k`, :func:`fixed_task_variance`, :func:`population_interval` with compare's
-    method; the same numbers as :func:`compare`'s pass^k row, computed without its other columns),
-    so the prediction is the test users get. NaN below :data:`MIN_TASKS` tasks, where compare declines.
+    (:func:`pass_hat_k`, :func:`fixed_task_variance`, and its paired interval,
+    :data:`~passk_nb.stats.intervals.PAIRED_FROM_SPREAD`, from :func:`cell_spread` over each
+    suite's distinct (c_a, c_b) as :func:`summarize` computes a spread: compare's pass^k row without its other columns), so the prediction is the test users
+    get. NaN below :data:`MIN_TASKS` tasks, where compare declines.
 
     ``joint``: one joint population for every design, or one per design (:func:`detectable_new`
     asks each design at its own difference). ``suites`` per design, fewer where T·suites would pass
     ``tasks_cap`` (never fewer than 200). The tasks' latent normals are drawn once per T (from
     ``seed`` and T), their trials once per design, whatever the joint: common random numbers, so
-    the power at two differences differs by the difference, not by the draw.
+    the power at two differences differs by the difference, not by the draw. ``draws``
+    (:class:`Draws`) keeps them, and arm a's successes, for the next call on the same arm a.
 
     >>> from passk_nb.stats.forecast import Mixture
     >>> pop = Population(mixture=Mixture(0.2, 0.1, 2.0, 1.0))
@@ -184,50 +235,49 @@ def simulated_power(
     joints = [joint] * len(designs) if isinstance(joint, TwoArms) else list(joint)
     if len(joints) != len(designs):
         raise ValueError(f"one joint population per design: {len(joints)} for {len(designs)} designs")
-    normals: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    drawn: dict[tuple[object, ...], np.ndarray] = {}  # designs of one T share their arms' p
+    draws = Draws() if draws is None else draws
+    drawn: dict[tuple[object, ...], np.ndarray] = {}  # designs of one T share arm b's p
     parts: list[tuple[np.ndarray, ...]] = []
-    sizes = []  # suites of each design
+    sizes: list[int] = []  # suites of each design
     for (tasks, trials), arms in zip(designs, joints, strict=True):
-        if tasks not in normals:
-            rng = np.random.default_rng([seed, 2, tasks])
-            size = (min(suites, max(200, tasks_cap // tasks)), tasks)
-            normals[tasks] = (rng.standard_normal(size), rng.standard_normal(size))
-        key_a, key_b = (tasks, id(arms.a)), (tasks, id(arms.b), arms.r)
-        if key_a not in drawn:
-            drawn[key_a] = arms.sample_a(normals[tasks][0])
+        normals = draws.latent(seed, tasks, (min(suites, max(200, tasks_cap // tasks)), tasks))
+        key_b = (tasks, id(arms.b), arms.r)
         if key_b not in drawn:
-            drawn[key_b] = arms.sample_b(*normals[tasks])
-        p_a, p_b = drawn[key_a], drawn[key_b]
-        rng = np.random.default_rng([seed, 2, tasks, trials])
-        c_a, c_b = rng.binomial(trials, p_a), rng.binomial(trials, shifted(p_b, arms.shift))
-        # compare's per-task pass^k and fixed-task variance (PairedTasks.from_counts), looked up
-        # by successes: every task of a design has the same trials
+            drawn[key_b] = arms.sample_b(*normals)
+        c_a, rng = draws.successes_a(seed, arms, trials, normals[0])
+        c_b = rng.binomial(trials, shifted(drawn[key_b], arms.shift))
+        # compare's per-task pass^k and fixed-task variance (PairedTasks.from_counts), read per
+        # distinct (suite, c_a, c_b): every task of a design has the same trials
+        suite, a, b, weight = _suite_cells(c_a, c_b, trials)
         n, c = np.full(trials + 1, trials), np.arange(trials + 1)
         value, variance = np.asarray(pass_hat_k(n, c, k)), fixed_task_variance(n, c, k)
-        parts.append((value[c_b.ravel()] - value[c_a.ravel()], variance[c_a.ravel()] + variance[c_b.ravel()]))
-        sizes.append(len(p_a))
-    diff, floor = (np.concatenate(column) for column in zip(*parts, strict=True))
-    per_suite = np.repeat([tasks for tasks, _ in designs], sizes)
-    gid = np.repeat(np.arange(sum(sizes)), per_suite)  # sorted: designs in order, suites within
-    # compare's new-task interval of pass^k (paired_frame's call, its one column) and its decision
-    lo, hi, _ = population_interval(
-        gid,
-        diff[:, None],
-        floor[:, None],
-        sum(sizes),
-        method=PAIRED_METHOD,
-        ci=1 - alpha,
-        n_boot=N_BOOT,
-        seed=seed,
-        min_tasks=MIN_TASKS,
-        lower=-1.0,
-    )
+        parts.append((suite + sum(sizes), weight, value[b] - value[a], variance[a] + variance[b]))
+        sizes.append(len(c_a))
+    group, weight, diff, floor = (np.concatenate(column)[:, None] for column in zip(*parts, strict=True))
+    # compare's new-task interval of pass^k (its default method, one column) from the cells
+    # (summarize's route to the same spread) and its decision; its clipping moves no bound past 0
+    interval = PAIRED_FROM_SPREAD[PAIRED_METHOD]
+    lo, hi = interval(*cell_spread(group[:, 0], weight, diff, floor, sum(sizes)), ci=1 - alpha)
     new = (lo[:, 0] > 0) | (hi[:, 0] < 0)
     design = np.repeat(np.arange(len(designs)), sizes)
     power_new = np.bincount(design, new, len(designs)) / np.asarray(sizes)
     small = np.array([tasks < MIN_TASKS for tasks, _ in designs])
     return np.where(small, np.nan, power_new)
+
+
+def _suite_cells(c_a: np.ndarray, c_b: np.ndarray, trials: int) -> tuple[np.ndarray, ...]:
+    """The distinct (suite, c_a, c_b) of a design's successes (suites × T, every task ``trials``
+    trials): the suite, c_a and c_b of each, and its number of tasks (a float)."""
+    m = trials + 1
+    key = ((np.arange(c_a.shape[0])[:, None] * m + c_a) * m + c_b).ravel()
+    if c_a.shape[0] * m * m <= 4 * key.size:  # small range: counted, no sort
+        count = np.bincount(key, minlength=c_a.shape[0] * m * m)
+        at = np.flatnonzero(count)
+        weight = count[at]
+    else:
+        at, weight = np.unique(key, return_counts=True)
+    suite, rest = np.divmod(at, m * m)
+    return suite, *np.divmod(rest, m), weight.astype(float)
 
 
 def detectable_new(
@@ -244,6 +294,7 @@ def detectable_new(
     suites: int = POWER_SUITES,
     seed: int = SEED,
     steps: int = 1,
+    draws: Draws | None = None,
 ) -> np.ndarray:
     """The difference (arm b better) at which :func:`simulated_power` reaches ``power``, per design:
     the new-task mdd that, fed back as ``diff``, gives that power (up to its Monte-Carlo error).
@@ -252,7 +303,9 @@ def detectable_new(
     :func:`detectable`) and ``known`` (a difference and the powers already simulated at it), each
     step one :func:`simulated_power` of every design at its own difference; the last step's
     estimate is returned (the power curve under a log-odds shift is steeper than the normal curve
-    the formula assumes, so the formula alone misses the power). NaN where T <
+    the formula assumes, so the formula alone misses the power). Every step reuses the tasks'
+    normals and arm a's successes (``draws``, :class:`Draws`: those of the call that gave ``known``
+    when given). NaN where T <
     :data:`MIN_TASKS` or no shift of arm b reaches the power.
 
     >>> from passk_nb.stats.forecast import Mixture
@@ -276,10 +329,11 @@ def detectable_new(
     d = np.where(np.isfinite(start[asked]) & (start[asked] > 0), start[asked], top / 2)
     below_top = np.full(len(asked), True)  # False: even the largest difference misses the power
     chosen = [designs[i] for i in asked]
+    draws = Draws() if draws is None else draws
     for step in range(steps + 1):
         d = np.clip(d, 1e-4, 0.999 * top)
         joints = [_joint_at(pop_a, pop_b, k, float(x), rho) for x in d]
-        values = simulated_power(joints, k, chosen, alpha=alpha, suites=suites, seed=seed)
+        values = simulated_power(joints, k, chosen, alpha=alpha, suites=suites, seed=seed, draws=draws)
         for row, x, value in zip(points, d, values, strict=True):
             row.append((float(x), float(sps.norm.ppf(np.clip(value, 1e-3, 1 - 1e-3)))))
         below_top &= ~((d >= 0.99 * top) & (values < power))
