@@ -30,7 +30,7 @@ def plot_forecast(
     """Observed pass^k (points) and the forecast far beyond n (band, and line where shown), per group.
 
     The forecast's ``ci`` band wherever it is given, its point as a line only where
-    :func:`~passk_nb.stats.forecast.forecast` shows it (K ≤ n: biased further out, so the
+    :func:`passk_nb.forecast` shows it (K ≤ n: biased further out, so the
     legend and title say the band is what to read there), a dotted line at its asymptote
     (``share_always``: the share of tasks the model says never fail), thin dashed lines at what
     the data allow without the model (``bound_lo``/``bound_hi``), and the k range beyond the
