@@ -72,8 +72,8 @@ def _pass_rows(summary: pd.Series, k: int, these: bool) -> list[Row]:
 
 
 def _forecast_row(df: pd.DataFrame, horizon: int, options: dict[str, Any], these: bool) -> Row:
-    """pass^horizon: observed (summarize) where every task ran that often, else the forecast (its
-    interval says which)."""
+    """pass^horizon: observed (summarize) where every task ran that often, else the forecast's
+    interval, with its point only where :func:`forecast` shows one (the note says when not)."""
     measure = f"pass^{horizon}"
     counted = df.loc[df["outcome"] != "infra_error"] if options["infra"] == "exclude" else df
     if int(counted.groupby("task").size().min()) >= horizon:
@@ -81,8 +81,10 @@ def _forecast_row(df: pd.DataFrame, horizon: int, options: dict[str, Any], these
     boot = {key: options[key] for key in ("ci", "n_boot", "seed", "infra")}
     predicted = forecast(df, ks=[horizon], by=(), **boot).iloc[0]
     if predicted["given"] and np.isfinite(predicted["lo"]):
-        return _row("consistency", measure, predicted["pass^k"], predicted["lo"], predicted["hi"], "forecast")
-    note = f"forecast declined: {predicted['note'] or 'no bootstrap (n_boot=0)'}"
+        point, lo, hi = predicted["pass^k"], predicted["lo"], predicted["hi"]
+        return _row("consistency", measure, point, lo, hi, "forecast", predicted["note"])
+    why = predicted["note"] if not predicted["given"] else "no bootstrap (n_boot=0)"
+    note = f"forecast declined: {why}"
     return _row(
         "consistency",
         measure,

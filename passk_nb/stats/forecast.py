@@ -12,8 +12,9 @@ The model, why two readings, and its coverage on sixteen shapes
 (``benchmarks/forecast_validation.py``): ``docs/methods/forecast.md``.
 
 Beyond n the interval's lower end is never above :func:`all_pass_floor` (tasks that passed every
-trial at the lowest common p their trials allow); the point is not changed and can be biased far
-past n: read the interval.
+trial at the lowest common p their trials allow). The point is shown only up to
+:func:`point_horizon` (K ≤ n, the trials run): past n it was biased by more than 0.05 on some
+truths, so it is NaN there with a note, and the interval, which still covers, is the forecast.
 """
 
 from __future__ import annotations
@@ -51,6 +52,32 @@ MIN_FLAKY = 2
 #: and 40 % at 0.02 (n = 8), whose model interval covered pass^64 in about a third of suites, and
 #: 0–15 % of suites from shapes the mixture describes.
 FIT_LEVEL = 0.1
+
+
+def point_horizon(min_n: int) -> int:
+    """The largest K whose point forecast is shown when every task ran at least ``min_n`` trials:
+    K ≤ n. Measured (``benchmarks/forecast_validation.py --bias``; sixteen truths, T = 20 and
+    40, n = 4 and 8; table in docs/methods/forecast.md): up to n the point's |bias| stayed
+    ≤ 0.044 on every truth but all tasks at p = 0.995, where the few suites given (those showing
+    two tasks with a failure) read low, the unbiased observed pass^k as much; one trial past n it
+    was already +0.06 (every task at p = 0.9, T = 20, n = 4), and at 2n up to +0.10. Past n the
+    point is NaN and the interval, which kept its coverage, is what :func:`forecast` gives.
+
+    >>> point_horizon(8)
+    8
+    """
+    return int(min_n)
+
+
+def hidden_note(min_n: int) -> str:
+    """The note of a row whose point is not shown (K > :func:`point_horizon`)."""
+    return (
+        f"point not shown beyond K = {point_horizon(min_n)} (the n = {min_n} trials run): past n it "
+        "was biased by more than 0.05 on some truths (docs/methods/forecast.md); "
+        "the interval lo–hi holds: read it"
+    )
+
+
 #: Default K values of :func:`forecast`.
 KS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128)
 
@@ -755,8 +782,9 @@ def forecast(
     tasks' counts by maximum likelihood, with and without the "always" share (see
     :class:`Readings`: the data cannot tell p = 1 from p = 0.99, and pass^K far out hangs on
     it), and returns one row per (group, K) with: ``pass^k`` the Akaike-weighted average of
-    the two models' suite pass^K, ``lo``/``hi`` its ``ci`` interval (spanning both models'
-    parametric-bootstrap intervals; beyond n, ``lo`` is at most :func:`all_pass_floor`),
+    the two models' suite pass^K, shown up to :func:`point_horizon` (K ≤ n) and NaN beyond
+    (biased there; ``note`` says so), ``lo``/``hi`` its ``ci`` interval at every K (spanning both
+    models' parametric-bootstrap intervals; beyond n, ``lo`` is at most :func:`all_pass_floor`),
     ``observed`` the unbiased suite pass^k where every task has k ≤ n (NaN beyond),
     ``extrapolated`` (K beyond the smallest n), ``bound_lo``/``bound_hi``
     what the data allow at ``ci`` without any model (every distribution of p that fits the
@@ -764,15 +792,17 @@ def forecast(
     ``share_always`` (the asymptote as K grows), ``share_never``, ``share_flaky``, each with
     ``_lo``/``_hi``, the with-always model's Beta ``alpha`` and ``beta``, each model's own
     forecast ``pass^k_with_always`` and ``pass^k_without_always`` and the Akaike weight
-    ``weight_with_always``, ``n_tasks``, ``min_n``, ``given`` (False when the forecast is
-    declined: read ``bound_lo``/``bound_hi`` instead) and ``note`` (why it was declined, else
-    empty). Declines (NaN, ``given`` False and a warning) with fewer than 10 tasks or fewer
+    ``weight_with_always`` (for diagnosis, at every K: each reading is as biased as the point far
+    out), ``n_tasks``, ``min_n``, ``given`` (False when the forecast is declined: read
+    ``bound_lo``/``bound_hi`` instead) and ``note`` (why it was declined, or why the point is not
+    shown, else empty). Declines (NaN, ``given`` False and a warning) with fewer than 10 tasks or fewer
     than 2 flaky tasks (0 < c < n), and for K beyond n when the fit check flags the counts
     (p < :data:`FIT_LEVEL`; needs ``n_boot`` > 0).
 
     With ``per_task=True``: one row per (group, task, K) with the task's posterior
     predictive pass^K given its c of n (``pass^k``, averaged over the two models like the
-    suite's) beside its unbiased ``observed`` value.
+    suite's; NaN beyond :func:`point_horizon` of the task's n, with a ``note``: their mean is
+    the suite's point) beside its unbiased ``observed`` value.
 
     {df_or_folder}
     ks: the K values (default 1, 2, 4, …, 128); any K ≥ 1, also beyond n.
@@ -788,13 +818,17 @@ def forecast(
     >>> passed = rng.random((30, 4)) < p[:, None]
     >>> df = pd.DataFrame({"task": np.repeat(np.arange(30), 4), "passed": passed.ravel()})
     >>> df["outcome"] = np.where(df["passed"], "pass", "wrong_state")
-    >>> out = forecast(df, ks=(4, 64), by=(), n_boot=200)
+    >>> out = forecast(df, ks=(4, 8, 64), by=(), n_boot=200)
     >>> out[["k", "extrapolated"]].values.tolist()
-    [[4, False], [64, True]]
-    >>> bool((out["lo"] <= out["pass^k"]).all() and (out["pass^k"] <= out["hi"]).all())
+    [[4, False], [8, True], [64, True]]
+    >>> bool(out["lo"].iloc[0] <= out["pass^k"].iloc[0] <= out["hi"].iloc[0])  # K ≤ n: shown
     True
     >>> bool(out["given"].all() and (out["lo"] <= out["pass^k_without_always"]).all())
     True
+    >>> bool(out["pass^k"].iloc[1:].isna().all() and (out["lo"] < out["hi"]).all())  # K > n
+    True
+    >>> out["note"].iloc[1][:28]
+    'point not shown beyond K = 4'
     """
     ks_ = _check_ks(ks)
     check_options(ci=ci, n_boot=n_boot, seed=seed)
@@ -864,6 +898,10 @@ def _suite(
                 for values in (point, lo, hi, with_always, without_always):
                     values[declined] = np.nan
                 warnings.warn(f"forecast declined beyond n: {reason}", UserWarning, stacklevel=3)
+    notes = np.full(ks.size, reason or "", dtype=object)
+    hidden = (ks > point_horizon(min_n)) & ~declined
+    point[hidden] = np.nan
+    notes[hidden] = hidden_note(min_n)
     shares["share_flaky"] = 1.0 - shares["share_always"] - shares["share_never"]
     bounds = data_bounds(n, c, ks, ci) if n.size >= 2 else np.full((ks.size, 2), np.nan)
     out = pd.DataFrame(
@@ -888,7 +926,7 @@ def _suite(
     out["n_tasks"] = n.size
     out["min_n"] = min_n
     out["given"] = ~declined
-    out["note"] = reason or ""
+    out["note"] = notes
     return out
 
 
@@ -911,8 +949,13 @@ def task_pass_hat(fit: Mixture, n: np.ndarray, c: np.ndarray, k: np.ndarray) -> 
 
 def _per_task(rows: pd.DataFrame, fits: Readings | None, ks: np.ndarray, reason: str | None) -> pd.DataFrame:
     n, c = rows["n"].to_numpy(), rows["c"].to_numpy()
+    notes = np.full((n.size, ks.size), reason or "", dtype=object)
     if fits is not None:
         values = fits.task_pass_hat(n, c, ks)
+        for size in np.unique(n):
+            hidden = (n[:, None] == size) & (ks[None, :] > point_horizon(size))
+            values[hidden] = np.nan
+            notes[hidden] = hidden_note(size)
     else:
         values = np.full((n.size, ks.size), np.nan)
     observed = np.where(
@@ -925,7 +968,7 @@ def _per_task(rows: pd.DataFrame, fits: Readings | None, ks: np.ndarray, reason:
     out["k"] = np.tile(ks, n.size)
     out["pass^k"] = values.ravel()
     out["observed"] = observed.ravel()
-    out["note"] = reason or ""
+    out["note"] = notes.ravel()
     return out
 
 

@@ -135,8 +135,10 @@ def card_html(card: pd.DataFrame, *, title: str = "Reliability card") -> str:
 def _text(row: pd.Series) -> str:
     if not row["measured"]:
         return str(row["note"])
-    value = _value(row["value"])
-    return value + ("" if not np.isfinite(row["lo"]) else f" [{row['lo']:.3g}, {row['hi']:.3g}]")
+    if not np.isfinite(row["lo"]):
+        return _value(row["value"])
+    value = "point not shown" if np.isnan(row["value"]) else _value(row["value"])  # e.g. pass^K past n
+    return f"{value} [{row['lo']:.3g}, {row['hi']:.3g}]"
 
 
 def card_table(card: pd.DataFrame, fmt: str = "table") -> str:

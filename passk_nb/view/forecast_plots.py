@@ -27,12 +27,15 @@ def plot_forecast(
     ax: Axes | None = None,
     title: str | None = None,
 ) -> Axes:
-    """Observed pass^k (points) and the forecast far beyond n (line and band), per group.
+    """Observed pass^k (points) and the forecast far beyond n (band, and line where shown), per group.
 
-    The forecast's ``ci`` band, a dotted line at its asymptote (``share_always``: the share of
-    tasks the model says never fail), thin dashed lines at what the data allow without the
-    model (``bound_lo``/``bound_hi``), and the k range beyond the trials run shaded and marked
-    "extrapolation". A declined forecast draws only the observed points and the bounds, and says why.
+    The forecast's ``ci`` band wherever it is given, its point as a line only where
+    :func:`passk_nb.forecast` shows it (K ≤ n: biased further out, so the
+    legend and title say the band is what to read there), a dotted line at its asymptote
+    (``share_always``: the share of tasks the model says never fail), thin dashed lines at what
+    the data allow without the model (``bound_lo``/``bound_hi``), and the k range beyond the
+    trials run shaded and marked "extrapolation". A declined forecast draws only the observed
+    points and the bounds, and says why.
 
     forecast: what :func:`passk_nb.forecast` returned (its level comes from its ``.attrs``).
     {ax}
@@ -50,6 +53,8 @@ def plot_forecast(
     ('log', 'pass^k')
     >>> import matplotlib.pyplot as plt; plt.close("all")
     """
+    from passk_nb.stats.forecast import point_horizon  # here: plot_rank needs no scipy.stats
+
     data = require_result(forecast, "forecast", "plot_forecast", "passk_nb.forecast(df)")
     ci = result_ci(data, None, "passk_nb.forecast(df)")
     group_cols = _group_columns(data)
@@ -60,15 +65,24 @@ def plot_forecast(
     if k_max > min_n:
         ax.axvspan(min_n, k_max * 1.15, color="0.93", zorder=0)
         ax.text(min_n * 1.08, 1.02, "extrapolation (k > n)", fontsize="small", color="0.35", va="bottom")
-    notes = []
+    notes, cut = [], False
     colors = group_colors(labels.nunique())
     for i, (label, rows) in enumerate(data.groupby(labels, sort=False)):
         color = colors[i]
         rows = rows.sort_values("k")
-        fitted = rows["pass^k"].notna()
-        if fitted.any():
-            ax.plot(rows["k"][fitted], rows["pass^k"][fitted], color=color, label=f"{label} — forecast")
-            ax.fill_between(rows["k"][fitted], rows["lo"][fitted], rows["hi"][fitted], color=color, alpha=0.2)
+        shown, band = rows["pass^k"].notna(), rows["lo"].notna() & rows["hi"].notna()
+        horizon = point_horizon(int(rows["min_n"].iloc[0]))
+        hidden = bool((rows["given"] & (rows["k"] > horizon)).any())
+        cut |= hidden
+        if shown.any():
+            name = f"{label} — forecast" + (f" (k ≤ {horizon}; biased beyond)" if hidden else "")
+            ax.plot(rows["k"][shown], rows["pass^k"][shown], color=color, label=name)
+        if band.any():
+            name = f"{label} — {ci:.0%} interval"
+            ax.fill_between(
+                rows["k"][band], rows["lo"][band], rows["hi"][band], color=color, alpha=0.2, label=name
+            )
+        if shown.any() or band.any():
             ax.axhline(rows["share_always"].iloc[0], color=color, linestyle=":", linewidth=1)
         elif "note" in rows and rows["note"].iloc[0]:
             notes.append("forecast declined" if described else f"{label}: forecast declined")
@@ -84,6 +98,8 @@ def plot_forecast(
     ax.set_ylabel("pass^k")
     legend_outside(ax)
     default = f"pass^k forecast beyond n (band: {ci:.0%}; dotted: asymptote; dashed: model-free bounds)"
+    if cut:
+        notes.insert(0, "line: the point, up to k = n; beyond n it is biased: read the band")
     if notes:
         default += "\n" + "; ".join(notes)
     set_title(ax, title, default, note=described)

@@ -87,6 +87,26 @@ def test_an_axis_not_measured_says_how_to_measure_it(tmp_path):
     )
 
 
+def test_the_forecast_row_past_the_point_horizon_gives_the_interval_and_no_point():
+    rng = np.random.default_rng(5)
+    probability = np.where(rng.random(30) < 0.3, 1.0, rng.beta(2, 1, 30))
+    rows = [
+        {"task": f"t{t}", "model": "m", "trial": i, "passed": bool(rng.random() < probability[t])}
+        for t in range(30) for i in range(4)
+    ]  # fmt: skip
+    df = pd.DataFrame(rows).assign(outcome=lambda d: np.where(d["passed"], "pass", "wrong_state"))
+    card = reliability_card(df, k=2, horizon=20, n_boot=100)
+    row = _row(card, "pass^20")  # 20 > the 4 trials run: the point is not shown, the interval is
+    reference = forecast(df, ks=[20], by=(), n_boot=100).iloc[0]
+    assert reference["given"] and np.isnan(reference["pass^k"])
+    assert np.isnan(row["value"]) and row["interval"] == "forecast" and row["measured"]
+    assert row[["lo", "hi"]].tolist() == pytest.approx([reference["lo"], reference["hi"]])
+    assert row["lo"] < row["hi"] and row["note"].startswith("point not shown beyond K = ")
+    from passk_nb.view.card import card_table
+
+    assert f"point not shown [{row['lo']:.3g}, {row['hi']:.3g}]" in card_table(card)
+
+
 def test_predictability_and_safety_rows_are_their_statistics_numbers():
     rng = np.random.default_rng(3)
     p = rng.beta(2, 1, 20)

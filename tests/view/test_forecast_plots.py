@@ -10,7 +10,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from passk_nb.stats.design.planner import plan  # noqa: E402
-from passk_nb.stats.forecast import Mixture, forecast  # noqa: E402
+from passk_nb.stats.forecast import Mixture, forecast, point_horizon  # noqa: E402
 from passk_nb.stats.rank import rank  # noqa: E402
 from passk_nb.view.forecast_plots import plot_forecast, plot_plan, plot_rank  # noqa: E402
 
@@ -39,13 +39,25 @@ def test_plot_forecast_marks_the_extrapolation_and_the_asymptote() -> None:
     frame = forecast(records(p, 4), ks=(1, 2, 4, 16, 64), by=(), n_boot=100)
     ax = plot_forecast(frame, title="t")
     labels = [line.get_label() for line in ax.get_lines()]
-    assert labels[:2] == ["all trials — forecast", "_child1"] or "all trials — forecast" in labels
+    assert any(label.startswith("all trials — forecast") for label in labels)
     assert "all trials — observed" in labels
     texts = [t.get_text() for t in ax.texts]
     assert any("extrapolation" in t for t in texts)
     asymptote = [line for line in ax.get_lines() if line.get_linestyle() == ":"]
     assert asymptote and asymptote[0].get_ydata()[0] == pytest.approx(frame["share_always"].iloc[0])
     assert ax.get_title(loc="left") == "t"
+
+
+def test_plot_forecast_draws_the_point_only_up_to_the_horizon_and_the_band_beyond() -> None:
+    p = Mixture(0.3, 0.1, 2.0, 1.0).sample((40,), np.random.default_rng(1))
+    frame = forecast(records(p, 4), ks=(1, 2, 4, 8, 16, 64), by=(), n_boot=100)
+    ax = plot_forecast(frame)
+    [line] = [line for line in ax.get_lines() if line.get_label().startswith("all trials — forecast")]
+    assert max(line.get_xdata()) == point_horizon(4) < 64
+    assert "biased beyond" in line.get_label()
+    [band] = [c for c in ax.collections if c.get_label() == "all trials — 95% interval"]
+    assert band.get_paths()[0].vertices[:, 0].max() == 64
+    assert "read the band" in ax.get_title(loc="left")
 
 
 def test_plot_forecast_says_when_it_declined() -> None:
