@@ -216,3 +216,26 @@ def test_a_trials_scaffolding_costs_no_generator_and_no_timer_without_a_deadline
 
     record = asyncio.run(loop_workers.timed_trial(trial, ("t", 3), None, None))
     assert record == {"task": "t", "trial": 3, "cancelled": False}
+
+
+def test_a_request_awaited_on_the_transport_loop_takes_no_lock(monkeypatch):
+    """Issue 50: each request of the asyncio runner is awaited where it runs, on the transport loop;
+    finding that loop took the process's lock on every request."""
+    from passk_nb.harness.providers import transport
+
+    class Refused:
+        def __enter__(self):
+            raise AssertionError("the transport loop's lock was taken")
+
+        def __exit__(self, *exc):
+            return False
+
+    async def request():
+        return "sent"
+
+    async def trial():
+        return await transport.awaited_on_loop(request())
+
+    loop = shared_loop()
+    monkeypatch.setattr(transport, "_loop_lock", Refused())
+    assert asyncio.run_coroutine_threadsafe(trial(), loop).result(timeout=30) == "sent"
