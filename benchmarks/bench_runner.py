@@ -29,6 +29,15 @@ requests at once and answers 429 above (the figures for ``--adaptive`` in docs/g
 
 ``--callable`` runs instead the earlier benchmark (issue 2): a Python function agent sleeping
 20 ms per turn, 500 trials at concurrency 32, no HTTP; target ≤ 1.25× ideal.
+
+``--workers N`` runs instead one-turn HTTP trials in one process against ``run(workers=N)`` (256 in
+flight x 5 ms, CPU-bound), with the cores each used (CPU seconds over wall seconds) and the rates
+their CPU per trial allows on two idle cores. On a machine with kernel autogroup scheduling
+(``/proc/sys/kernel/sched_autogroup_enabled``) the CPU is shared between sessions first: a run and
+its forked workers are one session, so under load they get one session's share whatever their
+number, and the measured rate ratio is the ratio of the shares given, not what the workers can do.
+``--own-session`` starts each measurement in a session of its own (``setsid``; its workers stay in
+it).
 """
 
 from __future__ import annotations
@@ -353,7 +362,9 @@ def measured(
     command += ([] if uvloop else ["--no-uvloop"]) + (["--fake"] if args.fake else [])
     command += [] if workers is None else ["--run-workers", str(workers)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
+    done = subprocess.run(
+        command, capture_output=True, text=True, check=False, env=env, start_new_session=args.own_session
+    )
     if done.returncode:
         raise RuntimeError(f"{client} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -594,6 +605,38 @@ def http_workers_benchmark(args: argparse.Namespace) -> None:
         )
     ratio = rate[args.workers] / rate[None]
     print(f"workers={args.workers} / one process: {ratio:.2f}x the trial rate (target >= 1.8x)")
+    print_cores_used(runs, cpu, statistics.median(server_cpu[None]), args.workers)
+
+
+def print_cores_used(
+    runs: dict[int | None, list[dict[str, float]]], cpu: dict[int | None, float], server: float, workers: int
+) -> None:
+    """What the rates above can say on this machine: the cores each variant used (its CPU seconds
+    over its wall seconds) and, from the CPU per trial, the rates two idle cores would allow.
+
+    With the kernel's autogroup scheduling (``/proc/sys/kernel/sched_autogroup_enabled``) the CPU is
+    shared between sessions first: a run and its forked workers are one session, so on a loaded
+    machine they get one session's share however many processes they are, and the rate ratio is the
+    ratio of the shares they were given, not of what the workers can do."""
+    import statistics
+
+    used = {w: statistics.median(r["cpu"] / r["wall"] for r in rs) for w, rs in runs.items()}
+    try:
+        autogroup = Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip() == "1"
+    except OSError:
+        autogroup = False
+    print(
+        f"cores used (client CPU s / wall s): one process {used[None]:.2f}, workers={workers} "
+        f"{used[workers]:.2f}; kernel autogroup scheduling {'on' if autogroup else 'off'}"
+    )
+    one = (
+        1 / (cpu[None] + 0.0) if cpu[None] else float("nan")
+    )  # one loop on one core (the server on the other)
+    many = 2 / (cpu[workers] + server) if cpu[workers] else float("nan")  # the run, its workers, the server
+    print(
+        f"on two idle cores the CPU per trial allows: one process {one:.0f} trials/s, workers={workers} "
+        f"{many:.0f} trials/s: {many / one:.2f}x (an estimate from CPU seconds, not a measured rate)"
+    )
 
 
 def workers_benchmark(workers: int = 2, cpu_s: float = 0.01, trials: int = 20) -> None:
@@ -638,6 +681,11 @@ def main() -> int:
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--no-uvloop", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--run-workers", type=int, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--own-session",
+        action="store_true",
+        help="run each measurement in a session of its own (setsid: its own autogroup, see --workers)",
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument(
         "--callable",

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import itertools
 import json
 import os
 import threading
@@ -341,7 +342,10 @@ def _one_row_per_trial(table: pa.Table, where: str) -> pa.Table:
     folder, for the message)."""
     if table.num_rows == 0:
         return table
-    keys = table.select(list(KEY)).to_pandas()
+    by_key = table.select(list(KEY))
+    if by_key.group_by(list(KEY)).aggregate([]).num_rows == table.num_rows:  # no trial twice: sort
+        return table.take(pc.sort_indices(by_key, sort_keys=[(k, "ascending") for k in KEY]))
+    keys = by_key.to_pandas()
     keys["_infra"] = table.column("outcome").to_numpy(zero_copy_only=False) == "infra_error"
     keys["_row"] = range(table.num_rows)
     repeated = keys.duplicated(list(KEY), keep=False) & ~keys["_infra"]
@@ -603,11 +607,17 @@ def _merge_locked(
         small = [f for f in files if f.stat().st_size < MERGE_BELOW_BYTES]
     except FileNotFoundError as exc:
         raise _Vanished(exc.filename) from None
-    # merged whatever they hold: read once, whole (or taken as written, when this process wrote them)
-    read = {f: _checked(known[f]) if f in known else _read(f) for f in small}
+    # merged whatever they hold: read once, whole (or taken as written, when this process wrote them:
+    # checked as one table, as a check's cost is mostly per table and column)
+    mine = [f for f in small if f in known]
+    checked = _checked(pa.concat_tables([known[f] for f in mine])) if mine else None
+    read = {f: _read(f) for f in small if f not in known}
+    if checked is not None:
+        offsets = itertools.accumulate((known[f].num_rows for f in mine), initial=0)
+        read.update({f: checked.slice(at, known[f].num_rows) for f, at in zip(mine, offsets, strict=False)})
     big = {f: _read(f, ["task", "trial"]) for f in files if f not in read}  # merged only if they must be
     seen: dict[tuple[str, int], int] = {}
-    for table in [*read.values(), *big.values()]:
+    for table in [*read.values(), *big.values()] if big or len(read) < 2 else []:  # else all merged
         for key in zip(table.column("task").to_pylist(), table.column("trial").to_pylist(), strict=True):
             seen[key] = seen.get(key, 0) + 1
     doubled = {k for k, n in seen.items() if n > 1}

@@ -9,6 +9,7 @@ Not to be confused with :mod:`passk_nb.data.claims`, which checks what an agent'
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import os
 import struct
@@ -22,6 +23,14 @@ __all__ = ["TrialClaims"]
 _TRIALS_PER_TASK = 2**24
 #: Where the bytes of larger trial numbers start (hashed, past every task's block).
 _FAR = 2**62
+
+
+@functools.lru_cache(maxsize=4096)
+def _task_block(task: str) -> int:
+    """The first byte of ``task``'s block (its name hashed to 38 bits): hashed once per task, not
+    at each claim and release of each of its trials."""
+    digest = hashlib.sha256(task.encode("utf-8", "surrogatepass")).digest()
+    return (int.from_bytes(digest[:5], "big") >> 2) * _TRIALS_PER_TASK
 
 
 class TrialClaims:
@@ -54,8 +63,7 @@ class TrialClaims:
         (:meth:`try_claim_many`) and the kernel holds them as one lock, not one each."""
         task, trial = key
         if 0 <= trial < _TRIALS_PER_TASK:
-            digest = hashlib.sha256(task.encode("utf-8", "surrogatepass")).digest()
-            return (int.from_bytes(digest[:5], "big") >> 2) * _TRIALS_PER_TASK + trial
+            return _task_block(task) + trial
         digest = hashlib.sha256(f"{task}\0{trial}".encode("utf-8", "surrogatepass")).digest()
         return _FAR | (int.from_bytes(digest[:8], "big") >> 2)  # beyond every task's block
 

@@ -64,8 +64,12 @@ def _action_dict(action: ToolCall | Answer) -> dict[str, Any]:
     return {"tool": cap_text(action.tool, 200), "args": args}
 
 
+#: ``json.dumps(value, ensure_ascii=False, default=str, allow_nan=True)``, its encoder made once.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str, allow_nan=True)
+
+
 def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str, allow_nan=True)
+    return _ENCODER.encode(value)
 
 
 def _native_entry_content(text: str, call: NativeCall) -> str:
@@ -248,7 +252,7 @@ def episode_steps(
     native = protocol == "native"
     tools = suite.tool_definitions() if native else []
     env = suite.make_env()
-    before = env.snapshot()
+    initial = _InitialState(env)
     injector = None if faults is None else faults.injector(trial_key)
     prompt, applied = (task.prompt, None) if not perturb else perturb.apply(task.id, task.prompt, trial_key)
     messages: list[Message] = [
@@ -278,7 +282,7 @@ def episode_steps(
             return True
         return False
 
-    run_tool = functools.partial(_run_tool, env, injector, before, counts, seen)
+    run_tool = functools.partial(_run_tool, env, injector, initial, counts, seen)
 
     def ends_trial(tool: str, is_error: bool) -> bool:
         """True when this call is the task's ending action (``task.ends_after``) and it succeeded:
@@ -360,7 +364,7 @@ def episode_steps(
         done = ends_trial(action.tool, is_error)
 
     after = env.final_state()
-    verdict = judge(suite, task, before, after, final_answer=final_answer, seen=seen)
+    verdict = judge(suite, task, initial.judged(after), after, final_answer=final_answer, seen=seen)
     return _record(
         verdict,
         suite=suite,
@@ -391,18 +395,38 @@ def _confidence_fields(answer: Answer | None) -> dict[str, Any]:
     return {"confidence": answer.confidence, **note}
 
 
+class _InitialState:
+    """A trial's initial state, copied as its first tool call starts (nothing but a tool changes the
+    state): a trial that calls none judges its one state against itself and copies nothing."""
+
+    def __init__(self, env: Environment):
+        self.env = env
+        self.copy: dict[str, Any] | None = None
+
+    def __call__(self) -> dict[str, Any]:
+        if self.copy is None:
+            self.copy = self.env.snapshot()
+        return self.copy
+
+    def judged(self, after: dict[str, Any]) -> dict[str, Any]:
+        """The state to judge ``after`` against: the copy, or ``after`` itself when no tool ran."""
+        return after if self.copy is None else self.copy
+
+
 def _run_tool(
     env: Environment,
     injector: FaultInjector | None,
-    before: dict[str, Any],
+    initial: Callable[[], dict[str, Any]],
     counts: dict[str, int],
     seen: list[str],
     action: ToolCall,
 ) -> tuple[str, bool, dict[str, Any], float]:
     """Run one call, through the fault plan if there is one: ``(result as JSON, whether it is
     an error, the transcript's note of the faults injected, the latency to wait)``; counts it in
-    ``counts`` and keeps the result's text in ``seen`` (for the refusal check)."""
+    ``counts`` and keeps the result's text in ``seen`` (for the refusal check). ``initial()``: the
+    trial's initial state, copied before the first call changes it."""
     counts["n_tool_calls"] += 1
+    before = initial()
     if injector is None:
         result, delay, kinds = env.try_call(action.tool, action.args), 0.0, list[str]()
     else:
@@ -512,7 +536,7 @@ def _record(
         "severity": trial_severity(suite, verdict, outcome),
         **fields,
         "final_answer": cap_text(final_answer),
-        "state_diff": _json(list(verdict.diff)),
+        "state_diff": _json(list(verdict.diff)) if verdict.diff else "[]",
         "transcript": _json(transcript),
         "error": cap_text(error),
         "provider_meta": meta,

@@ -58,13 +58,15 @@ async def timed_trial(
     and ``on_timeout(*job, elapsed)`` is its record; its cancel event is set either way, for
     anything it left in a worker thread."""
     event, started = threading.Event(), time.monotonic()
-    limit = asyncio.timeout(timeout)
+    limit = None if timeout is None else asyncio.timeout(timeout)
     try:
         with cancel_scope(event):
+            if limit is None:  # no deadline, no timer: asyncio.timeout(None) cost µs a trial
+                return await fn(*job)
             async with limit:
                 return await fn(*job)
     except TimeoutError:
-        if not limit.expired():
+        if limit is None or not limit.expired():
             raise  # not the trial's timeout: a harness failure, raised in the caller
         assert on_timeout is not None
         return on_timeout(*job, time.monotonic() - started)

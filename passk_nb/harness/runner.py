@@ -49,8 +49,26 @@ from passk_nb.harness.suites.base import Suite, SuiteError
 log = logging.getLogger("passk_nb")
 
 
+#: The run's ``provider_meta`` last encoded, and its JSON (:func:`_meta_json`).
+_last_meta: tuple[dict[str, Any] | None, str] = (None, "")
+
+
+def _meta_json(run_meta: dict[str, Any], trial_meta: dict[str, Any]) -> str:
+    """The record's ``provider_meta``: the run's, updated by the trial's. Most trials add nothing:
+    the run's JSON is then encoded once, not once per trial (~4 µs of CPU each)."""
+    global _last_meta
+    if trial_meta:
+        return json.dumps({**run_meta, **trial_meta}, default=str)
+    cached = _last_meta  # one read: another thread may replace it meanwhile
+    if cached[0] is run_meta:
+        return cached[1]
+    text = json.dumps(dict(run_meta), default=str)
+    _last_meta = (run_meta, text)
+    return text
+
+
 def _record(base: dict[str, Any], task_id: str, trial: int, seed: int | None, fields: dict[str, Any]):
-    meta = {**base["provider_meta"], **fields.pop("provider_meta", {})}
+    meta = _meta_json(base["provider_meta"], fields.pop("provider_meta", {}))
     trial_seed = None if seed is None else seed + trial
     return {
         **base,
@@ -58,7 +76,7 @@ def _record(base: dict[str, Any], task_id: str, trial: int, seed: int | None, fi
         "task": task_id,
         "trial": trial,
         "seed": trial_seed,
-        "provider_meta": json.dumps(meta, default=str),
+        "provider_meta": meta,
     }
 
 

@@ -322,3 +322,27 @@ def test_a_run_resumed_across_the_suite_hash_version_stays_one_suite_version(tmp
     copied = tmp_path.parent / "copied.parquet"  # a file out of its run folder: the version is unknown
     pq.write_table(old.drop(["suite_hash"]), copied)
     assert set(load(copied)["suite_hash"]) == {""}
+
+
+def test_the_merge_checks_the_parts_this_process_wrote_as_one_table_and_sorts_them(tmp_path, monkeypatch):
+    """Issue 50: a check's cost is mostly per table and column, so the parts a run wrote (and keeps
+    in memory) are checked once, together; with no trial twice they are sorted by key in Arrow."""
+    from passk_nb.data.records import table_from_records
+
+    known = {}
+    for start in (12, 0, 8, 4):  # written out of order, as trials end
+        table = table_from_records(rows("r", range(start, start + 4)))
+        known[write_part(table, tmp_path, "r")] = table
+    checks = []
+    real_checked = store._checked
+
+    def counted(table, columns=None):
+        checks.append(table.num_rows)
+        return real_checked(table, columns)
+
+    monkeypatch.setattr(store, "_checked", counted)
+    part, merged = store.merge_known(tmp_path, "r", known)
+    assert checks == [16]  # the four parts, as one table
+    assert merged is not None and merged.column("trial").to_pylist() == list(range(16))
+    assert pq.read_table(part, columns=["trial"]).column("trial").to_pylist() == list(range(16))
+    assert load(tmp_path)["trial"].tolist() == list(range(16))

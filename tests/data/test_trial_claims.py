@@ -59,3 +59,29 @@ def test_a_lease_claims_runs_of_trials_in_one_call_and_leaves_what_another_holds
     finally:
         first.close()
         second.close()
+
+
+def test_a_tasks_name_is_hashed_once_for_all_the_claims_and_releases_of_its_trials(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Issue 50: a claim's byte comes from the task's hashed name; hashing it at each claim and
+    release of each trial cost three SHA-256 per trial."""
+    import hashlib
+
+    from passk_nb.data import trial_claims
+
+    calls, sha256 = [], hashlib.sha256
+
+    def counted(data: bytes):
+        calls.append(data)
+        return sha256(data)
+
+    monkeypatch.setattr(trial_claims.hashlib, "sha256", counted)
+    claims = TrialClaims(tmp_path, "r1")
+    keys = [("a task hashed once, issue 50", trial) for trial in range(64)]
+    assert claims.try_claim_many(keys) == [True] * 64
+    assert not TrialClaims(tmp_path, "r1").try_claim(keys[7])  # still one byte per trial
+    claims.release(keys)
+    assert TrialClaims(tmp_path, "r1").try_claim(keys[7])
+    claims.close()
+    assert len(calls) == 1

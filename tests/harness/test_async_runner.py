@@ -184,3 +184,58 @@ def test_a_run_stopped_while_its_trials_start_cancels_every_one_started(monkeypa
     while len(asyncio.run_coroutine_threadsafe(_tasks(), loop).result()) > before:
         assert time.monotonic() < deadline, "trials started before the stop are still running"
         time.sleep(0.02)
+
+
+def test_a_trials_scaffolding_costs_no_generator_and_no_timer_without_a_deadline(monkeypatch):
+    """Issue 50: every trial enters its cancel and delay scopes, and every request an attempt of the
+    retrier and the transport's error mapping: ``@contextmanager`` generators cost several times
+    the CPU of a plain context manager there, and ``asyncio.timeout(None)`` arms nothing for µs."""
+    import contextlib
+
+    from passk_nb.harness import loop_workers
+    from passk_nb.harness.providers.base import cancel_scope, cancelled, delay_scope
+    from passk_nb.harness.providers.retry import Retrier, RetryPolicy
+
+    provider = make_provider("openai", "m", base_url="http://127.0.0.1:9", api_key_env=None)
+    managers = [
+        cancel_scope(threading.Event()),
+        delay_scope(lambda active: None),
+        Retrier(RetryPolicy())._attempt(1, None, None),
+        provider._transport_errors("POST /x"),  # type: ignore[attr-defined]
+    ]
+    provider.close()
+    assert not [m for m in managers if isinstance(m, contextlib._GeneratorContextManager)]
+
+    def no_timer(delay):
+        raise AssertionError(f"asyncio.timeout({delay}) armed for a trial without a deadline")
+
+    monkeypatch.setattr(loop_workers.asyncio, "timeout", no_timer)
+
+    async def trial(task, n):
+        return {"task": task, "trial": n, "cancelled": cancelled()}
+
+    record = asyncio.run(loop_workers.timed_trial(trial, ("t", 3), None, None))
+    assert record == {"task": "t", "trial": 3, "cancelled": False}
+
+
+def test_a_request_awaited_on_the_transport_loop_takes_no_lock(monkeypatch):
+    """Issue 50: each request of the asyncio runner is awaited where it runs, on the transport loop;
+    finding that loop took the process's lock on every request."""
+    from passk_nb.harness.providers import transport
+
+    class Refused:
+        def __enter__(self):
+            raise AssertionError("the transport loop's lock was taken")
+
+        def __exit__(self, *exc):
+            return False
+
+    async def request():
+        return "sent"
+
+    async def trial():
+        return await transport.awaited_on_loop(request())
+
+    loop = shared_loop()
+    monkeypatch.setattr(transport, "_loop_lock", Refused())
+    assert asyncio.run_coroutine_threadsafe(trial(), loop).result(timeout=30) == "sent"

@@ -226,3 +226,25 @@ def test_state_diff_records_the_change():
         }
     ]
     assert result["outcome"] == "wrong_state"
+
+
+def test_the_initial_state_is_copied_once_at_the_first_tool_call_and_never_without_one(monkeypatch):
+    """Issue 50: a trial that calls no tool copies no state (its one state is judged against itself,
+    as nothing but a tool changes it); one that calls tools copies it once, before the first."""
+    from passk_nb.harness.suites.base import Environment
+
+    copies = []
+    snapshot = Environment.snapshot
+
+    def counted(env):
+        copies.append(json.dumps(env.peek(), sort_keys=True))
+        return snapshot(env)
+
+    monkeypatch.setattr(Environment, "snapshot", counted)
+    initial = json.dumps(SUITE.initial_state(), sort_keys=True)
+    blind = episode("refund-delivered", replay(answer("Done, refunded.")))
+    assert copies == [] and (blind["outcome"], blind["state_diff"]) == ("wrong_state", "[]")
+    task = SUITE.task("refund-delivered")
+    done = episode(task.id, replay(*task.script))
+    assert copies == [initial] and done["outcome"] == "pass"  # copied before the refund changed it
+    assert json.loads(done["state_diff"])

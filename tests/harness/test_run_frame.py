@@ -25,7 +25,14 @@ def reads(monkeypatch):
     return seen
 
 
-def test_a_run_returns_its_records_without_reading_back_its_parts(tmp_path, reads):
+@pytest.fixture
+def small_parts(monkeypatch):
+    """Parts of 100 records (the writer's default is a second's, up to 2,000): a run of 250 writes
+    several."""
+    monkeypatch.setattr(batch._Writer.__init__, "__defaults__", (1.0, 100))
+
+
+def test_a_run_returns_its_records_without_reading_back_its_parts(tmp_path, reads, small_parts):
     df = passk_nb.run("scripted", trials=50, out=tmp_path, progress=False)  # 250 records: several parts
     assert reads == []
     assert len(store.part_files(tmp_path)) == 1  # merged
@@ -42,14 +49,16 @@ def test_a_resumed_run_reads_only_the_parts_written_before(tmp_path, reads):
     pd.testing.assert_frame_equal(df, passk_nb.load(tmp_path))
 
 
-def test_past_the_memory_cap_the_merge_reads_the_parts_back(tmp_path, reads, monkeypatch):
+def test_past_the_memory_cap_the_merge_reads_the_parts_back(tmp_path, reads, monkeypatch, small_parts):
     monkeypatch.setattr(batch, "KEEP_WRITTEN_BYTES", 0)
     df = passk_nb.run("scripted", trials=50, out=tmp_path, progress=False)
     assert len(reads) >= 2
     pd.testing.assert_frame_equal(df, passk_nb.load(tmp_path))
 
 
-def test_when_the_merge_leaves_other_parts_the_frame_is_read_from_the_folder(tmp_path, reads, monkeypatch):
+def test_when_the_merge_leaves_other_parts_the_frame_is_read_from_the_folder(
+    tmp_path, reads, monkeypatch, small_parts
+):
     monkeypatch.setattr(store, "MERGE_BELOW_BYTES", 0)  # no part is small: none is merged
     df = passk_nb.run("scripted", trials=50, out=tmp_path, progress=False)
     assert len(store.part_files(tmp_path)) >= 2 and len(reads) >= 2

@@ -273,3 +273,19 @@ def test_completed_trials_reach_disk_within_a_second_while_others_still_run(tmp_
         release.set()
         worker.join(30)
     assert len(passk_nb.load(tmp_path)) == 5
+
+
+def test_the_runs_provider_meta_is_encoded_once_and_a_trials_own_notes_added():
+    """Issue 50: most trials add nothing to the run's ``provider_meta``; its JSON is then encoded once
+    for the run (an encoder per record cost ~4 µs), and a trial's own notes still reach its record."""
+    from passk_nb.harness.runner import _record
+
+    base = {"provider_meta": {"max_tokens": 1024, "timeout_s": 120.0}}
+    plain = [_record(base, "t", trial, 0, {"outcome": "pass"}) for trial in range(3)]
+    assert plain[0]["provider_meta"] == json.dumps(base["provider_meta"])
+    assert plain[1]["provider_meta"] is plain[0]["provider_meta"] is plain[2]["provider_meta"]
+    noted = _record(base, "t", 3, 0, {"provider_meta": {"usage_note": "x", "max_tokens": 7}})
+    assert json.loads(noted["provider_meta"]) == {"max_tokens": 7, "timeout_s": 120.0, "usage_note": "x"}
+    other = {"provider_meta": {"max_tokens": 1024, "timeout_s": 120.0}}  # another run: equal, not it
+    assert _record(other, "t", 0, 0, {})["provider_meta"] == plain[0]["provider_meta"]
+    assert base["provider_meta"] == {"max_tokens": 1024, "timeout_s": 120.0}

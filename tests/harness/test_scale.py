@@ -358,3 +358,17 @@ def test_the_parts_a_run_writes_are_never_read_back_while_it_runs(tmp_path, monk
     df = passk_nb.run("scripted", trials=40, concurrency=8, out=tmp_path, progress=False)
     assert len(df) == 200
     assert reads_while_running == []  # every part was this run's own: its keys were noted, not read
+
+
+def test_a_part_holds_a_seconds_records_up_to_two_thousand(tmp_path):
+    """Issue 50: writing a part costs mostly per column chunk (200 records ~10 µs of CPU each,
+    2,000 ~2 µs), so the writer writes a part each second or each 2,000 records, not each 200."""
+    from passk_nb.harness import batch
+
+    writer = batch._Writer(tmp_path, "r1", every_s=3600.0)
+    row = {"run_id": "r1", "suite": "s", "task": "t", "passed": True, "outcome": "pass"}
+    for trial in range(2500):
+        writer.add({**row, "trial": trial})
+    assert len(writer.parts) == 1 and writer.written == 2000  # the first 2,000, in one part
+    writer.flush()
+    assert len(writer.parts) == 2 and len(load(tmp_path)) == 2500

@@ -90,6 +90,8 @@ def on_loop(coroutine: Coroutine[Any, Any, T], *, where: str = "request") -> T:
 async def awaited_on_loop(coroutine: Coroutine[Any, Any, T]) -> T:
     """Await ``coroutine`` on the transport loop from a task on any loop: directly when the task runs
     there (the asyncio runner), else through the loop's thread. Cancelling the task cancels it."""
+    if asyncio.get_running_loop() is _loop:  # the runner's tasks, each request: no lock taken
+        return await coroutine
     loop = shared_loop()
     if asyncio.get_running_loop() is loop:
         return await coroutine

@@ -472,6 +472,8 @@ def diff_states(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str,
     >>> diff_states({"o": {"A": {"s": "pending"}}}, {"o": {"A": {"s": "cancelled"}}})
     [{'path': 'o.A.s', 'before': 'pending', 'after': 'cancelled'}]
     """
+    if before is after:  # a trial that called no tool judges its one state against itself
+        return []
     flat_before: dict[str, Any] = {}
     flat_after: dict[str, Any] = {}
     _flatten_changed(before, after, "", flat_before, flat_after)
