@@ -294,7 +294,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         df, left_out = newest_suite_versions(df)
         note = versions_note(left_out)
     k = args.k or default_k(df)
-    usable = df[df["outcome"] != "infra_error"].groupby(["run_id", "task"]).size()
+    usable = df.loc[df["outcome"] != "infra_error", ["run_id", "task"]].groupby(["run_id", "task"]).size()
     n_max = int(usable.max()) if len(usable) else 0
     if n_max and k > n_max:
         raise CliError(

@@ -370,7 +370,7 @@ def _one_row_per_trial(table: pa.Table, where: str) -> pa.Table:
     and keeping one would drop the others without a word: refused, naming them (``where``: the
     folder, for the message)."""
     n = table.num_rows
-    if n == 0:
+    if n == 0 or _in_key_order(table):  # a merged run, or runs read in key order: nothing to sort
         return table
     infra = pc.equal(table.column("outcome"), "infra_error")
     # stable: rows of one trial keep the order they were read in, a real outcome before an infra error
@@ -397,6 +397,19 @@ def _one_row_per_trial(table: pa.Table, where: str) -> pa.Table:
     if keep.size == n and (keep == np.arange(n)).all():  # stored in order, once each: nothing to move
         return table
     return table.take(keep)
+
+
+def _in_key_order(table: pa.Table) -> bool:
+    """Whether each row's ``(run_id, task, trial)`` is above the row's before it: sorted by the key,
+    every trial once (one pass over the key, where sorting it would take several)."""
+    n = table.num_rows
+    above, same = np.zeros(n - 1, dtype=bool), np.ones(n - 1, dtype=bool)
+    for column in KEY:
+        values = table.column(column)
+        after, before = values.slice(1), values.slice(0, n - 1)
+        above |= same & pc.greater(after, before).to_numpy(zero_copy_only=False)
+        same &= pc.equal(after, before).to_numpy(zero_copy_only=False)
+    return bool(above.all())
 
 
 def repeated_trials_problem(rows: pd.DataFrame, n: int | None = None) -> str | None:

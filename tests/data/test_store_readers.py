@@ -356,6 +356,9 @@ def test_one_row_per_trial_sorts_prefers_real_outcomes_keeps_the_first_copy_and_
     kept = store._one_row_per_trial(table, "here")
     assert kept.column("transcript").to_pylist() == ["t5", "t1", "t3", "t4"]
     assert store._one_row_per_trial(kept, "here") is kept  # in key order, once each: the table itself
+    assert (
+        len(store._one_row_per_trial(pa.concat_tables([kept, kept.slice(3)]), "here")) == 4
+    )  # in order, twice
     clash = table.set_column(table.schema.get_field_index("outcome"), "outcome", pa.array(["pass"] * 6))
     clash = clash.set_column(clash.schema.get_field_index("passed"), "passed", pa.array([True] * 6))
     assert len(store._one_row_per_trial(clash, "here")) == 4  # copies, the infra errors now passes
