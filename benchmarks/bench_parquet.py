@@ -216,8 +216,9 @@ def load_routes(folder: Path, pandas: bool = False) -> dict[str, Callable[[], ob
     } | ({"to pandas": lambda: ds.dataset(folder, format="parquet").to_table().to_pandas()} if pandas else {})
 
 
-def _load_row(label: str, t: dict[str, tuple[float, float]]) -> dict[str, object]:
-    peer = min(("pyarrow.dataset", "DuckDB"), key=lambda name: t[name][0])  # the faster by wall time
+def _load_row(label: str, t: dict[str, tuple[float, float]], target: str) -> dict[str, object]:
+    """A load row: the faster peer by wall time first, the ratio (CPU) against each peer."""
+    peer = min(("pyarrow.dataset", "DuckDB"), key=lambda name: t[name][0])
     other = "DuckDB" if peer == "pyarrow.dataset" else "pyarrow.dataset"
     return {
         "route": f"load(), {label}",
@@ -226,8 +227,9 @@ def _load_row(label: str, t: dict[str, tuple[float, float]]) -> dict[str, object
         f"({other} {t[other][1]:.2f} s CPU, {t[other][0]:.2f} s wall"
         + (f"; pyarrow.dataset to pandas {t['to pandas'][1]:.2f} s CPU" if "to pandas" in t else "")
         + ")",
-        "ratio": f"{t['load'][1] / t[peer][1]:.2f}× CPU, {t['load'][0] / t[peer][0]:.2f}× wall",
-        "target": "≤ 2×",
+        "ratio": f"{t['load'][1] / t[peer][1]:.2f}× CPU, {t['load'][0] / t[peer][0]:.2f}× wall "
+        f"({other} {t['load'][1] / t[other][1]:.2f}× CPU)",
+        "target": target,
     }
 
 
@@ -262,11 +264,13 @@ def rows(repeats: int = 3) -> list[dict[str, object]]:
         parts = work / "parts"  # one run of 10,000 tasks × 10 trials, a part per task, not merged yet
         write_store_folder(parts, runs=1, parts=10_000, tasks=10_000, trials=10)
         t = _best(load_routes(parts), 1, warm=False)  # 10,000 files read: once each, just written
-        table = [_load_row("one run folder of 10,000 parts (100,000 rows)", t)]
+        # the reader load() shares with pyarrow.dataset costs ~2.5 ms a part, DuckDB's ~1 ms
+        target = "≤ 1.2× pyarrow.dataset; ≤ 2× DuckDB not met (its own parquet reader)"
+        table = [_load_row("one run folder of 10,000 parts (100,000 rows)", t, target)]
         big = work / "big"  # 20 configurations × 1,000 tasks × 50 trials, each run merged into one part
         write_store_folder(big, runs=20, parts=1, tasks=1_000, trials=50)
         t = _best(load_routes(big, pandas=True), repeats)
-        table.append(_load_row("1M rows (20 merged runs)", t))
+        table.append(_load_row("1M rows (20 merged runs)", t, "≤ 2×"))
         one = load(big)
         summary = _best({"summarize": lambda: summarize(one, k=2)}, repeats)["summarize"]
         report = min((_passk_report(big) for _ in range(repeats)), key=lambda wc: wc[1])
