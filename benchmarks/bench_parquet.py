@@ -11,19 +11,29 @@ Checks that both routes return the same table. ``--load-all`` adds today's route
 of memory at 5M rows).
 
     python benchmarks/bench_parquet.py [--rows 5000000] [--load-all]
+
+``rows()`` gives ``benchmarks/table.py`` its folder rows: :func:`passk_nb.load` of a run folder
+of 10,000 parts and of a 1M-row folder, each against ``pyarrow.dataset`` and DuckDB reading the
+same folder, and ``passk report`` of the 1M-row folder against its limit. These folders are
+written by the project's own store (:func:`passk_nb.data.store.write_part`), so they have the
+layout a run leaves: ``<folder>/<run_id>/part-*.parquet`` beside ``_written.log``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from contextlib import contextmanager
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pyarrow as pa
@@ -92,6 +102,191 @@ def write_dataset(folder: Path, rows: int, seed: int = 0) -> None:
                 table = pa.Table.from_arrays(arrays, schema=SCHEMA)
                 (folder / run_id).mkdir(parents=True, exist_ok=True)
                 pq.write_table(table, folder / run_id / f"part-{part}.parquet", compression="zstd")
+
+
+def store_table(run: int, tasks: np.ndarray, trials: int, rng: np.random.Generator) -> pa.Table:
+    """The records of ``tasks`` × ``trials`` trials of run number ``run`` (one of 4 models × 5 prompts,
+    cycled) as the runner stores them: every column, the identity columns filled as a run fills
+    them, a short transcript per trial (~150 bytes, distinct), 1 % infra errors."""
+    from passk_nb.data.records import DEFAULTS, SCHEMA
+
+    size = tasks.size * trials
+    model, prompt = run % 4, run // 4 % 5
+    passed = rng.random(size) < np.repeat(rng.beta(2, 1, tasks.size), trials)
+    infra = rng.random(size) < 0.01
+    outcome = np.where(infra, "infra_error", np.where(passed, "pass", "wrong_state"))
+    turns = rng.integers(1, 9, size)
+    columns = {
+        "run_id": pa.array([f"{run:012x}"] * size),
+        "suite": pa.array(["orders"] * size),
+        "suite_hash": pa.array(["5d1e0c7a9b42"] * size),
+        "task": pa.array(np.repeat([f"task-{t:04d}" for t in tasks], trials)),
+        "provider": pa.array(["openai"] * size),
+        "model": pa.array([f"model-{model}"] * size),
+        "base_url_host": pa.array(["127.0.0.1:8000"] * size),
+        "prompt_hash": pa.array([f"{prompt:012x}"] * size),
+        "prompt_name": pa.array([f"prompt-{prompt}"] * size),
+        "system_prompt": pa.array([f"You are support agent number {prompt}. " * 8] * size),
+        "config": pa.array([f"model=model-{model} prompt=prompt-{prompt}"] * size),
+        "seed": pa.array(rng.integers(0, 2**31, size)),
+        "trial": pa.array(np.tile(np.arange(trials), tasks.size)),
+        "passed": pa.array(passed & ~infra),
+        "outcome": pa.array(outcome),
+        "state_ok": pa.array(passed & ~infra),
+        "n_turns": pa.array(turns),
+        "n_tool_calls": pa.array(turns - 1),
+        "attempts": pa.array(turns),
+        "input_tokens": pa.array(turns * 900),
+        "output_tokens": pa.array(turns * 60),
+        "latency_s": pa.array(rng.gamma(2, 1.5, size)),
+        "started_at": pa.array(
+            (1_780_000_000_000_000 + rng.integers(0, 10**9, size)).astype("datetime64[us]"),
+            type=pa.timestamp("us", tz="UTC"),
+        ),
+        "final_answer": pa.array(np.where(passed, "Your refund is on its way.", "I could not find it.")),
+        "state_diff": pa.array(["[]"] * size),
+        "false_claims": pa.array(["[]"] * size),
+        "transcript": pa.array(
+            [
+                f'[{{"role":"assistant","content":"lookup {t} refund {i}"}},{{"role":"tool","content":"ok"}}]'
+                for t, i in zip(np.repeat(tasks, trials), rng.integers(0, 10**9, size), strict=True)
+            ]
+        ),
+        "harness_version": pa.array(["0.9.0"] * size),
+    }
+    arrays = [
+        columns[f.name] if f.name in columns else pa.array([DEFAULTS.get(f.name)] * size, type=f.type)
+        for f in SCHEMA
+    ]
+    return pa.Table.from_arrays(arrays, schema=SCHEMA)
+
+
+@contextmanager
+def _no_fsync() -> object:
+    """The store writes each part as it always does, without waiting for the disk's flush (10,000
+    fsyncs would take a minute and measure the disk, not the layout)."""
+    with mock.patch.object(os, "fsync", lambda fd: None):
+        yield
+
+
+def write_store_folder(folder: Path, runs: int, parts: int, tasks: int, trials: int, seed: int = 0) -> None:
+    """``runs`` runs of ``tasks`` tasks × ``trials`` trials, each run stored as ``parts`` part files
+    of consecutive tasks by :func:`passk_nb.data.store.write_part` (the runner's own write)."""
+    from passk_nb.data.store import write_part
+
+    rng = np.random.default_rng(seed)
+    with _no_fsync():
+        for run in range(runs):
+            table = store_table(run, np.arange(tasks), trials, rng)
+            for chunk in np.array_split(np.arange(tasks), parts):
+                write_part(table.slice(chunk[0] * trials, chunk.size * trials), folder, f"{run:012x}")
+
+
+def _best(
+    routes: dict[str, Callable[[], object]], repeats: int, warm: bool = True
+) -> dict[str, tuple[float, float]]:
+    """Best (wall, CPU) seconds of each route, interleaved, after one warm-up call each (``warm``)."""
+    for fn in routes.values() if warm else ():
+        fn()
+    best = {name: (float("inf"), float("inf")) for name in routes}
+    for _ in range(repeats):
+        for name, fn in routes.items():
+            start, start_cpu = time.perf_counter(), time.process_time()
+            fn()
+            wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
+            best[name] = (min(best[name][0], wall), min(best[name][1], cpu))
+    return best
+
+
+def load_routes(folder: Path, pandas: bool = False) -> dict[str, Callable[[], object]]:
+    """``load(folder)`` and its peers reading every row and column of the same folder: pyarrow's
+    dataset (a table) and DuckDB's ``read_parquet`` of the folder's glob (an Arrow table); with
+    ``pandas``, also pyarrow's table made a pandas frame, as ``load`` returns."""
+    import duckdb
+    import pyarrow.dataset as ds
+
+    from passk_nb.data.store import load
+
+    con = duckdb.connect()
+    glob = str(folder / "**" / "*.parquet")
+    return {
+        "load": lambda: load(folder),
+        "pyarrow.dataset": lambda: ds.dataset(folder, format="parquet").to_table(),
+        "DuckDB": lambda: con.sql(f"select * from read_parquet('{glob}')").to_arrow_table(),
+    } | ({"to pandas": lambda: ds.dataset(folder, format="parquet").to_table().to_pandas()} if pandas else {})
+
+
+def _load_row(label: str, t: dict[str, tuple[float, float]], target: str) -> dict[str, object]:
+    """A load row: the faster peer by wall time first, the ratio (CPU) against each peer."""
+    peer = min(("pyarrow.dataset", "DuckDB"), key=lambda name: t[name][0])
+    other = "DuckDB" if peer == "pyarrow.dataset" else "pyarrow.dataset"
+    return {
+        "route": f"load(), {label}",
+        "figure": f"{t['load'][1]:.2f} s CPU, {t['load'][0]:.2f} s wall",
+        "peer": f"{peer} {t[peer][1]:.2f} s CPU, {t[peer][0]:.2f} s wall "
+        f"({other} {t[other][1]:.2f} s CPU, {t[other][0]:.2f} s wall"
+        + (f"; pyarrow.dataset to pandas {t['to pandas'][1]:.2f} s CPU" if "to pandas" in t else "")
+        + ")",
+        "ratio": f"{t['load'][1] / t[peer][1]:.2f}× CPU, {t['load'][0] / t[peer][0]:.2f}× wall "
+        f"({other} {t['load'][1] / t[other][1]:.2f}× CPU)",
+        "target": target,
+    }
+
+
+def _passk_report(folder: Path) -> tuple[float, float]:
+    """``passk report FOLDER`` as a user runs it: a fresh process (imports included), its wall and
+    CPU seconds (the child's user + system time)."""
+    env = os.environ | {"PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "passk_nb", "report", str(folder)],
+        check=True,
+        env=env,
+        stdout=subprocess.DEVNULL,
+    )
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+
+
+def rows(repeats: int = 3) -> list[dict[str, object]]:
+    """The table rows: load() of 10,000 parts and of 1M rows against pyarrow.dataset and DuckDB,
+    ``passk report`` of the 1M rows against its limit (load + summarize in this process, + 1 s)."""
+    import warnings
+
+    from passk_nb.data.store import load
+    from passk_nb.stats.summary import summarize
+
+    warnings.simplefilter("ignore")
+    work = Path(tempfile.mkdtemp(prefix="passk-bench-folder-"))
+    try:
+        parts = work / "parts"  # one run of 10,000 tasks × 10 trials, a part per task, not merged yet
+        write_store_folder(parts, runs=1, parts=10_000, tasks=10_000, trials=10)
+        t = _best(load_routes(parts), 1, warm=False)  # 10,000 files read: once each, just written
+        # the reader load() shares with pyarrow.dataset costs ~2.5 ms a part, DuckDB's ~1 ms
+        target = "≤ 1.2× pyarrow.dataset; ≤ 2× DuckDB not met (its own parquet reader)"
+        table = [_load_row("one run folder of 10,000 parts (100,000 rows)", t, target)]
+        big = work / "big"  # 20 configurations × 1,000 tasks × 50 trials, each run merged into one part
+        write_store_folder(big, runs=20, parts=1, tasks=1_000, trials=50)
+        t = _best(load_routes(big, pandas=True), repeats)
+        table.append(_load_row("1M rows (20 merged runs)", t, "≤ 2×"))
+        one = load(big)
+        summary = _best({"summarize": lambda: summarize(one, k=2)}, repeats)["summarize"]
+        report = min((_passk_report(big) for _ in range(repeats)), key=lambda wc: wc[1])
+        limit = t["load"][1] + summary[1] + 1.0
+        table.append(
+            {
+                "route": "passk report, 1M rows (fresh process)",
+                "figure": f"{report[1]:.2f} s CPU, {report[0]:.2f} s wall",
+                "peer": f"limit: load {t['load'][1]:.2f} + summarize(k=2) {summary[1]:.2f} + 1 s CPU",
+                "ratio": f"{report[1] / limit:.2f}× the limit",
+                "target": "≤ 1×",
+            }
+        )
+        return table
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def current_rss_kb() -> int:

@@ -272,12 +272,22 @@ def default_k(df: pd.DataFrame) -> int:
     return max(1, min(2, int(per_task.max()) if len(per_task) else 2))
 
 
+def _read_columns(args: argparse.Namespace) -> list[str] | None:
+    """The record columns the report reads: every one but the transcripts (most of a folder's
+    bytes) unless the HTML page, which shows failed trials' transcripts, or the card is asked for."""
+    if args.format == "html" or args.card:
+        return None
+    from passk_nb.data.records import COLUMNS
+
+    return [column for column in COLUMNS if column != "transcript"]
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
     from passk_nb.stats.params import default_by
     from passk_nb.stats.report import newest_suite_versions  # here: keeps `passk tasks` fast
 
     refuse_foreign(args.path)  # τ-bench / inspect_ai files: `passk import` first
-    df = load(args.path, strict=not args.skip_bad_files)
+    df = load(args.path, strict=not args.skip_bad_files, columns=_read_columns(args))
     if df.empty:
         raise CliError(f"no trial records under {args.path}; run `passk run --out {args.path}` first")
     df = apply_where(df, parse_where(args.where, df))
@@ -286,7 +296,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         df, left_out = newest_suite_versions(df)
         note = versions_note(left_out)
     k = args.k or default_k(df)
-    usable = df[df["outcome"] != "infra_error"].groupby(["run_id", "task"]).size()
+    usable = df.loc[df["outcome"] != "infra_error", ["run_id", "task"]].groupby(["run_id", "task"]).size()
     n_max = int(usable.max()) if len(usable) else 0
     if n_max and k > n_max:
         raise CliError(

@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -191,17 +192,30 @@ RELIST_ATTEMPTS = 50
 
 
 def _read(path: Path, columns: list[str] | None = None) -> pa.Table:
+    """One record file's table as it is stored (``columns`` only, those it has), unchecked: one
+    open of the file for its schema and its rows. :func:`_read_checked` is what every reader uses."""
+    try:
+        with pq.ParquetFile(path) as file:
+            names = file.schema_arrow.names
+            return file.read(columns=None if columns is None else [c for c in columns if c in names])
+    except FileNotFoundError:
+        raise _Vanished(path) from None
+
+
+def _read_checked(path: Path, columns: list[str] | None = None) -> pa.Table:
     """One record file as a table with the standard schema (``columns`` only), or an error naming it.
 
     Columns an older version did not write get their default (or null); a file
     without the required columns (not a record file: a saved summary, another
     tool's data) or with nulls where every record has a value is refused.
     """
-    try:
-        table = pq.read_table(path, columns=None if columns is None else _present(path, columns))
-    except FileNotFoundError:
-        raise _Vanished(path) from None
-    return _with_suite_hash(_checked(table, columns), path.parent)
+    return _standard(_read(path, columns), path.parent, columns)
+
+
+def _standard(table: pa.Table, run_dir: Path, columns: list[str] | None = None) -> pa.Table:
+    """Stored records of ``run_dir`` in the standard schema (:func:`_checked`), the suite version
+    filled in where an older version left it blank (:func:`_with_suite_hash`)."""
+    return _with_suite_hash(_checked(table, columns), run_dir)
 
 
 def _with_suite_hash(table: pa.Table, run_dir: Path) -> pa.Table:
@@ -249,30 +263,44 @@ def _checked(table: pa.Table, columns: list[str] | None = None) -> pa.Table:
     return table
 
 
-def _present(path: Path, columns: list[str]) -> list[str]:
-    try:
-        names = set(pq.read_schema(path).names)
-    except FileNotFoundError:
-        raise _Vanished(path) from None
-    return [c for c in columns if c in names]
-
-
 def _read_all(files: list[Path], strict: bool, columns: list[str] | None = None) -> list[pa.Table]:
-    tables = []
+    """Every file of ``files`` in the standard schema, in their order (each file's rows in one table).
+
+    Consecutive files of one run folder stored with one schema (a run's parts) are checked as one
+    table, which costs what checking one file does; only a group that fails is checked file by
+    file, so the error (``strict``) or the warning naming a file that is no record file is the
+    same as when every file is checked on its own."""
+    stored: list[tuple[Path, pa.Table]] = []
     for path in files:
         try:
-            tables.append(_read(path, columns))
+            stored.append((path, _read(path, columns)))
         except _Vanished:
             raise
         except Exception as exc:
-            message = f"cannot read record file {path}: {type(exc).__name__}: {str(exc).rstrip('. ')}"
-            if strict:
-                raise ValueError(
-                    message + ". Move the file out of the folder, or call load(..., strict=False) "
-                    "(passk report --skip-bad-files) to skip it."
-                ) from exc
-            warnings.warn(message + "; skipped", RuntimeWarning, stacklevel=4)
+            _unreadable(path, exc, strict)
+    tables = []
+    for (run_dir, _), run in itertools.groupby(stored, key=lambda item: (item[0].parent, item[1].schema)):
+        group = list(run)
+        try:
+            tables.append(_standard(pa.concat_tables([table for _, table in group]), run_dir, columns))
+        except Exception:
+            for path, table in group:
+                try:
+                    tables.append(_standard(table, run_dir, columns))
+                except Exception as exc:
+                    _unreadable(path, exc, strict)
     return tables
+
+
+def _unreadable(path: Path, exc: Exception, strict: bool) -> None:
+    """Refuse (``strict``) or skip with a warning a file that is no trial record file, naming it."""
+    message = f"cannot read record file {path}: {type(exc).__name__}: {str(exc).rstrip('. ')}"
+    if strict:
+        raise ValueError(
+            message + ". Move the file out of the folder, or call load(..., strict=False) "
+            "(passk report --skip-bad-files) to skip it."
+        ) from exc
+    warnings.warn(message + "; skipped", RuntimeWarning, stacklevel=5)
 
 
 def _read_folder(root: Path, strict: bool, columns: list[str] | None = None) -> list[pa.Table]:
@@ -334,30 +362,54 @@ SAME_TRIAL: tuple[str, ...] = (*IDENTITY_COLUMNS, "outcome")
 
 
 def _one_row_per_trial(table: pa.Table, where: str) -> pa.Table:
-    """Keep one row per ``(run_id, task, trial)``: a real outcome over an infra error, else the first.
+    """Keep one row per ``(run_id, task, trial)``: a real outcome over an infra error, else the first;
+    sorted by that key (the table itself when it holds each trial once, in that order already).
 
     Rows of one trial with real outcomes are copies of one trial (a merge killed half way) only
     when they agree on :data:`SAME_TRIAL`; otherwise they are different trials under one run id,
     and keeping one would drop the others without a word: refused, naming them (``where``: the
     folder, for the message)."""
-    if table.num_rows == 0:
+    n = table.num_rows
+    if n == 0 or _in_key_order(table):  # a merged run, or runs read in key order: nothing to sort
         return table
-    by_key = table.select(list(KEY))
-    if by_key.group_by(list(KEY)).aggregate([]).num_rows == table.num_rows:  # no trial twice: sort
-        return table.take(pc.sort_indices(by_key, sort_keys=[(k, "ascending") for k in KEY]))
-    keys = by_key.to_pandas()
-    keys["_infra"] = table.column("outcome").to_numpy(zero_copy_only=False) == "infra_error"
-    keys["_row"] = range(table.num_rows)
-    repeated = keys.duplicated(list(KEY), keep=False) & ~keys["_infra"]
+    infra = pc.equal(table.column("outcome"), "infra_error")
+    # stable: rows of one trial keep the order they were read in, a real outcome before an infra error
+    order = pc.sort_indices(
+        table.select(list(KEY)).append_column("_infra", infra),
+        sort_keys=[(c, "ascending") for c in (*KEY, "_infra")],
+    )
+    keys = table.select(list(KEY)).take(order)
+    same = np.ones(n - 1, dtype=bool)  # each sorted row has the key of the one before it
+    for column in KEY:
+        values = keys.column(column)
+        same &= pc.equal(values.slice(1), values.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+    first = np.concatenate([[True], ~same])
+    group = np.cumsum(first) - 1
+    repeated = (np.bincount(group)[group] > 1) & ~infra.take(order).to_numpy(zero_copy_only=False)
     if repeated.sum() > 1:
         compared = [c for c in SAME_TRIAL if c in table.column_names]
-        rows = keys.loc[repeated, list(KEY)].reset_index(drop=True)
-        values = table.take(pa.array(keys.loc[repeated, "_row"].to_numpy())).select(compared).to_pandas()
-        problem = repeated_trials_problem(pd.concat([rows, values], axis=1))
+        rows = table.take(np.sort(order.to_numpy()[repeated]))
+        keyed = rows.select(list(KEY)).to_pandas()
+        problem = repeated_trials_problem(pd.concat([keyed, rows.select(compared).to_pandas()], axis=1))
         if problem:
             raise ValueError(f"{where}: {problem}")
-    keep = keys.sort_values([*KEY, "_infra", "_row"], kind="stable").drop_duplicates(list(KEY), keep="first")
-    return table.take(pa.array(keep["_row"].to_numpy()))
+    keep = order.to_numpy()[first]
+    if keep.size == n and (keep == np.arange(n)).all():  # stored in order, once each: nothing to move
+        return table
+    return table.take(keep)
+
+
+def _in_key_order(table: pa.Table) -> bool:
+    """Whether each row's ``(run_id, task, trial)`` is above the row's before it: sorted by the key,
+    every trial once (one pass over the key, where sorting it would take several)."""
+    n = table.num_rows
+    above, same = np.zeros(n - 1, dtype=bool), np.ones(n - 1, dtype=bool)
+    for column in KEY:
+        values = table.column(column)
+        after, before = values.slice(1), values.slice(0, n - 1)
+        above |= same & pc.greater(after, before).to_numpy(zero_copy_only=False)
+        same &= pc.equal(after, before).to_numpy(zero_copy_only=False)
+    return bool(above.all())
 
 
 def repeated_trials_problem(rows: pd.DataFrame, n: int | None = None) -> str | None:
@@ -433,11 +485,10 @@ def load(
     tables = _read_folder(root, strict, read)
     if not tables:
         return empty_frame()[wanted]
-    table = _one_row_per_trial(pa.concat_tables(tables), f"records under {str(path)!r}")
+    table = _one_row_per_trial(pa.concat_tables(tables), f"records under {str(path)!r}")  # sorted by key
     if read is None:
         return _frame(table)
-    frame = table.to_pandas().astype({c: DTYPES[c] for c in read})
-    return frame.sort_values(list(KEY), kind="stable").reset_index(drop=True)[wanted]
+    return table.to_pandas().astype({c: DTYPES[c] for c in read})[wanted]
 
 
 def existing_trials(folder: str | os.PathLike[str], run_id: str) -> set[tuple[str, int]]:
@@ -535,7 +586,7 @@ class StoredTrials:
             try:
                 for f in files:
                     if f not in self._files and f not in self._writing:
-                        t = _read(f, ["task", "trial", "outcome"]).to_pydict()
+                        t = _read_checked(f, ["task", "trial", "outcome"]).to_pydict()
                         self._files[f] = keys = frozenset(
                             (task, int(trial))
                             for task, trial, outcome in zip(t["task"], t["trial"], t["outcome"], strict=True)
@@ -611,11 +662,11 @@ def _merge_locked(
     # checked as one table, as a check's cost is mostly per table and column)
     mine = [f for f in small if f in known]
     checked = _checked(pa.concat_tables([known[f] for f in mine])) if mine else None
-    read = {f: _read(f) for f in small if f not in known}
+    read = {f: _read_checked(f) for f in small if f not in known}
     if checked is not None:
         offsets = itertools.accumulate((known[f].num_rows for f in mine), initial=0)
         read.update({f: checked.slice(at, known[f].num_rows) for f, at in zip(mine, offsets, strict=False)})
-    big = {f: _read(f, ["task", "trial"]) for f in files if f not in read}  # merged only if they must be
+    big = {f: _read_checked(f, ["task", "trial"]) for f in files if f not in read}  # merged if they must be
     seen: dict[tuple[str, int], int] = {}
     for table in [*read.values(), *big.values()] if big or len(read) < 2 else []:  # else all merged
         for key in zip(table.column("task").to_pylist(), table.column("trial").to_pylist(), strict=True):
@@ -624,7 +675,7 @@ def _merge_locked(
     for f, keys in big.items():
         t = keys.to_pydict()
         if any(k in doubled for k in zip(t["task"], t["trial"], strict=True)):
-            read[f] = _read(f)
+            read[f] = _read_checked(f)
     inputs = [f for f in files if f in read]
     if len(inputs) < 2 and not doubled:
         return (inputs[0], read[inputs[0]]) if inputs else (None, None)
@@ -639,12 +690,13 @@ def load_merged(run_dir: str | os.PathLike[str], part: Path, table: pa.Table) ->
     :func:`merge_known` returned it) when ``part`` is the folder's only record file; else None."""
     if part_files(run_dir) != [part]:
         return None
-    return _frame(table)
+    return _frame(_one_row_per_trial(table, f"records of run {run_dir}"))
 
 
 def _frame(table: pa.Table) -> pd.DataFrame:
-    """Records with one row per trial as :func:`load` returns them: standard dtypes, sorted by key."""
-    return frame_from_table(table).sort_values(list(KEY), kind="stable").reset_index(drop=True)
+    """Records with one row per trial, sorted by key (:func:`_one_row_per_trial`), as :func:`load`
+    returns them: standard dtypes."""
+    return frame_from_table(table)
 
 
 @contextlib.contextmanager

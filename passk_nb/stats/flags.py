@@ -24,8 +24,13 @@ any source and never needs the suite.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import TypeVar
 
+import numpy as np
 import pandas as pd
+
+T = TypeVar("T")
 
 __all__ = ["claimed_unperformed_action", "claim_kinds", "false_claims"]
 
@@ -59,12 +64,23 @@ def claimed_unperformed_action(df: pd.DataFrame) -> pd.Series:
     """
     if "false_claims" not in df.columns:
         return pd.Series(False, index=df.index, dtype=bool, name="claimed_unperformed_action")
-    flags = [bool(false_claims(value)) for value in df["false_claims"].tolist()]
+    flags = _per_cell(df["false_claims"], lambda value: bool(false_claims(value)), False)
     return pd.Series(flags, index=df.index, dtype=bool, name="claimed_unperformed_action")
 
 
 def claim_kinds(df: pd.DataFrame) -> pd.Series:
     """Per trial: the kinds of the unperformed claims, comma-separated (``""`` for none)."""
-    values = df["false_claims"].tolist() if "false_claims" in df.columns else [None] * len(df)
-    kinds = [", ".join(sorted({str(c.get("kind")) for c in false_claims(v)})) for v in values]
+    if "false_claims" not in df.columns:
+        return pd.Series("", index=df.index, dtype=object, name="claim_kinds")
+    kinds = _per_cell(
+        df["false_claims"], lambda v: ", ".join(sorted({str(c.get("kind")) for c in false_claims(v)})), ""
+    )
     return pd.Series(kinds, index=df.index, dtype=object, name="claim_kinds")
+
+
+def _per_cell(cells: pd.Series, read: Callable[[object], T], missing: T) -> np.ndarray:
+    """``read`` of every cell, decoding each distinct value once (most trials share ``[]`` or none):
+    ``missing`` for a missing cell."""
+    codes, values = pd.factorize(cells)
+    read_once = np.array([read(value) for value in values] + [missing], dtype=object)
+    return read_once[codes]  # code -1, a missing cell: the last entry

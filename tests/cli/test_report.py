@@ -570,3 +570,28 @@ def test_two_cards_side_by_side_from_the_command_line(tmp_path, capsys):
         != 0
     )
     assert "--on, --a and --b go together, with --card" in capsys.readouterr().err
+
+
+def test_a_text_report_leaves_the_transcripts_on_disk_and_the_page_reads_them(folder, capsys, monkeypatch):
+    """The transcripts are most of a folder's bytes and no text format shows one (1M trials with ~1 KB
+    transcripts: 3 GB loaded, bench_parquet.py). The HTML page shows failed trials' transcripts."""
+    import pyarrow.parquet as pq
+
+    read = []
+    original = pq.ParquetFile.read
+
+    def spy(self, columns=None, **kwargs):
+        read.append(columns)
+        return original(self, columns=columns, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "read", spy)
+    for form in ("table", "markdown", "json", "csv"):
+        capsys.readouterr()
+        read.clear()
+        assert main(["report", str(folder), "--format", form, "--n-boot", "0"]) == 0
+        assert read and all(columns is not None and "transcript" not in columns for columns in read)
+    claimed = pd.read_csv(io.StringIO(capsys.readouterr().out))["n_claimed_unperformed"]
+    assert claimed.sum() == (records()["false_claims"] != "[]").sum() > 0  # the claims are still read
+    read.clear()
+    assert main(["report", str(folder), "--format", "html", "--n-boot", "0", "--out", "/dev/null"]) == 0
+    assert read and all(columns is None for columns in read)

@@ -266,3 +266,25 @@ def test_phrases_that_cannot_be_joined_get_no_gate():
     assert engine.action_claims("we cancelled it", backreference)[0].kind == "cancel"
     twice = engine.ClaimVocabulary(phrases={"a": (r"(?P<x>done)",), "b": (r"(?P<x>sent)",)})
     assert twice.gate() is None and engine.action_claims("it was sent", twice)[0].kind == "b"
+
+
+def test_the_flags_decode_each_distinct_false_claims_cell_once(monkeypatch):
+    """A report of 1M trials decoded every ``false_claims`` cell (mostly ``[]``): over a second of
+    JSON. Each distinct cell is decoded once; a missing or empty cell is no claim."""
+    from passk_nb.stats import flags
+
+    claim = '[{"kind": "cancel", "ids": ["O1003"], "text": "Your order O1003 has been cancelled"}]'
+    cells = [claim, "[]", None, "[]", claim, "", "not json", "[]"] * 50
+    df = pd.DataFrame({"false_claims": pd.array(cells, dtype="str")}, index=range(10, 410))
+    decoded = []
+    real = flags.false_claims
+    monkeypatch.setattr(flags, "false_claims", lambda value: decoded.append(value) or real(value))
+    flagged = flags.claimed_unperformed_action(df)
+    assert flagged.tolist() == [True, False, False, False, True, False, False, False] * 50
+    assert flagged.index.equals(df.index) and flagged.dtype == bool
+    assert len(decoded) <= 4  # the claim, "[]", "", "not json"
+    kinds = flags.claim_kinds(df)
+    assert kinds.tolist() == ["cancel", "", "", "", "cancel", "", "", ""] * 50 and kinds.index.equals(
+        df.index
+    )
+    assert flags.claim_kinds(df.drop(columns="false_claims")).tolist() == [""] * 400

@@ -379,13 +379,13 @@ def test_load_reads_only_the_columns_asked_for(folder, monkeypatch) -> None:
     columns = ["model", "task", "passed", "outcome"]
     full = load(folder)
     read = []
-    original = pq.read_table
+    original = pq.ParquetFile.read
 
-    def spy(source, columns=None, **kwargs):
+    def spy(self, columns=None, **kwargs):
         read.append(columns)
-        return original(source, columns=columns, **kwargs)
+        return original(self, columns=columns, **kwargs)
 
-    monkeypatch.setattr(pq, "read_table", spy)
+    monkeypatch.setattr(pq.ParquetFile, "read", spy)
     got = load(folder, columns=columns)
     pd.testing.assert_frame_equal(got, full[columns])
     assert read and all(cols is not None and "transcript" not in cols for cols in read)

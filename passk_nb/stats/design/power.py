@@ -216,8 +216,9 @@ def simulated_power(
     interval excludes 0. The suites go through compare's own per-task values and interval
     (:func:`pass_hat_k`, :func:`fixed_task_variance`, and its paired interval,
     :data:`~passk_nb.stats.intervals.PAIRED_FROM_SPREAD`, from :func:`cell_spread` over each
-    suite's distinct (c_a, c_b) as :func:`summarize` computes a spread: compare's pass^k row without its other columns), so the prediction is the test users
-    get. NaN below :data:`MIN_TASKS` tasks, where compare declines.
+    suite's distinct (c_a, c_b) as :func:`summarize` computes a spread: compare's pass^k row
+    without its other columns), so the prediction is the test users get. NaN below
+    :data:`MIN_TASKS` tasks, where compare declines.
 
     ``joint``: one joint population for every design, or one per design (:func:`detectable_new`
     asks each design at its own difference). ``suites`` per design, fewer where T·suites would pass
