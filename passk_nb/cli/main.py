@@ -42,11 +42,14 @@ COMMANDS = (
 USER_ERRORS = (CliError, ValueError, TypeError, OSError, ImportError)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``passk`` parser with every subcommand.
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The ``passk`` parser with every subcommand, or only the one ``argv`` names first: a command
+    imports its own module and what it needs, never the others' (``passk report`` no HTTP client).
 
     >>> build_parser().prog
     'passk'
+    >>> list(subcommands(build_parser(["report", "runs/"])))
+    ['report']
     """
     parser = ArgumentParser(
         prog=PROG,
@@ -55,7 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in COMMANDS:
+    named = next((arg for arg in argv or () if not arg.startswith("-")), None)
+    only = [c for c in COMMANDS if c.rstrip("_").replace("_", "-") == named]
+    for command in only or COMMANDS:
         import_module(f"passk_nb.cli.{command}").add_parser(sub)
     return parser
 
@@ -116,7 +121,7 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"{PROG} {__version__}")
         return 0
     try:
-        args = _parse(build_parser(), argv)
+        args = _parse(build_parser(sys.argv[1:] if argv is None else argv), argv)
         with cli_output(quiet=getattr(args, "quiet", False)) as handler:
             args.log_handler = handler
             return int(args.func(args))

@@ -319,6 +319,21 @@ def test_quick_commands_do_not_load_the_statistics(argv):
     assert result.stdout.splitlines()[-1] == "[]"
 
 
+def test_a_report_loads_no_runner_and_no_http_client(tmp_path):
+    """`passk report` builds only its own parser: the run's harness and aiohttp (0.1-0.2 s of a
+    report's start-up, issue 47) are not imported."""
+    import passk_nb
+
+    passk_nb.run("scripted", trials=2, out=tmp_path, progress=False)
+    code = (
+        "import sys\nfrom passk_nb.cli.main import main\n"
+        f"assert main(['report', {str(tmp_path)!r}]) == 0\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('aiohttp', 'passk_nb.harness'))))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.splitlines()[-1] == "[]"
+
+
 HERE_SUITE = """
 from tests.harness.test_suites import _ticket_suite
 
