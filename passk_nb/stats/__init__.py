@@ -43,6 +43,7 @@ _NAMES = {
     "card_comparison": "passk_nb.stats.card",
     # does the agent know when it is right: its stated (or the derived) confidence against passed
     "predictability": "passk_nb.stats.predictability",
+    "predictability_difference": "passk_nb.stats.predictability",
     "calibration": "passk_nb.stats.predictability",
     "agreement_confidence": "passk_nb.stats.predictability",
     # past the trials run, and how many to run

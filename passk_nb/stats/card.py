@@ -26,7 +26,7 @@ from passk_nb.stats.forecast import forecast
 from passk_nb.stats.intervals import clopper_pearson, korn_graubard
 from passk_nb.stats.paired import compare
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
-from passk_nb.stats.predictability import predictability
+from passk_nb.stats.predictability import predictability, predictability_difference
 from passk_nb.stats.result import Result, described
 from passk_nb.stats.robustness import robustness
 from passk_nb.stats.safety import recoded, safety
@@ -335,6 +335,27 @@ def _paired(
     }
 
 
+def _paired_predictability(
+    df: pd.DataFrame, pair: tuple[str, object, object], options: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """:func:`predictability_difference`'s b − a of the predictability rows, by the card's names."""
+    if "confidence" not in df.columns or not df["confidence"].notna().any():
+        return {}
+    on, a, b = pair
+    table = predictability_difference(df, on=on, a=a, b=b, **options)
+    found = {}
+    for _, metric in table.iterrows():
+        declined = not (np.isfinite(metric["lo"]) and np.isfinite(metric["hi"]))
+        found[PREDICTABILITY.get(metric["metric"], metric["metric"])] = {
+            "diff": float(metric["diff"]),
+            "lo": float(metric["lo"]),
+            "hi": float(metric["hi"]),
+            "interval": "" if declined else "paired, bootstrap over tasks",
+            "note": str(metric["ci_method"]) if declined else "",
+        }
+    return found
+
+
 @share_docs
 def card_comparison(
     df: pd.DataFrame | str | os.PathLike[str],
@@ -364,9 +385,11 @@ def card_comparison(
     Columns: ``axis``, ``measure``, ``a`` and ``b`` (each configuration's value, from
     :func:`reliability_card`), ``diff`` (b − a), ``lo``/``hi`` (its paired interval: pass@k and
     pass^k, pass^k under each fault plan or perturbation both ran, harm-free^k and the harmful
-    and misleading rates — questions of safety asked as pass^k of the recoded trials),
-    ``interval`` and ``note`` (no paired interval for the forecast, the path share,
-    predictability and cost).
+    and misleading rates — questions of safety asked as pass^k of the recoded trials — and the
+    Brier score and AUROC of the stated confidence, from
+    :func:`~passk_nb.stats.predictability_difference`),
+    ``interval`` and ``note`` (no paired interval for the forecast, the path share, the ECE
+    and cost).
 
     >>> import tempfile, passk_nb
     >>> out = tempfile.mkdtemp()
@@ -407,6 +430,7 @@ def card_comparison(
                 ended = (base["severity"].astype(str) == severity).to_numpy()
                 found = _paired(recoded(base, ended, infra), pair, 1, "pass^k", these, options)
                 paired[f"{severity} failures per trial"] = found
+        paired.update(_paired_predictability(base, pair, options))
     rows = []
     for (axis, measure), _ in cards.groupby(["axis", "measure"], sort=False):
         row = {"axis": axis, "measure": measure, "a": values.loc[measure, a], "b": values.loc[measure, b]}

@@ -58,7 +58,15 @@ from passk_nb.stats.intervals import exact_binomial, task_resamples
 from passk_nb.stats.params import CI, INFRA, N_BOOT, SEED, default_by, share_docs
 from passk_nb.stats.result import Result, described
 
-__all__ = ["predictability", "calibration", "agreement_confidence", "SOURCES", "BINS", "MIN_TASKS"]
+__all__ = [
+    "predictability",
+    "predictability_difference",
+    "calibration",
+    "agreement_confidence",
+    "SOURCES",
+    "BINS",
+    "MIN_TASKS",
+]
 
 #: Where a trial's confidence comes from: the agent's own (``confidence`` column) or the agreement
 #: of the task's other trials (:func:`agreement_confidence`).
@@ -395,6 +403,184 @@ def predictability(
         )
     return described(
         out, "predictability", by=keys, ci=ci, infra=infra, records=df, source=confidence, bins=bins
+    )
+
+
+#: Why :func:`predictability_difference` gives no interval for the ECE.
+_NO_ECE_DIFFERENCE = (
+    "no paired interval for the ECE: a calibrated configuration's debiased ECE sits on its boundary "
+    "at 0 (its own interval needs the squared error's test there), and the basic bootstrap interval "
+    "of a difference covered 72–83 % in simulation (a calibrated against an overconfident agent, 30 "
+    "tasks), the percentile one 51–63 %; compare the two cards' ECE intervals"
+)
+
+
+def _arm_sums(scored: pd.DataFrame, bins: int) -> _Sums:
+    """One arm's :class:`_Sums` over tasks factorized in sorted order (so arms on the same tasks pair)."""
+    task, _ = pd.factorize(scored["task"], sort=True)
+    return _Sums(task, scored["conf"].to_numpy(float), scored["y"].to_numpy(float), int(task.max()) + 1, bins)
+
+
+def _difference_row(
+    metric: str,
+    sums: tuple[_Sums, _Sums],
+    ys: tuple[np.ndarray, np.ndarray],
+    boot: dict[str, np.ndarray],
+    ci: float,
+) -> tuple[float, float, float, float, str]:
+    """(a, b, lo, hi, ci_method) of one metric's paired difference b − a (see
+    :func:`predictability_difference`); ``boot`` holds each resample's b − a, empty when declined
+    before resampling."""
+    ones = np.ones((1, sums[0].n_tasks))
+    value_a, value_b = (float(s.metrics(ones)[metric][0]) for s in sums)
+    if metric == "auroc":
+        for name, s, y in zip(("a", "b"), sums, ys, strict=True):
+            if y.min() == y.max() or s.n_levels == 1:
+                why = "holds one outcome only" if y.min() == y.max() else "states one confidence only"
+                return value_a, value_b, np.nan, np.nan, f"declined: arm {name} {why} on the shared tasks"
+    if metric == "ece":
+        return value_a, value_b, np.nan, np.nan, _NO_ECE_DIFFERENCE
+    if not boot:
+        return value_a, value_b, np.nan, np.nan, ""
+    values = boot[metric]
+    defined = values[~np.isnan(values)]
+    if defined.size < 0.5 * values.size:
+        why = "declined: most resamples of the tasks hold one outcome only in an arm; run more tasks"
+        return value_a, value_b, np.nan, np.nan, why
+    lo, hi = (float(q) for q in np.quantile(defined, [(1 - ci) / 2, (1 + ci) / 2]))
+    if not hi - lo > 1e-12:
+        return (
+            value_a,
+            value_b,
+            np.nan,
+            np.nan,
+            f"declined: every resample of the tasks gives b − a = {float(np.median(defined)):.3g} (the two "
+            "arms score the same on every task: the same trials under two names?), an interval without width",
+        )
+    return value_a, value_b, lo, hi, "paired percentile bootstrap over tasks"
+
+
+@share_docs
+def predictability_difference(
+    df: pd.DataFrame,
+    *,
+    on: str,
+    a: object,
+    b: object,
+    confidence: str = "stated",
+    bins: int = BINS,
+    ci: float = CI,
+    n_boot: int = N_BOOT,
+    seed: int = SEED,
+    infra: str = INFRA,
+    min_tasks: int = MIN_TASKS,
+) -> Result:
+    """The paired difference b − a of :func:`predictability`'s metrics between two configurations
+    (``df[on] == a`` and ``== b``), over the tasks both scored, with its interval.
+
+    One bootstrap over those tasks draws the same tasks for both arms (the task's trials of both
+    stay together, so what the tasks share cancels) and takes each resample's b − a of each
+    metric; the interval is its percentiles, as for each arm's Brier score and AUROC. The ECE's
+    difference has no interval: its value is given and ``ci_method`` says why (a calibrated arm
+    sits at the boundary 0, and simulated, the basic interval of the difference covered 72–83 %). Coverage
+    of the Brier difference is tested by simulation (``tests/stats/test_predictability.py``,
+    ``docs/methods/predictability.md``). Declined (NaN, and ``ci_method`` says why) below
+    ``min_tasks`` shared tasks, for an AUROC either arm cannot rank, and when every resample gives
+    the same difference (the same trials under two names): never a zero-width interval.
+
+    df: trial records, one row per trial.
+    on: the column whose values ``a`` and ``b`` name the two configurations.
+    confidence: ``"stated"`` or ``"agreement"``, as in :func:`predictability`.
+    bins: as in :func:`predictability`.
+    {ci}
+    {n_boot}
+    {seed}
+    {infra}
+    min_tasks: fewest shared tasks for an interval (default :data:`MIN_TASKS`, as :func:`predictability`).
+
+    One row per metric (``brier``, ``ece``, ``auroc``): ``source``, ``metric``, ``a`` and ``b``
+    (each arm's value on the shared tasks), ``diff`` (b − a), ``lo``/``hi`` and ``ci_method``,
+    ``n_tasks`` (shared tasks with scored trials in both arms).
+
+    >>> rng = np.random.default_rng(0)
+    >>> p = np.repeat(rng.beta(0.5, 0.5, 40), 6)  # 40 tasks, 6 trials each
+    >>> df = pd.DataFrame({"task": np.repeat(np.arange(40), 6).astype(str), "passed": rng.random(p.size) < p})
+    >>> df["outcome"] = np.where(df["passed"], "pass", "wrong_state")
+    >>> both = pd.concat([df.assign(agent="sure", confidence=0.9), df.assign(agent="fair", confidence=p)])
+    >>> out = predictability_difference(both, on="agent", a="sure", b="fair", n_boot=500)
+    >>> out.loc[out["metric"] == "brier", ["diff", "lo", "hi"]].round(2).values.tolist()
+    [[-0.29, -0.4, -0.19]]
+    """
+    check_options(ci=ci, n_boot=n_boot, seed=seed)
+    if isinstance(min_tasks, bool) or not isinstance(min_tasks, int | np.integer) or min_tasks < 2:
+        raise ValueError(f"min_tasks must be a whole number ≥ 2; got min_tasks={min_tasks!r}")
+    if on not in df.columns or not {a, b} <= set(df[on]):
+        have = sorted(map(str, set(df[on])))[:10] if on in df.columns else f"no column {on!r}"
+        raise ValueError(
+            f"predictability_difference needs trials with {on} = {a!r} and with {on} = {b!r}; found {have}"
+        )
+    frame, _ = _scored(df[df[on].isin([a, b])], confidence, [on], infra, bins)
+    scored = frame[frame["conf"].notna()]
+    shared = set(scored.loc[scored[on] == a, "task"]) & set(scored.loc[scored[on] == b, "task"])
+    arms = tuple(scored[(scored[on] == arm) & scored["task"].isin(shared)] for arm in (a, b))
+    rows: list[dict[str, object]] = []
+    if not shared:
+        why = f"declined: no task has scored trials (a stated confidence) in both {on} = {a!r} and {b!r}"
+        rows = [
+            {
+                "metric": m,
+                "a": np.nan,
+                "b": np.nan,
+                "diff": np.nan,
+                "lo": np.nan,
+                "hi": np.nan,
+                "ci_method": why,
+            }
+            for m in METRICS
+        ]
+    else:
+        sums = (_arm_sums(arms[0], bins), _arm_sums(arms[1], bins))
+        ys = (arms[0]["y"].to_numpy(float), arms[1]["y"].to_numpy(float))
+        few = len(shared) < min_tasks
+        boot: dict[str, np.ndarray] = {}
+        if n_boot and not few:  # the same draw for both arms: it depends only on the tasks and the seed
+            boot_a, boot_b = (s.bootstrap(n_boot, seed) for s in sums)
+            boot = {m: boot_b[m] - boot_a[m] for m in METRICS}
+        for metric in METRICS:
+            value_a, value_b, lo, hi, method = _difference_row(metric, sums, ys, boot, ci)
+            if not method:
+                method = (
+                    f"declined: {len(shared)} shared tasks, fewer than min_tasks={min_tasks} (the trials of "
+                    "one task are not independent); run more tasks"
+                    if few
+                    else "none: n_boot=0"
+                )
+            rows.append(
+                {
+                    "metric": metric,
+                    "a": value_a,
+                    "b": value_b,
+                    "diff": value_b - value_a,
+                    "lo": lo,
+                    "hi": hi,
+                    "ci_method": method,
+                }
+            )
+    out = pd.DataFrame(rows)
+    out.insert(0, "source", confidence)
+    out["n_tasks"] = len(shared)
+    return described(
+        out,
+        "predictability_difference",
+        by=(),
+        ci=ci,
+        infra=infra,
+        records=df,
+        source=confidence,
+        bins=bins,
+        on=on,
+        a=a,
+        b=b,
     )
 
 

@@ -229,3 +229,43 @@ def test_two_cards_side_by_side_carry_compares_paired_intervals():
     assert "reckless − careful" in text and "[" in text
     with pytest.raises(ValueError, match="needs trials with prompt_name = 'careful'"):
         passk_nb.stats.card_comparison(df, on="prompt_name", a="careful", b="nobody")
+
+
+def test_the_predictability_rows_side_by_side_carry_the_paired_difference():
+    """A calibrated and an overconfident agent on the same 30 tasks: the Brier and AUROC rows
+    carry predictability_difference's b − a and its paired interval; the ECE row its difference
+    with a note saying why it has no interval."""
+    rng = np.random.default_rng(5)
+    p = np.repeat(rng.beta(0.5, 0.5, 30), 5)
+    frames = []
+    for prompt, confidence in (("calibrated", p), ("overconfident", p**0.3)):
+        passed = rng.random(p.size) < p
+        frames.append(
+            pd.DataFrame(
+                {
+                    "prompt_name": prompt,
+                    "task": np.repeat([f"t{t:02d}" for t in range(30)], 5),
+                    "trial": np.tile(np.arange(5), 30),
+                    "confidence": confidence,
+                    "passed": passed,
+                    "outcome": np.where(passed, "pass", "wrong_state"),
+                }
+            )
+        )
+    df = pd.concat(frames, ignore_index=True)
+    both = passk_nb.stats.card_comparison(
+        df, on="prompt_name", a="calibrated", b="overconfident", k=2, n_boot=300
+    ).set_index("measure")
+    own = passk_nb.stats.predictability_difference(
+        df, on="prompt_name", a="calibrated", b="overconfident", n_boot=300
+    ).set_index("metric")
+    for measure, metric in (("Brier score", "brier"), ("AUROC", "auroc")):
+        row = both.loc[measure]
+        assert row[["diff", "lo", "hi"]].tolist() == pytest.approx(
+            own.loc[metric, ["diff", "lo", "hi"]].tolist()
+        )
+        assert row["lo"] < row["hi"] and row["interval"] == "paired, bootstrap over tasks"
+    assert both.loc["Brier score", "lo"] > 0  # overconfidence costs Brier score
+    ece = both.loc["calibration error (ECE)"]
+    assert np.isnan(ece["lo"]) and "no paired interval for the ECE" in ece["note"]
+    assert ece["diff"] == pytest.approx(ece["b"] - ece["a"])

@@ -243,3 +243,89 @@ def test_the_result_says_what_it_is_and_draws_its_reliability_diagram() -> None:
         assert ax.get_xlabel() == "stated confidence"
         assert len(ax.containers) == 2  # one errorbar container per configuration
         plt.close("all")
+
+
+def paired_suites(shape: str, *, reps: int, tasks: int, trials: int, seed: int) -> pd.DataFrame:
+    """``reps`` simulated pairs of suites: a calibrated and an overconfident agent on the same
+    ``tasks`` new tasks (the same success rate p per task, outcomes drawn apart), ``trials`` each."""
+    rng = np.random.default_rng(seed)
+    frames = []
+    for r in range(reps):
+        p = np.repeat(rng.beta(*SHAPES[shape], tasks), trials)
+        for agent in ("calibrated", "overconfident"):
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "config": f"suite-{r:03d}",
+                        "agent": agent,
+                        "task": np.repeat(np.arange(tasks), trials).astype(str),
+                        "trial": np.tile(np.arange(trials), tasks),
+                        "confidence": AGENTS[agent](p, rng),
+                        "passed": rng.random(p.size) < p,
+                    }
+                )
+            )
+    df = pd.concat(frames, ignore_index=True)
+    df["outcome"] = np.where(df["passed"], "pass", "wrong_state")
+    return df
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_the_paired_brier_difference_covers_the_populations(shape: str) -> None:
+    """200 simulated pairs of suites (a calibrated and an overconfident agent on the same 30 tasks ×
+    5 trials): the paired 95 % interval of the Brier difference b − a covers the population's in
+    at least 90 % of them (measured: see docs/methods/predictability.md), and none is zero wide."""
+    true = truth(shape, "overconfident")["brier"] - truth(shape, "calibrated")["brier"]
+    df = paired_suites(shape, reps=200, tasks=30, trials=5, seed=17)
+    got = []
+    for _, suite in df.groupby("config"):
+        out = stats.predictability_difference(
+            suite, on="agent", a="calibrated", b="overconfident", n_boot=300
+        ).set_index("metric")
+        got.append(out.loc["brier", ["diff", "lo", "hi"]].to_numpy(float))
+    diff, lo, hi = np.array(got).T
+    assert (hi > lo).all()
+    covered = ((lo <= true + 1e-9) & (hi >= true - 1e-9)).mean()
+    assert covered >= 0.90, (covered, true)
+    assert np.mean(diff) == pytest.approx(true, abs=0.01)
+
+
+def test_the_same_trials_under_two_names_differ_by_nothing() -> None:
+    """One agent's trials under two names: every difference is 0, and the interval is declined
+    (every resample gives 0: never a zero-width interval) with a note saying why. Two runs of
+    the same agent (outcomes drawn apart) differ by about 0, inside the paired interval."""
+    one = suites("u-shaped", "calibrated", reps=1, tasks=30, trials=5, seed=3)
+    twice = pd.concat([one.assign(agent="first"), one.assign(agent="second")], ignore_index=True)
+    out = stats.predictability_difference(twice, on="agent", a="first", b="second", n_boot=300)
+    assert (out["diff"] == 0).all()
+    assert out[["lo", "hi"]].isna().all().all()
+    assert out.loc[out["metric"] == "brier", "ci_method"].iloc[0].startswith("declined: every resample")
+    runs = paired_suites("u-shaped", reps=1, tasks=30, trials=5, seed=3)
+    runs = runs[runs["agent"] == "calibrated"]
+    rerun = runs.assign(agent="again", passed=np.random.default_rng(4).random(len(runs)) < runs["confidence"])
+    rerun["outcome"] = np.where(rerun["passed"], "pass", "wrong_state")
+    both = pd.concat([runs, rerun], ignore_index=True)  # the same agent on the same tasks, run twice
+    out = stats.predictability_difference(both, on="agent", a="calibrated", b="again", n_boot=300)
+    for metric in ("brier", "auroc"):
+        row = out.set_index("metric").loc[metric]
+        assert row["lo"] < row["diff"] < row["hi"] and row["lo"] < 0 < row["hi"], (metric, row)
+
+
+def test_the_paired_difference_declines_below_min_tasks_and_for_the_ece() -> None:
+    df = paired_suites("u-shaped", reps=1, tasks=MIN_TASKS - 1, trials=5, seed=5)
+    out = stats.predictability_difference(df, on="agent", a="calibrated", b="overconfident", n_boot=200)
+    assert out[["lo", "hi"]].isna().all().all() and out["diff"].notna().all()
+    assert (
+        out.loc[out["metric"] == "brier", "ci_method"].iloc[0].startswith(f"declined: {MIN_TASKS - 1} shared")
+    )
+    df = paired_suites("u-shaped", reps=1, tasks=30, trials=5, seed=5)
+    # a task only one arm ran is left out of the pairing
+    extra = df[df["agent"] == "calibrated"].head(5).assign(task="only-a")
+    out = stats.predictability_difference(
+        pd.concat([df, extra], ignore_index=True), on="agent", a="calibrated", b="overconfident", n_boot=200
+    ).set_index("metric")
+    assert (out["n_tasks"] == 30).all()
+    assert out.loc["brier", "lo"] < out.loc["brier", "hi"]
+    assert np.isnan(out.loc["ece", "lo"]) and "no paired interval for the ECE" in out.loc["ece", "ci_method"]
+    with pytest.raises(ValueError, match="needs trials with agent = 'calibrated'"):
+        stats.predictability_difference(df, on="agent", a="calibrated", b="nobody")
