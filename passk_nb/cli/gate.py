@@ -88,7 +88,7 @@ def gate_lines(result: GateResult) -> list[str]:
     >>> lines = gate_lines(gate(df, k=4, min=0.8))
     >>> print(lines[0], lines[-1], sep=chr(10))
     ## passk gate: PASS
-    | m | 20/20 | 80/80 pass | 1.000 | 0.810 | pass |
+    | m | 20/20 | 80/80 pass | 1.000 | 0.832 | pass |
     """
     k, ci = result.k, result.ci
     lines = [f"## passk gate: {'PASS' if result.holds else 'FAIL'}"]

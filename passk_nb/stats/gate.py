@@ -86,9 +86,9 @@ def gate(
     ...                    "passed": True, "outcome": "pass", "trial": list(range(4)) * 20})
     >>> result = gate(df, k=4, min=0.8)
     >>> result.holds, round(float(result.bounds["lo"].iloc[0]), 2), result.reasons
-    (True, 0.81, [])
+    (True, 0.83, [])
     >>> gate(df, k=4, min=0.9).reasons
-    ['model=m: the lower bound of pass^4, 0.810, is below 0.9 (95% interval for new tasks like these)']
+    ['model=m: the lower bound of pass^4, 0.832, is below 0.9 (95% interval for new tasks like these)']
     """
     from passk_nb.stats.summary import summarize
 

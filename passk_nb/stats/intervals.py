@@ -23,7 +23,7 @@ from scipy.special import betainccinv, betaincinv, gammaln, ndtri, stdtrit
 
 from passk_nb.stats._grouping import distinct_codes, group_means, group_sums
 from passk_nb.stats.estimators import pass_hat_k
-from passk_nb.stats.params import FIXED_LEVEL, METHOD
+from passk_nb.stats.params import FIXED_LEVEL, METHOD, PAIRED_METHODS
 
 #: Largest number of weights drawn in one bootstrap block.
 _BLOCK = 1 << 22
@@ -464,7 +464,7 @@ def _paired_kg(
 
 #: compare's paired interval from a spread (T, mean difference, floored s²), by method: what
 #: :func:`passk_nb.stats.design.power.simulated_power` reads from cells of simulated suites.
-PAIRED_FROM_SPREAD = {"korn-graubard": paired_kg_interval, "t": t_interval}
+PAIRED_FROM_SPREAD = dict(zip(PAIRED_METHODS[:2], (paired_kg_interval, t_interval), strict=True))
 
 
 def korn_graubard_paired_p_value(

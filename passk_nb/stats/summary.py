@@ -652,6 +652,31 @@ def _summary(
         lo[declined], hi[declined] = np.nan, np.nan
         ci_method = np.where(n_covered > 0, method, "none").astype(object)
         ci_method[declined] = DECLINED
+    counts = _group_counts(table, gid, cell_group, weight, cn, cc, n_groups)
+    return _frames(
+        groups,
+        ks,
+        counts,
+        n_covered=n_covered,
+        means=means,
+        bounds=(lo, hi),
+        se=se,
+        fixed=(fixed_lo, fixed_hi),
+        ci_method=ci_method,
+        n_clusters=None if unit is None else n_units,
+    )
+
+
+def _group_counts(
+    table: pd.DataFrame,
+    gid: np.ndarray,
+    cell_group: np.ndarray,
+    weight: np.ndarray,
+    cn: np.ndarray,
+    cc: np.ndarray,
+    n_groups: int,
+) -> dict[str, np.ndarray]:
+    """Per group: its tasks, trials and successes (from the cells) and the infra errors left out."""
     sums = {
         name: np.bincount(cell_group, weight[:, 0] * column, minlength=n_groups).astype(np.int64)
         for name, column in (("n_tasks", 1), ("trials", cn), ("successes", cc))
@@ -659,13 +684,32 @@ def _summary(
     sums["n_infra_excluded"] = np.bincount(gid, table["n_infra"].to_numpy(), minlength=n_groups).astype(
         np.int64
     )
-    n_tasks = sums["n_tasks"]
+    return sums
+
+
+def _frames(
+    groups: pd.DataFrame,
+    ks: Sequence[int],
+    sums: dict[str, np.ndarray],
+    *,
+    n_covered: np.ndarray,
+    means: np.ndarray,
+    bounds: tuple[np.ndarray, np.ndarray],
+    se: np.ndarray,
+    fixed: tuple[np.ndarray, np.ndarray],
+    ci_method: np.ndarray,
+    n_clusters: np.ndarray | None,
+) -> pd.DataFrame:
+    """:func:`_summary`'s arrays (groups × ks × (pass@k, pass^k)) as summarize's frame, one block of
+    groups per k."""
+    (lo, hi), (fixed_lo, fixed_hi) = bounds, fixed
+    n_groups = len(groups)
     frames = []
     for j, k in enumerate(ks):
         columns = {
             **{col: groups[col].array for col in groups.columns},
             "k": np.full(n_groups, k, dtype=np.int64),
-            "n_tasks": n_tasks,
+            "n_tasks": sums["n_tasks"],
             "n_tasks_covered": n_covered[:, j],
             "trials": sums["trials"],
             "successes": sums["successes"],
@@ -683,10 +727,10 @@ def _summary(
             "pass^k_fixed_hi": fixed_hi[:, j, 1],
             "n_infra_excluded": sums["n_infra_excluded"],
             "ci_method": ci_method[:, j],
-            **({} if unit is None else {"n_clusters": n_units[:, j]}),
+            **({} if n_clusters is None else {"n_clusters": n_clusters[:, j]}),
         }
         frames.append(pd.DataFrame(columns, index=pd.RangeIndex(n_groups)))
-    return frames[0] if n_ks == 1 else pd.concat(frames, ignore_index=True)
+    return frames[0] if len(ks) == 1 else pd.concat(frames, ignore_index=True)
 
 
 def _family_interval(

@@ -52,7 +52,10 @@ def test_a_program_that_set_the_collector_up_itself_keeps_its_settings(tmp_path,
         on_record=lambda r: during.append(gc.get_threshold()),
     )
     assert set(during) == {before[0]}
-    assert (gc.get_threshold(), gc.get_freeze_count(), gc.isenabled()) == before
+    assert (gc.get_threshold(), gc.isenabled()) == (before[0], before[2])
+    # the program's frozen objects stay frozen and the run froze none of its own: the count can only
+    # fall by the frozen objects that died meanwhile (a refcount reaching 0 frees a frozen object too)
+    assert (0 < gc.get_freeze_count() <= before[1]) if program == "froze" else gc.get_freeze_count() == before[1]
 
 
 def test_runs_at_once_restore_the_settings_when_the_last_ends():
