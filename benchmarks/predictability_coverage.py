@@ -9,8 +9,13 @@ score, ECE (same bins) and AUROC, computed from a million tasks with E[passed | 
 Intervals are computed at every task count (``min_tasks=2``), to show why passk-nb declines
 them below ``MIN_TASKS``.
 
+``--paired``: :func:`passk_nb.stats.predictability_difference` instead, on pairs of suites (a
+calibrated and an overconfident agent on the same tasks, outcomes drawn apart): how often its 95 %
+interval of the Brier and AUROC difference (overconfident − calibrated) contains the populations'.
+
     python benchmarks/predictability_coverage.py                      # 5, 10, 15, 30 tasks (~2 min)
     python benchmarks/predictability_coverage.py --tasks 30 --suites 400
+    python benchmarks/predictability_coverage.py --paired --tasks 30 --suites 400
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from passk_nb.stats import predictability
+from passk_nb.stats import predictability, predictability_difference
 
 SHAPES = {"u-shaped": (0.5, 0.5), "mostly-easy": (4.0, 1.0)}
 AGENTS = {
@@ -69,13 +74,64 @@ def suites(shape: str, agent: str, *, reps: int, tasks: int, trials: int, seed: 
     return df
 
 
+def paired_suites(shape: str, *, reps: int, tasks: int, trials: int, seed: int) -> pd.DataFrame:
+    """``reps`` pairs of suites: a calibrated and an overconfident agent on the same ``tasks`` (one
+    p per task, outcomes drawn apart), ``trials`` each."""
+    rng = np.random.default_rng(seed)
+    frames = []
+    for r in range(reps):
+        p = np.repeat(rng.beta(*SHAPES[shape], tasks), trials)
+        for agent in ("calibrated", "overconfident"):
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "config": f"suite-{r:04d}",
+                        "agent": agent,
+                        "task": np.repeat(np.arange(tasks), trials).astype(str),
+                        "confidence": AGENTS[agent](p, rng),
+                        "passed": rng.random(p.size) < p,
+                    }
+                )
+            )
+    df = pd.concat(frames, ignore_index=True)
+    df["outcome"] = np.where(df["passed"], "pass", "wrong_state")
+    return df
+
+
+def paired(args: argparse.Namespace) -> None:
+    """The coverage of predictability_difference's Brier and AUROC intervals."""
+    print("| tasks | shape | Brier difference | AUROC difference |")
+    print("|---|---|---|---|")
+    for tasks in args.tasks:
+        for shape in SHAPES:
+            calibrated, over = truth(shape, "calibrated"), truth(shape, "overconfident")
+            df = paired_suites(shape, reps=args.suites, tasks=tasks, trials=args.trials, seed=7)
+            hits: dict[str, list[bool]] = {"brier": [], "auroc": []}
+            for _, suite in df.groupby("config"):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    out = predictability_difference(
+                        suite, on="agent", a="calibrated", b="overconfident", n_boot=args.n_boot, min_tasks=2
+                    ).set_index("metric")
+                for metric, hit in hits.items():
+                    true = over[metric] - calibrated[metric]
+                    lo, hi = out.loc[metric, "lo"], out.loc[metric, "hi"]
+                    hit.append(bool(lo <= true + 1e-9 and true - 1e-9 <= hi))
+            cells = " | ".join(f"{np.mean(hits[m]):.1%}" for m in ("brier", "auroc"))
+            print(f"| {tasks} | {shape} | {cells} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", type=int, nargs="+", default=[5, 10, 15, 30])
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--suites", type=int, default=200)
     parser.add_argument("--n-boot", type=int, default=400)
+    parser.add_argument("--paired", action="store_true", help="the paired difference of two agents")
     args = parser.parse_args()
+    if args.paired:
+        paired(args)
+        return
     print("| tasks | shape | agent | Brier | ECE | AUROC |")
     print("|---|---|---|---|---|---|")
     for tasks in args.tasks:

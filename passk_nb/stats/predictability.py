@@ -409,9 +409,8 @@ def predictability(
 #: Why :func:`predictability_difference` gives no interval for the ECE.
 _NO_ECE_DIFFERENCE = (
     "no paired interval for the ECE: a calibrated configuration's debiased ECE sits on its boundary "
-    "at 0 (its own interval needs the squared error's test there), and the basic bootstrap interval "
-    "of a difference covered 72–83 % in simulation (a calibrated against an overconfident agent, 30 "
-    "tasks), the percentile one 51–63 %; compare the two cards' ECE intervals"
+    "at 0 (its own interval needs the squared error's test there), where a bootstrap of the "
+    "difference has no guarantee; compare the two cards' ECE intervals"
 )
 
 
@@ -482,9 +481,9 @@ def predictability_difference(
     stay together, so what the tasks share cancels) and takes each resample's b − a of each
     metric; the interval is its percentiles, as for each arm's Brier score and AUROC. The ECE's
     difference has no interval: its value is given and ``ci_method`` says why (a calibrated arm
-    sits at the boundary 0, and simulated, the basic interval of the difference covered 72–83 %). Coverage
-    of the Brier difference is tested by simulation (``tests/stats/test_predictability.py``,
-    ``docs/methods/predictability.md``). Declined (NaN, and ``ci_method`` says why) below
+    sits at the boundary 0, where a bootstrap of the difference has no guarantee). Coverage of the
+    Brier and AUROC differences: ``benchmarks/predictability_coverage.py --paired``
+    (``docs/methods/predictability.md``). Declined (NaN, and ``ci_method`` says why) below
     ``min_tasks`` shared tasks, for an AUROC either arm cannot rank, and when every resample gives
     the same difference (the same trials under two names): never a zero-width interval.
 
