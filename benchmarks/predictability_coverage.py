@@ -88,6 +88,7 @@ def paired_suites(shape: str, *, reps: int, tasks: int, trials: int, seed: int) 
                         "config": f"suite-{r:04d}",
                         "agent": agent,
                         "task": np.repeat(np.arange(tasks), trials).astype(str),
+                        "trial": np.tile(np.arange(trials), tasks),
                         "confidence": AGENTS[agent](p, rng),
                         "passed": rng.random(p.size) < p,
                     }

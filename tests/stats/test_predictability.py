@@ -5,7 +5,9 @@ truth of the population of tasks they were drawn from."""
 from __future__ import annotations
 
 import functools
+import importlib.util
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -246,28 +248,13 @@ def test_the_result_says_what_it_is_and_draws_its_reliability_diagram() -> None:
 
 
 def paired_suites(shape: str, *, reps: int, tasks: int, trials: int, seed: int) -> pd.DataFrame:
-    """``reps`` simulated pairs of suites: a calibrated and an overconfident agent on the same
-    ``tasks`` new tasks (the same success rate p per task, outcomes drawn apart), ``trials`` each."""
-    rng = np.random.default_rng(seed)
-    frames = []
-    for r in range(reps):
-        p = np.repeat(rng.beta(*SHAPES[shape], tasks), trials)
-        for agent in ("calibrated", "overconfident"):
-            frames.append(
-                pd.DataFrame(
-                    {
-                        "config": f"suite-{r:03d}",
-                        "agent": agent,
-                        "task": np.repeat(np.arange(tasks), trials).astype(str),
-                        "trial": np.tile(np.arange(trials), tasks),
-                        "confidence": AGENTS[agent](p, rng),
-                        "passed": rng.random(p.size) < p,
-                    }
-                )
-            )
-    df = pd.concat(frames, ignore_index=True)
-    df["outcome"] = np.where(df["passed"], "pass", "wrong_state")
-    return df
+    """``benchmarks/predictability_coverage.py``'s pairs of suites (a calibrated and an overconfident
+    agent on the same tasks), the benchmark's own code."""
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "predictability_coverage.py"
+    spec = importlib.util.spec_from_file_location("predictability_coverage", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.paired_suites(shape, reps=reps, tasks=tasks, trials=trials, seed=seed)
 
 
 @pytest.mark.parametrize("shape", list(SHAPES))
