@@ -21,6 +21,7 @@ interval of the Brier and AUROC difference (overconfident − calibrated) contai
 from __future__ import annotations
 
 import argparse
+import functools
 import warnings
 
 import numpy as np
@@ -37,6 +38,7 @@ AGENTS = {
 BINS = 10
 
 
+@functools.cache
 def truth(shape: str, agent: str) -> dict[str, float]:
     """The population's Brier score, ECE and AUROC."""
     rng = np.random.default_rng(2024)
@@ -64,6 +66,7 @@ def suites(shape: str, agent: str, *, reps: int, tasks: int, trials: int, seed: 
                 {
                     "config": f"suite-{r:04d}",
                     "task": np.repeat(np.arange(tasks), trials).astype(str),
+                    "trial": np.tile(np.arange(trials), tasks),
                     "confidence": AGENTS[agent](p, rng),
                     "passed": rng.random(p.size) < p,
                 }

@@ -4,7 +4,6 @@ truth of the population of tasks they were drawn from."""
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import warnings
 from pathlib import Path
@@ -16,56 +15,23 @@ import pytest
 import passk_nb.stats as stats
 from passk_nb.stats.predictability import MIN_TASKS, agreement_confidence, calibration, predictability
 
-#: Task success rates p ~ Beta(a, b): U-shaped (most tasks always or never pass) and mostly easy.
-SHAPES = {"u-shaped": (0.5, 0.5), "mostly-easy": (4.0, 1.0)}
-#: Each agent's stated confidence from its task's true p (confidences stated to two decimals,
-#: as a model writes them).
-AGENTS = {
-    "calibrated": lambda p, rng: p,
-    "overconfident": lambda p, rng: p**0.3,  # pushed toward 1
-    "uninformative": lambda p, rng: np.round(rng.random(p.shape), 2),  # says nothing of p
-}
-BINS = 10
+
+def _benchmark():
+    """``benchmarks/predictability_coverage.py``: the simulated agents, task shapes and suites this
+    file checks, the benchmark's own code."""
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "predictability_coverage.py"
+    spec = importlib.util.spec_from_file_location("predictability_coverage", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-@functools.cache
-def truth(shape: str, agent: str) -> dict[str, float]:
-    """The population's Brier score, ECE (on the same bins) and AUROC, from a million tasks with
-    the expectation over outcomes taken exactly (E[passed | p] = p)."""
-    rng = np.random.default_rng(2024)
-    p = rng.beta(*SHAPES[shape], 1_000_000)
-    c = AGENTS[agent](p, rng)
-    brier = float(np.mean(c**2 - 2 * c * p + p))
-    b = np.minimum((c * BINS).astype(int), BINS - 1)
-    ece = float(np.abs(np.bincount(b, weights=c - p, minlength=BINS)).sum() / p.size)
-    if agent == "uninformative":
-        auroc = 0.5  # confidence independent of the outcome
-    else:  # continuous and increasing in p: P(c of a pass > c of a failure)
-        ps = p[np.argsort(c, kind="stable")]
-        auroc = float(np.sum(ps * (np.cumsum(1 - ps) - (1 - ps))) / (ps.sum() * (1 - ps).sum()))
-    return {"brier": brier, "ece": ece, "auroc": auroc}
-
-
-def suites(shape: str, agent: str, *, reps: int, tasks: int, trials: int, seed: int) -> pd.DataFrame:
-    """``reps`` simulated suites (one ``config`` each) of ``tasks`` new tasks × ``trials`` trials."""
-    rng = np.random.default_rng(seed)
-    frames = []
-    for r in range(reps):
-        p = np.repeat(rng.beta(*SHAPES[shape], tasks), trials)
-        frames.append(
-            pd.DataFrame(
-                {
-                    "config": f"suite-{r:03d}",
-                    "task": np.repeat(np.arange(tasks), trials).astype(str),
-                    "trial": np.tile(np.arange(trials), tasks),
-                    "confidence": AGENTS[agent](p, rng),
-                    "passed": rng.random(p.size) < p,
-                }
-            )
-        )
-    df = pd.concat(frames, ignore_index=True)
-    df["outcome"] = np.where(df["passed"], "pass", "wrong_state")
-    return df
+_BENCH = _benchmark()
+#: Task success rates p ~ Beta(a, b) (U-shaped, mostly easy); each agent's stated confidence from
+#: its task's true p (calibrated, overconfident, uninformative); the bins of the ECE.
+SHAPES, AGENTS, BINS = _BENCH.SHAPES, _BENCH.AGENTS, _BENCH.BINS
+#: The population's Brier score, ECE and AUROC; simulated suites; pairs of suites of two agents.
+truth, suites, paired_suites = _BENCH.truth, _BENCH.suites, _BENCH.paired_suites
 
 
 def values(out: pd.DataFrame) -> dict[str, float]:
@@ -245,16 +211,6 @@ def test_the_result_says_what_it_is_and_draws_its_reliability_diagram() -> None:
         assert ax.get_xlabel() == "stated confidence"
         assert len(ax.containers) == 2  # one errorbar container per configuration
         plt.close("all")
-
-
-def paired_suites(shape: str, *, reps: int, tasks: int, trials: int, seed: int) -> pd.DataFrame:
-    """``benchmarks/predictability_coverage.py``'s pairs of suites (a calibrated and an overconfident
-    agent on the same tasks), the benchmark's own code."""
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "predictability_coverage.py"
-    spec = importlib.util.spec_from_file_location("predictability_coverage", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.paired_suites(shape, reps=reps, tasks=tasks, trials=trials, seed=seed)
 
 
 @pytest.mark.parametrize("shape", list(SHAPES))
