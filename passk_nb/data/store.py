@@ -378,11 +378,7 @@ def _one_row_per_trial(table: pa.Table, where: str) -> pa.Table:
         table.select(list(KEY)).append_column("_infra", infra),
         sort_keys=[(c, "ascending") for c in (*KEY, "_infra")],
     )
-    keys = table.select(list(KEY)).take(order)
-    same = np.ones(n - 1, dtype=bool)  # each sorted row has the key of the one before it
-    for column in KEY:
-        values = keys.column(column)
-        same &= pc.equal(values.slice(1), values.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+    _, same = _adjacent(table.select(list(KEY)).take(order))  # each sorted row's key is the one before's
     first = np.concatenate([[True], ~same])
     group = np.cumsum(first) - 1
     repeated = (np.bincount(group)[group] > 1) & ~infra.take(order).to_numpy(zero_copy_only=False)
@@ -393,15 +389,18 @@ def _one_row_per_trial(table: pa.Table, where: str) -> pa.Table:
         problem = repeated_trials_problem(pd.concat([keyed, rows.select(compared).to_pandas()], axis=1))
         if problem:
             raise ValueError(f"{where}: {problem}")
-    keep = order.to_numpy()[first]
-    if keep.size == n and (keep == np.arange(n)).all():  # stored in order, once each: nothing to move
-        return table
-    return table.take(keep)
+    return table.take(order.to_numpy()[first])  # not in key order (else returned above): moved
 
 
 def _in_key_order(table: pa.Table) -> bool:
     """Whether each row's ``(run_id, task, trial)`` is above the row's before it: sorted by the key,
     every trial once (one pass over the key, where sorting it would take several)."""
+    return bool(_adjacent(table)[0].all())
+
+
+def _adjacent(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """For each row after the first, whether its ``(run_id, task, trial)`` is above the previous
+    row's, and whether it is the same."""
     n = table.num_rows
     above, same = np.zeros(n - 1, dtype=bool), np.ones(n - 1, dtype=bool)
     for column in KEY:
@@ -409,7 +408,7 @@ def _in_key_order(table: pa.Table) -> bool:
         after, before = values.slice(1), values.slice(0, n - 1)
         above |= same & pc.greater(after, before).to_numpy(zero_copy_only=False)
         same &= pc.equal(after, before).to_numpy(zero_copy_only=False)
-    return bool(above.all())
+    return above, same
 
 
 def repeated_trials_problem(rows: pd.DataFrame, n: int | None = None) -> str | None:
