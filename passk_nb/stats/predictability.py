@@ -285,9 +285,7 @@ def _group_rows(
     counts: dict[str, object] = {"n_tasks": 0, "n_trials": len(part), "n_scored": len(scored)}
     if scored.empty:
         return _declined_rows(f"declined: {_NO_CONFIDENCE}"), {**counts, "pass_rate": np.nan}
-    task, _ = pd.factorize(scored["task"], sort=True)  # tasks in order: one draw pairs configurations
-    y, conf = scored["y"].to_numpy(float), scored["conf"].to_numpy(float)
-    sums = _Sums(task, conf, y, int(task.max()) + 1, bins)
+    sums, y = _arm_sums(scored, bins), scored["y"].to_numpy(float)
     counts.update(n_tasks=sums.n_tasks, pass_rate=float(y.mean()))
     point = {name: float(v[0]) for name, v in sums.metrics(np.ones((1, sums.n_tasks))).items()}
     few = sums.n_tasks < min_tasks
@@ -415,7 +413,8 @@ _NO_ECE_DIFFERENCE = (
 
 
 def _arm_sums(scored: pd.DataFrame, bins: int) -> _Sums:
-    """One arm's :class:`_Sums` over tasks factorized in sorted order (so arms on the same tasks pair)."""
+    """One configuration's :class:`_Sums` of its scored trials, over its tasks in sorted order (so
+    one bootstrap draw pairs configurations on the same tasks)."""
     task, _ = pd.factorize(scored["task"], sort=True)
     return _Sums(task, scored["conf"].to_numpy(float), scored["y"].to_numpy(float), int(task.max()) + 1, bins)
 
@@ -631,10 +630,7 @@ def calibration(
         scored = part[part["conf"].notna()]
         if scored.empty:
             continue
-        task, _ = pd.factorize(scored["task"], sort=True)  # tasks in order: one draw pairs configurations
-        y, conf = scored["y"].to_numpy(float), scored["conf"].to_numpy(float)
-        sums = _Sums(task, conf, y, int(task.max()) + 1, bins)
-        for row in _bin_rows(sums, ci):
+        for row in _bin_rows(_arm_sums(scored, bins), ci):
             rows.append({**group, "source": confidence, **row})
     columns = [*keys, "source", "bin", "bin_lo", "bin_hi", "n_trials", "n_tasks", "mean_confidence"]
     out = pd.DataFrame(rows, columns=[*columns, "pass_rate", "lo", "hi", "ci_method"])
