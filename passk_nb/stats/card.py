@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from passk_nb.data.severity import NOT_GRADED
-from passk_nb.stats.checks import as_records, check_k, check_options
+from passk_nb.stats.checks import as_records, check_k, check_options, two_arms
 from passk_nb.stats.consistency import consistency
 from passk_nb.stats.cost import cost_summary, with_cost
 from passk_nb.stats.forecast import forecast
@@ -400,12 +400,7 @@ def card_comparison(
     [[1.0, 1.0, 0.0, 'paired, new tasks']]
     """
     df = as_records(df)
-    if on not in df.columns or not {a, b} <= set(df[on]):
-        have = sorted(map(str, set(df[on])))[:10] if on in df.columns else f"no column {on!r}"
-        raise ValueError(
-            f"card_comparison needs trials with {on} = {a!r} and with {on} = {b!r}; found {have}"
-        )
-    df = df[df[on].isin([a, b])]
+    df = two_arms(df, on, a, b, "card_comparison")
     options: dict[str, Any] = {"ci": ci, "n_boot": n_boot, "seed": seed, "infra": infra}
     these, pair = tasks == "these", (on, a, b)
     cards = reliability_card(df, k=k, by=[on], tasks=tasks, **options)

@@ -93,6 +93,19 @@ def as_records(df: pd.DataFrame | str | os.PathLike[str]) -> pd.DataFrame:
     return load(df)
 
 
+def two_arms(df: pd.DataFrame, on: str, a: object, b: object, what: str) -> pd.DataFrame:
+    """The trials of ``df`` with ``df[on]`` ``a`` or ``b``; an error naming ``what`` (the function)
+    and the values present when either has none.
+
+    >>> two_arms(pd.DataFrame({"p": ["x", "y", "z"]}), "p", "x", "y", "f")["p"].tolist()
+    ['x', 'y']
+    """
+    if on not in df.columns or not {a, b} <= set(df[on]):
+        have = sorted(map(str, set(df[on])))[:10] if on in df.columns else f"no column {on!r}"
+        raise ValueError(f"{what} needs trials with {on} = {a!r} and with {on} = {b!r}; found {have}")
+    return df[df[on].isin([a, b])]
+
+
 def require_columns(df: pd.DataFrame, columns: Iterable[str]) -> None:
     """Raise ValueError listing the columns ``df`` lacks.
 

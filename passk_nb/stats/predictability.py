@@ -52,6 +52,7 @@ from passk_nb.stats.checks import (
     refuse_repeated_trials,
     refuse_wrong_outcomes,
     require_columns,
+    two_arms,
 )
 from passk_nb.stats.counts import is_counts_table
 from passk_nb.stats.intervals import exact_binomial, task_resamples
@@ -512,12 +513,7 @@ def predictability_difference(
     check_options(ci=ci, n_boot=n_boot, seed=seed)
     if isinstance(min_tasks, bool) or not isinstance(min_tasks, int | np.integer) or min_tasks < 2:
         raise ValueError(f"min_tasks must be a whole number ≥ 2; got min_tasks={min_tasks!r}")
-    if on not in df.columns or not {a, b} <= set(df[on]):
-        have = sorted(map(str, set(df[on])))[:10] if on in df.columns else f"no column {on!r}"
-        raise ValueError(
-            f"predictability_difference needs trials with {on} = {a!r} and with {on} = {b!r}; found {have}"
-        )
-    frame, _ = _scored(df[df[on].isin([a, b])], confidence, [on], infra, bins)
+    frame, _ = _scored(two_arms(df, on, a, b, "predictability_difference"), confidence, [on], infra, bins)
     scored = frame[frame["conf"].notna()]
     shared = set(scored.loc[scored[on] == a, "task"]) & set(scored.loc[scored[on] == b, "task"])
     arms = tuple(scored[(scored[on] == arm) & scored["task"].isin(shared)] for arm in (a, b))
