@@ -147,13 +147,17 @@ def test_tau_bench_shape_and_per_task_reliability():
     assert [round(v, 3) for v in pass_at.values()] == [0.42, 0.567, 0.66, 0.72]
 
 
-def lcb_builder():
-    """scripts/make_livecodebench_data.py as a module (scripts/ is not a package)."""
-    path = DATA.parent / "scripts" / "make_livecodebench_data.py"
-    spec = importlib.util.spec_from_file_location("make_lcb", path)
+def script(name: str):
+    """scripts/<name>.py as a module (scripts/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(name, DATA.parent / "scripts" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def lcb_builder():
+    """scripts/make_livecodebench_data.py as a module."""
+    return script("make_livecodebench_data")
 
 
 def lcb_source() -> pd.DataFrame:
@@ -702,10 +706,7 @@ def test_a_regrade_drops_only_the_refusal_the_claim_finder_once_misread():
 
 def test_rescoring_a_data_folder_keeps_its_readme_and_its_trials(tmp_path):
     """scripts/rescore_example_data.py rewrites a folder's runs and keeps the files beside them."""
-    path = DATA.parent / "scripts" / "rescore_example_data.py"
-    spec = importlib.util.spec_from_file_location("rescore", path)
-    rescore = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(rescore)
+    rescore = script("rescore_example_data")
     folder = tmp_path / "qwen2.5-1.5b-bank"
     shutil.copytree(DATA / "qwen2.5-1.5b-bank", folder)
     before = passk_nb.load(folder)
