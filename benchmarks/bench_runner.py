@@ -73,14 +73,29 @@ with FakeServer("openai", keep_alive=True, latency={latency!r}) as server:
     sys.stdin.read()  # until the benchmark closes our stdin
 """
 
+#: The chat completion the minimal server answers every request with (``--harness``: the canned reply).
+MINIMAL_REPLY = json.dumps(
+    {
+        "id": "bench",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "bench",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": '{"answer": "done"}'},
+            }
+        ],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+).encode()
+
 #: The floor's server: asyncio, HTTP/1.1 keep-alive, one fixed chat completion ``latency`` after each
 #: request (read up to the end of its body), no parsing beyond the headers' Content-Length.
 _MINIMAL_SERVER = """
 import asyncio, json, socket, sys
-BODY = json.dumps({{"id": "bench", "object": "chat.completion", "created": 0, "model": "bench",
-    "choices": [{{"index": 0, "finish_reason": "stop",
-    "message": {{"role": "assistant", "content": '{{"answer": "done"}}'}}}}],
-    "usage": {{"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}}}).encode()
+BODY = {body!r}
 HEAD = b"HTTP/1.1 200 OK\\r\\nContent-Type: application/json\\r\\nContent-Length: %d\\r\\n\\r\\n"
 REPLY = HEAD % len(BODY) + BODY
 
@@ -114,7 +129,9 @@ class Server:
     ``minimal``: the floor's asyncio server instead."""
 
     def __init__(self, latency: float, minimal: bool = False):
-        code = (_MINIMAL_SERVER if minimal else _SERVER).format(root=str(ROOT), latency=latency)
+        code = (_MINIMAL_SERVER if minimal else _SERVER).format(
+            root=str(ROOT), latency=latency, body=MINIMAL_REPLY
+        )
         self.proc = subprocess.Popen(
             [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
         )
@@ -156,7 +173,10 @@ def timed_run(
         wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     assert len(df) == len(SUITE.tasks) * trials_per_task, len(df)
     if one_turn:  # "done" without doing anything: a failed check, never the backend's failure
-        assert df["n_turns"].eq(1).all() and not df["outcome"].eq("infra_error").any(), df["error"].head()
+        odd = df[df["n_turns"].ne(1) | df["outcome"].eq("infra_error")]
+        assert odd.empty, (
+            f"{len(odd)} trials not one turn or failed by the backend: {odd['error'].head().tolist()}"
+        )
     else:
         assert df["outcome"].eq("pass").all(), df["error"].dropna().head().tolist()
     return wall, cpu, int(df["n_turns"].sum())
@@ -326,23 +346,69 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def canned_replies(latency: float) -> None:
+    """Replace the openai provider's HTTP exchange by :data:`MINIMAL_REPLY`, ``latency`` seconds
+    after the request (an ``asyncio.sleep``, no socket): what the harness alone costs (``--harness``).
+    Everything else of ``passk_nb.run`` (the preflight against the server included) is unchanged."""
+    from multidict import CIMultiDict
+
+    from passk_nb.harness.providers import http
+    from passk_nb.harness.providers.transport import Received
+
+    headers = CIMultiDict({"Content-Type": "application/json"})
+
+    async def canned(session: Session, url: str, payload: bytes, limits: Limits) -> tuple[Received, bytes]:
+        if latency:
+            await asyncio.sleep(latency)
+        return Received(200, headers, None), MINIMAL_REPLY
+
+    http.read_reply = canned  # type: ignore[assignment]
+
+
+def thread_cpu() -> dict[str, float]:
+    """CPU seconds of each thread of this process so far, by name (``passk-http``: the transport
+    loop's), from ``/proc/self/task``."""
+    import threading
+
+    names = {t.native_id: t.name for t in threading.enumerate()}
+    tick, out = os.sysconf("SC_CLK_TCK"), {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            fields = Path(f"/proc/self/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended meanwhile
+            continue
+        name = names.get(int(tid), "other")
+        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
 def measure_one(args: argparse.Namespace) -> None:
     """One measurement in this (fresh) process, printed as one JSON line: what ``--measure`` runs."""
     if args.no_uvloop:
         sys.modules["uvloop"] = None  # type: ignore[assignment]  # `import uvloop` now fails everywhere
     trials_per_task = max(1, args.trials // len(SUITE.tasks))
     one_turn = not args.fake
+    if args.measure == "harness":
+        canned_replies(args.latency)
     child0 = _children_cpu()
+    threads: dict[str, float] = {}
     if args.measure == "bare":
         bare_asyncio_client(args.url, 1, 8, one_turn)  # warm-up: imports, first connections
         wall, cpu, turns = bare_asyncio_client(args.url, trials_per_task, args.concurrency[0], one_turn)
     else:
         timed_run(args.url, 1, 8, one_turn=one_turn)  # warm-up: imports, first parquet write
+        before = thread_cpu()
         wall, cpu, turns = timed_run(
             args.url, trials_per_task, args.concurrency[0], one_turn=one_turn, workers=args.run_workers
         )
+        threads = {name: used - before.get(name, 0.0) for name, used in thread_cpu().items()}
     children = _children_cpu() - child0
-    print(json.dumps({"wall": wall, "cpu": cpu + children, "children": children, "turns": turns}), flush=True)
+    print(
+        json.dumps(
+            {"wall": wall, "cpu": cpu + children, "children": children, "turns": turns, "threads": threads}
+        ),
+        flush=True,
+    )
 
 
 def measured(
@@ -437,6 +503,186 @@ def baseline_benchmark(args: argparse.Namespace) -> None:
         "CPU (its children's included) per request; x = passk_nb.run / bare (issue 50's targets: CPU "
         "<= 1.5x, wall at 1,024 x 1 s <= 1.1x)"
     )
+
+
+#: The cells of ``--harness``: (in flight, seconds before the canned reply).
+HARNESS_CELLS = ((256, 0.0), (32, 0.05), (256, 0.05))
+
+
+async def _sleeps(concurrency: int, latency: float, n: int) -> None:
+    left = [n]
+
+    async def worker() -> None:
+        while left[0] > 0:
+            left[0] -= 1
+            await asyncio.sleep(latency)
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+
+
+def harness_benchmark(args: argparse.Namespace) -> None:
+    """``passk_nb.run`` with the HTTP exchange replaced by a canned reply (:func:`canned_replies`),
+    each measurement in a fresh process, ``--reps`` times (medians): the harness's own CPU per
+    one-turn trial, split between the transport loop's thread (the trials) and the main thread
+    (records, parts, the merge), back to back and in bursts; beside it, what ``concurrency`` tasks
+    that only sleep ``latency`` per trial cost on the same loop (the timers and wake-ups alone)."""
+    import statistics
+
+    loops = [True, False] if uvloop_installed() else [False]
+    print(
+        f"{args.trials} one-turn trials, the reply canned; {args.reps} reps, medians; {os.cpu_count()} "
+        f"cores, load average {os.getloadavg()[0]:.2f} at the start"
+    )
+    header = (
+        f"{'cell':>12} | {'loop':>7} | {'CPU/trial':>9} | {'trials':>8} | {'records':>8} | "
+        f"{'sleeps alone':>12}"
+    )
+    print(header + "\n" + "-" * len(header))
+    server = Server(0.0, minimal=True)  # the preflight's; no trial reaches it
+    back_to_back: float | None = None
+    try:
+        for concurrency, latency in HARNESS_CELLS:
+            sub = argparse.Namespace(**{**vars(args), "latency": latency})
+            for uv in loops:
+                runs = [measured("harness", server.url, sub, concurrency, uv) for _ in range(args.reps)]
+                per = {
+                    what: statistics.median(r["threads"].get(name, 0.0) / r["turns"] for r in runs)
+                    for what, name in (("trials", "passk-http"), ("records", "MainThread"))
+                }
+                with asyncio.Runner(loop_factory=_loop_factory(uv)) as runner:
+                    cpu0 = time.process_time()
+                    runner.run(_sleeps(concurrency, latency, args.trials))
+                    sleeps = (time.process_time() - cpu0) / args.trials
+                if latency == 0 and back_to_back is None:
+                    back_to_back = statistics.median(r["cpu"] / r["turns"] for r in runs)
+                print(
+                    f"{concurrency:>5} x {latency * 1000:>4.0f}ms | {'uvloop' if uv else 'asyncio':>7} | "
+                    f"{statistics.median(r['cpu'] / r['turns'] for r in runs) * 1000:>6.3f} ms | "
+                    f"{per['trials'] * 1000:>5.3f} ms | {per['records'] * 1000:>5.3f} ms | "
+                    f"{sleeps * 1000:>9.4f} ms",
+                    flush=True,
+                )
+        pieces = harness_pieces(server.url)
+    finally:
+        server.close()
+    print("\nthe pieces that can be timed alone, per one-turn trial (best of 3):")
+    for name, seconds in pieces:
+        print(f"{seconds * 1e6:>7.1f} µs  {name}")
+    total = sum(seconds for _, seconds in pieces)
+    print(f"{total * 1e6:>7.1f} µs  together", end="")
+    if back_to_back is not None:
+        rest = back_to_back - total
+        print(
+            f", of {back_to_back * 1e6:.0f} µs back to back ({HARNESS_CELLS[0][0]} x 0 ms, the first loop); "
+            f"the other {rest * 1e6:.0f} µs: the provider layers, the trial's scaffolding, the episode's own "
+            "steps, the event loop"
+        )
+    print(
+        f"load average {os.getloadavg()[0]:.2f} at the end. CPU/trial: the run's process per trial; "
+        "trials: its transport loop's thread (the trials themselves); records: its main thread (the "
+        "records, their parts and the merge); sleeps alone: tasks that only sleep, same loop and cell"
+    )
+
+
+def _per_call(fn: Any, n: int) -> float:
+    """Seconds of CPU per call of ``fn()``, the best of three rounds of ``n`` calls."""
+    best = float("inf")
+    for _ in range(3):
+        cpu0 = time.process_time()
+        for _ in range(n):
+            fn()
+        best = min(best, (time.process_time() - cpu0) / n)
+    return best
+
+
+def harness_pieces(url: str, part_records: int = 600, run_records: int = 6000) -> list[tuple[str, float]]:
+    """CPU per one-turn trial of the pieces of the harness that can be timed alone, each called on
+    what a canned run (:func:`canned_replies`) gives it, best of three rounds: ``(piece, seconds)``.
+    The records' pieces are per record, at ``part_records`` a part (a second's records at 32 x 50 ms)
+    and a run of ``run_records``."""
+    import random
+
+    import pyarrow.parquet as pq
+
+    from passk_nb.data.records import frame_from_table, storable_record, table_from_records
+    from passk_nb.data.store import write_part
+    from passk_nb.harness.grading import judge
+    from passk_nb.harness.providers import make_provider
+
+    with tempfile.TemporaryDirectory() as out:
+        passk_nb.run("openai", "bench", base_url=url, api_key_env=None, trials=1, out=out, progress=False)
+        parts = sorted(Path(out).rglob("*.parquet"))
+        records = pq.read_table(parts[0]).to_pylist()
+    task = SUITE.tasks[0]
+    provider: Any = make_provider("openai", "bench", base_url=url, api_key_env=None)
+    messages = conversations(1, one_turn=True)[0][0]  # a trial's first (and only) turn, as sent
+    state = SUITE.make_env().final_state()
+    record = records[0]
+    rng = random.Random(0)
+    run = [{**records[i % len(records)], "trial": i} for i in range(run_records)]
+    rng.shuffle(run)
+    part = run[:part_records]
+    table = table_from_records(run, storable=True)
+    with tempfile.TemporaryDirectory() as out:
+        pieces = [
+            ("the trial's environment (make_env: the initial state copied)", _per_call(SUITE.make_env, 2000)),
+            (
+                "the request body and its JSON (the bare client's JSON too)",
+                _per_call(
+                    lambda: json.dumps(provider.request_body(messages), ensure_ascii=False).encode(), 2000
+                ),
+            ),
+            (
+                "the reply's JSON and its fields",
+                _per_call(lambda: provider.read_reply(json.loads(MINIMAL_REPLY)), 2000),
+            ),
+            (
+                "the judge and the claims check",
+                _per_call(
+                    lambda: judge(SUITE, task, state, state, final_answer='{"answer": "done"}', seen=[]), 2000
+                ),
+            ),
+            ("the record's boundary (storable_record)", _per_call(lambda: storable_record(record), 2000)),
+            (
+                "the Arrow table of a part",
+                _per_call(lambda: table_from_records(part, storable=True), 20) / part_records,
+            ),
+            (
+                "the part's parquet file, on disk",
+                _per_call(lambda: write_part(table.slice(0, part_records), out, "p"), 20) / part_records,
+            ),
+            ("the merge: the run's parts sorted and written once", _merge_cost(table, part_records, out)),
+            ("the returned DataFrame", _per_call(lambda: frame_from_table(table), 3) / run_records),
+        ]
+    provider.close()
+    return pieces
+
+
+def _merge_cost(table: Any, part_records: int, out: str) -> float:
+    """CPU per record of merging ``table`` (records out of key order) from parts of ``part_records``
+    this process wrote (``merge_known``, as a run's end does), best of three rounds. The first merge
+    of a process costs several times more: its memory is touched for the first time."""
+    from passk_nb.data.store import merge_known, write_part
+
+    best = float("inf")
+    for round_ in range(3):
+        run_id = f"merge{round_}"
+        known = {}
+        for at in range(0, table.num_rows, part_records):
+            part = table.slice(at, part_records)
+            known[write_part(part, out, run_id)] = part
+        cpu0 = time.process_time()
+        merge_known(out, run_id, known)
+        best = min(best, (time.process_time() - cpu0) / table.num_rows)
+    return best
+
+
+def _loop_factory(uv: bool) -> Any:
+    if not uv:
+        return asyncio.new_event_loop
+    import uvloop
+
+    return uvloop.new_event_loop
 
 
 def floor_benchmark(args: argparse.Namespace) -> None:
@@ -662,7 +908,12 @@ def workers_benchmark(workers: int = 2, cpu_s: float = 0.01, trials: int = 20) -
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--trials", type=int, default=3000, help="trials per client and cell (default 3000)")
+    parser.add_argument(
+        "--trials",
+        type=int,
+        help="trials per client and cell (default 3000; --workers: 30000, a run long enough that its start "
+        "and its merge at the end, one process's work, do not decide the rate)",
+    )
     parser.add_argument(
         "--concurrency",
         type=int,
@@ -677,7 +928,7 @@ def main() -> int:
         action="store_true",
         help="against the fake server replaying the orders scripts (multi-turn trials) instead",
     )
-    parser.add_argument("--measure", choices=["bare", "passk"], help=argparse.SUPPRESS)
+    parser.add_argument("--measure", choices=["bare", "passk", "harness"], help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--no-uvloop", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--run-workers", type=int, help=argparse.SUPPRESS)
@@ -705,6 +956,12 @@ def main() -> int:
         "a CPU-bound function agent on threads",
     )
     mode.add_argument(
+        "--harness",
+        action="store_true",
+        help="only passk_nb.run with the HTTP exchange replaced by a canned reply: the harness's own CPU "
+        "per trial, back to back (256 x 0 ms) and in bursts (32 / 256 x 50 ms)",
+    )
+    mode.add_argument(
         "--floor",
         action="store_true",
         help="only the bare clients against a minimal asyncio server (no target)",
@@ -712,10 +969,15 @@ def main() -> int:
     args = parser.parse_args()
     args.concurrency_given = args.concurrency is not None
     args.concurrency = args.concurrency or [32, 256]
+    if args.trials is None:
+        args.trials = 30000 if args.workers else 3000
     if args.quick:
         args.trials, args.reps = 300, 1
     if args.measure:
         measure_one(args)
+        return 0
+    if args.harness:
+        harness_benchmark(args)
         return 0
     if args.floor:
         floor_benchmark(args)

@@ -31,6 +31,7 @@ from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 from passk_nb.harness.providers.base import (
+    Cancel,
     TrialGivenUp,
     cancel_event,
     delay_scope,
@@ -125,9 +126,7 @@ class _Worker:
         self.process.join(10)
         self.conn.close()
 
-    def run(
-        self, fn: Callable[..., Any], args: tuple[Any, ...], event: threading.Event | None
-    ) -> tuple[str, Any]:
+    def run(self, fn: Callable[..., Any], args: tuple[Any, ...], event: Cancel | None) -> tuple[str, Any]:
         """Run ``fn(state, *args)`` here: ``("done", result)``, ``("raised", exception)``,
         ``("died", None)`` when the process died, ``("given up", None)`` once ``event`` is set."""
         payload = bytes(ForkingPickler.dumps((fn, args)))  # a pickling error is the caller's, raised here
@@ -172,7 +171,7 @@ class ProcessTrials:
         self._busy: set[_Worker] = set()
         self._idle = [_Worker(self._context, state) for _ in range(workers)]
 
-    def _take(self, event: threading.Event | None) -> _Worker:
+    def _take(self, event: Cancel | None) -> _Worker:
         """An idle worker, once one is free; TrialGivenUp if the trial is given up on first."""
         with self._lock:
             while not self._idle:

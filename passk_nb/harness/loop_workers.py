@@ -28,7 +28,6 @@ import contextlib
 import multiprocessing
 import os
 import signal
-import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Sequence
@@ -37,7 +36,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from passk_nb.harness.executors import become_worker
-from passk_nb.harness.providers.base import cancel_scope
+from passk_nb.harness.providers.base import CancelFlag, cancel_scope
 from passk_nb.harness.providers.transport import new_loop, use_loop
 
 #: How often a worker says it is alive (seconds).
@@ -57,7 +56,7 @@ async def timed_trial(
     """``fn(*job)`` within ``timeout`` seconds: past it the trial is cancelled (its request closed)
     and ``on_timeout(*job, elapsed)`` is its record; its cancel event is set either way, for
     anything it left in a worker thread."""
-    event, started = threading.Event(), time.monotonic()
+    event, started = CancelFlag(), time.monotonic()
     limit = None if timeout is None else asyncio.timeout(timeout)
     try:
         with cancel_scope(event):

@@ -218,6 +218,57 @@ def test_a_trials_scaffolding_costs_no_generator_and_no_timer_without_a_deadline
     assert record == {"task": "t", "trial": 3, "cancelled": False}
 
 
+def test_a_trial_on_the_loop_is_cancelled_by_a_flag_that_makes_no_lock_until_a_thread_waits():
+    """Issue 50: a trial on the transport loop only sets its cancel flag and reads it; a
+    ``threading.Event`` built a condition and a lock for it every trial (~3 µs)."""
+    from passk_nb.harness import loop_workers
+    from passk_nb.harness.providers.base import cancel_event
+
+    flags = []
+
+    async def trial(task, n):
+        flags.append(cancel_event())
+        return {"task": task, "trial": n}
+
+    asyncio.run(loop_workers.timed_trial(trial, ("t", 1), None, None))
+    (flag,) = flags
+    assert flag.is_set() and flag._event is None  # set as the trial ended; no thread ever waited
+
+
+def test_a_thread_a_trial_left_behind_wakes_as_its_deadline_passes():
+    """The cancel flag of a trial given up on wakes what it runs in a worker thread (an injected
+    delay, a subprocess's wait): set before or after the thread starts waiting."""
+    from passk_nb.harness import loop_workers
+    from passk_nb.harness.providers.base import CancelFlag, cancellable_sleep
+
+    ended = []
+
+    def sleeper():
+        start = time.monotonic()
+        cancellable_sleep(30)
+        ended.append(time.monotonic() - start)
+
+    async def trial(task, n):
+        await asyncio.to_thread(sleeper)
+        return {"task": task, "trial": n}
+
+    def gave_up(task, n, elapsed):
+        return {"task": task, "trial": n, "timed_out": elapsed}
+
+    async def main():
+        record = await loop_workers.timed_trial(trial, ("t", 2), 0.2, gave_up)
+        deadline = time.monotonic() + 10
+        while not ended and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        return record
+
+    record = asyncio.run(main())
+    assert record["timed_out"] >= 0.2 and ended and ended[0] < 10
+    flag = CancelFlag()
+    flag.set()
+    assert flag.wait(30) is True  # set before anyone waited: no wait at all
+
+
 def test_a_request_awaited_on_the_transport_loop_takes_no_lock(monkeypatch):
     """Issue 50: each request of the asyncio runner is awaited where it runs, on the transport loop;
     finding that loop took the process's lock on every request."""

@@ -446,3 +446,33 @@ def test_a_reply_reporting_impossible_usage_is_kept_as_unknown_and_cannot_stall_
     assert df["input_tokens"].max() < 10**6  # the first trial's count was not believed
     notes = [json.loads(m).get("usage_note", "") for m in df["provider_meta"]]
     assert sum(f"input_tokens={tokens} reported" in note for note in notes) == 1
+
+
+def test_a_request_body_is_encoded_by_one_encoder_as_json_dumps_writes_it(monkeypatch):
+    """Issue 50: ``json.dumps`` with an option builds an encoder for every request (~1 µs); the body's
+    bytes are the same."""
+    import json as json_module
+
+    from passk_nb.harness.providers.transport import Session
+
+    provider = make_provider("openai", "m", base_url="http://127.0.0.1:9", api_key_env=None)
+    body = provider.request_body(
+        [{"role": "system", "content": 'Grüß dich "quoted"\n'}, {"role": "user", "content": "x"}]
+    )
+    sent = []
+    monkeypatch.setattr(
+        "passk_nb.harness.providers.http.read_reply",
+        lambda session, url, payload, limits: sent.append(payload),
+    )
+    built = []
+    original = json_module.JSONEncoder.__init__
+    monkeypatch.setattr(
+        json_module.JSONEncoder, "__init__", lambda self, *a, **k: built.append(1) or original(self, *a, **k)
+    )
+    session = Session(1, timeout=5.0)
+    try:
+        provider._read(session, "/v1/chat/completions", body, "POST /v1/chat/completions")
+    finally:
+        session.close()
+        provider.close()
+    assert built == [] and sent == [json.dumps(body, ensure_ascii=False).encode()]

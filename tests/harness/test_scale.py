@@ -372,3 +372,33 @@ def test_a_part_holds_a_seconds_records_up_to_two_thousand(tmp_path):
     assert len(writer.parts) == 1 and writer.written == 2000  # the first 2,000, in one part
     writer.flush()
     assert len(writer.parts) == 2 and len(load(tmp_path)) == 2500
+
+
+def test_a_trials_seeded_copy_copies_the_providers_dict_unless_its_class_copies_itself(monkeypatch):
+    """Issue 50: ``with_seed`` runs once per trial; ``copy.copy`` cost three times a copy of the
+    instance's ``__dict__``. A class with slots or its own copying keeps ``copy.copy``."""
+    import copy as copy_module
+
+    from passk_nb.harness.providers import base
+
+    provider = make_provider("openai", "m", base_url="http://127.0.0.1:9", api_key_env=None)
+    with monkeypatch.context() as patched:
+        patched.setattr(base.copy, "copy", lambda value: pytest.fail("copy.copy was used"))
+        clone = provider.with_seed(7)
+    assert (clone.seed, provider.seed) == (7, None) and type(clone) is type(provider)
+    assert clone._pool is provider._pool and clone.__dict__.keys() == provider.__dict__.keys()
+    provider.close()
+
+    class Slotted(base.BaseProvider):
+        __slots__ = ("extra",)
+
+    class OwnCopy(base.BaseProvider):
+        def __copy__(self):
+            clone = copy_module.deepcopy(self)
+            clone.copied_by = "OwnCopy"
+            return clone
+
+    slotted = Slotted("m")
+    slotted.extra = "kept"
+    assert slotted.with_seed(1).extra == "kept" and slotted.with_seed(1).seed == 1
+    assert OwnCopy("m").with_seed(2).copied_by == "OwnCopy"

@@ -63,6 +63,10 @@ from passk_nb.harness.spec import schema_id
 
 log = logging.getLogger("passk_nb.harness.providers")
 
+#: A request body's JSON, as ``json.dumps(body, ensure_ascii=False)`` writes it, by one encoder (each
+#: ``json.dumps`` with an option builds its own: ~1 µs a request).
+_request_json = json.JSONEncoder(ensure_ascii=False).encode
+
 
 #: Largest reply body read from the wire (32 MiB; ``max_body_bytes=``): a reply is a few KB.
 DEFAULT_MAX_BODY_BYTES = 32 * 2**20
@@ -451,7 +455,7 @@ class RemoteProvider(BaseProvider):
             too_big=lambda status: self.too_big(where, status),
             too_big_inflated=lambda status, wire: self.too_big_inflated(where, status, wire),
         )
-        payload = json.dumps(body, ensure_ascii=False).encode()
+        payload = _request_json(body).encode()
         return read_reply(session, f"{self.base_url}{path}", payload, limits)
 
     def _transport_errors(self, where: str) -> _TransportErrors:
