@@ -224,8 +224,9 @@ def cell(args: tuple[str, str, int, int, float, int, int, int, str, bool]) -> tu
         "decided": df["decided"].mean(),
         "missed any look": df["missed"].mean(),
         "missed final": df["final_missed"].mean(),
-        "gate passed": df["passed"].mean(),
-        "difference declared": df["declared"].mean(),
+        # each only where it is the question's error or outcome (else it counts every decided run)
+        "gate passed": df["passed"].mean() if kind.startswith("gate") else math.nan,
+        "difference declared": df["declared"].mean() if kind == "compare" else math.nan,
         "mean halfwidth": df["halfwidth"].mean(),
         "mean rounds": df["rounds"].mean(),
         "max trials of a task": df["max_task_trials"].mean(),

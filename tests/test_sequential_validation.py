@@ -4,6 +4,7 @@ as such (with its message), with and without ``--final``, instead of ending the 
 from __future__ import annotations
 
 import importlib
+import math
 import sys
 from pathlib import Path
 
@@ -31,3 +32,21 @@ def test_the_gate_below_one_flaky_task_has_no_fixed_design_and_says_why(script, 
     )
     assert none == "" and measured["reps"] == 2 and isinstance(measured["fixed n"], int)
     assert list(row) == list(measured)  # one table: the refused cell has every column, empty
+
+
+def test_a_difference_is_counted_only_for_a_comparison_and_a_pass_only_for_a_gate(script):
+    """A precision question decided is not a difference declared: the column counted every decided
+    run of every question, so it read 1.0 for precision cells."""
+    truth = script.TRUTHS.index("all p = 0.9")
+    rows = {
+        kind: script.cell((script.TRUTHS[truth], kind, 10, 2, 0.1, 3, 2026, 2, "anytime", False))[0]
+        for kind in ("precision", "gate-above", "compare")
+    }
+    assert rows["precision"]["decided"] > 0
+    assert math.isnan(rows["precision"]["difference declared"]) and math.isnan(
+        rows["precision"]["gate passed"]
+    )
+    assert 0 <= rows["compare"]["difference declared"] <= 1 and math.isnan(rows["compare"]["gate passed"])
+    assert 0 <= rows["gate-above"]["gate passed"] <= 1 and math.isnan(
+        rows["gate-above"]["difference declared"]
+    )
