@@ -187,14 +187,15 @@ def _spread(
     """Per group: the number of tasks T, the mean and s², s² floored at the mean fixed-task variance
     (the spread of per-task estimates over a population of tasks includes each task's
     trial-to-trial spread, so it cannot be smaller). With ``unit`` (each task's family):
-    :func:`unit_spread`, in families."""
+    :func:`unit_spread`, in families. T is a column (n_groups, 1), or per column with ``unit``:
+    either broadcasts against the means."""
     if unit is not None:
         return unit_spread(gid, np.ones_like(values), values, floor, n_groups, unit)
     sizes = np.bincount(gid, minlength=n_groups).astype(float)
     means = group_means(gid, values, sizes)
     with np.errstate(invalid="ignore", divide="ignore"):
         s2 = group_sums(gid, (values - means[gid]) ** 2, n_groups) / (sizes[:, None] - 1)
-    return sizes, means, np.fmax(s2, group_means(gid, floor, sizes))
+    return sizes[:, None], means, np.fmax(s2, group_means(gid, floor, sizes))
 
 
 def cell_spread(
@@ -347,7 +348,7 @@ def student_t(
     variance and F − 1 degrees of freedom (:func:`unit_spread`).
     """
     sizes, means, s2 = _spread(gid, values, floor, n_groups, unit)
-    return t_interval(sizes[:, None] if sizes.ndim == 1 else sizes, means, s2, ci=ci)
+    return t_interval(sizes, means, s2, ci=ci)
 
 
 def t_interval(
@@ -386,7 +387,7 @@ def korn_graubard(
     s²/T the clustered variance (:func:`unit_spread`): Korn and Graubard's design-effect form.
     """
     sizes, means, s2 = _spread(gid, values, floor, n_groups, unit)
-    return kg_interval(sizes[:, None] if sizes.ndim == 1 else sizes, means, s2, ci=ci)
+    return kg_interval(sizes, means, s2, ci=ci)
 
 
 def kg_interval(
@@ -427,7 +428,7 @@ def korn_graubard_paired(
     tasks; with ``unit``, families are the sampling unit (:func:`unit_spread`).
     """
     sizes, means, s2 = _spread(gid, values, floor, n_groups, unit)
-    return paired_kg_interval(sizes[:, None] if sizes.ndim == 1 else sizes, means, s2, ci=ci)
+    return paired_kg_interval(sizes, means, s2, ci=ci)
 
 
 def paired_kg_interval(
@@ -483,7 +484,7 @@ def korn_graubard_paired_p_value(
     (True, 0.0)
     """
     sizes, means, s2 = _spread(gid, values, floor, n_groups, unit)
-    sizes = np.broadcast_to(sizes[:, None] if sizes.ndim == 1 else sizes, means.shape)
+    sizes = np.broadcast_to(sizes, means.shape)
     low, high = np.full(means.shape, -40.0), np.zeros(means.shape)  # log10(1 − ci): p in [1e-40, 1]
     for _ in range(64):
         mid = (low + high) / 2
