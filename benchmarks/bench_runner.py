@@ -142,8 +142,7 @@ class Server:
 
     def cpu(self) -> float:
         """CPU seconds the server process has used (user + system, from /proc)."""
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return stat_cpu(Path(f"/proc/{self.proc.pid}/stat"))
 
     def close(self) -> None:
         assert self.proc.stdin is not None
@@ -327,14 +326,8 @@ def bare_asyncio_client(
     """THE baseline: the run's request bodies sent by a bare asyncio + aiohttp client, ``concurrency``
     at a time (on uvloop when it imports): ``(wall s, CPU s, turns)``."""
     jobs = request_bodies(url, trials_per_task, one_turn)
-    try:
-        import uvloop
-
-        factory: Any = uvloop.new_event_loop
-    except ImportError:
-        factory = None
     start, cpu0 = time.perf_counter(), time.process_time()
-    with asyncio.Runner(loop_factory=factory) as runner:
+    with asyncio.Runner(loop_factory=_loop_factory(uvloop_installed())) as runner:
         n = runner.run(_bare_asyncio(url, jobs, concurrency))
     return time.perf_counter() - start, time.process_time() - cpu0, n
 
@@ -365,20 +358,26 @@ def canned_replies(latency: float) -> None:
     http.read_reply = canned  # type: ignore[assignment]
 
 
+def stat_cpu(stat: Path) -> float:
+    """CPU seconds (user + system) of the process or thread whose ``/proc/…/stat`` is ``stat``."""
+    fields = stat.read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def thread_cpu() -> dict[str, float]:
     """CPU seconds of each thread of this process so far, by name (``passk-http``: the transport
     loop's), from ``/proc/self/task``."""
     import threading
 
     names = {t.native_id: t.name for t in threading.enumerate()}
-    tick, out = os.sysconf("SC_CLK_TCK"), {}
+    out: dict[str, float] = {}
     for tid in os.listdir("/proc/self/task"):
         try:
-            fields = Path(f"/proc/self/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+            used = stat_cpu(Path(f"/proc/self/task/{tid}/stat"))
         except OSError:  # the thread ended meanwhile
             continue
         name = names.get(int(tid), "other")
-        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+        out[name] = out.get(name, 0.0) + used
     return out
 
 
