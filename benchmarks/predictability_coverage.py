@@ -56,25 +56,42 @@ def truth(shape: str, agent: str) -> dict[str, float]:
     return out
 
 
+def _trials(
+    config: str,
+    p: np.ndarray,
+    agent: str,
+    rng: np.random.Generator,
+    tasks: int,
+    trials: int,
+    labelled: bool = False,
+) -> pd.DataFrame:
+    """One suite's trials (``p``: each trial's task's success probability): the agent's confidence
+    drawn, then whether each trial passed; ``labelled``: with an ``agent`` column."""
+    return pd.DataFrame(
+        {
+            "config": config,
+            **({"agent": agent} if labelled else {}),
+            "task": np.repeat(np.arange(tasks), trials).astype(str),
+            "trial": np.tile(np.arange(trials), tasks),
+            "confidence": AGENTS[agent](p, rng),
+            "passed": rng.random(p.size) < p,
+        }
+    )
+
+
+def _with_outcome(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    df = pd.concat(frames, ignore_index=True)
+    df["outcome"] = np.where(df["passed"], "pass", "wrong_state")
+    return df
+
+
 def suites(shape: str, agent: str, *, reps: int, tasks: int, trials: int, seed: int) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     frames = []
     for r in range(reps):
         p = np.repeat(rng.beta(*SHAPES[shape], tasks), trials)
-        frames.append(
-            pd.DataFrame(
-                {
-                    "config": f"suite-{r:04d}",
-                    "task": np.repeat(np.arange(tasks), trials).astype(str),
-                    "trial": np.tile(np.arange(trials), tasks),
-                    "confidence": AGENTS[agent](p, rng),
-                    "passed": rng.random(p.size) < p,
-                }
-            )
-        )
-    df = pd.concat(frames, ignore_index=True)
-    df["outcome"] = np.where(df["passed"], "pass", "wrong_state")
-    return df
+        frames.append(_trials(f"suite-{r:04d}", p, agent, rng, tasks, trials))
+    return _with_outcome(frames)
 
 
 def paired_suites(shape: str, *, reps: int, tasks: int, trials: int, seed: int) -> pd.DataFrame:
@@ -85,21 +102,8 @@ def paired_suites(shape: str, *, reps: int, tasks: int, trials: int, seed: int) 
     for r in range(reps):
         p = np.repeat(rng.beta(*SHAPES[shape], tasks), trials)
         for agent in ("calibrated", "overconfident"):
-            frames.append(
-                pd.DataFrame(
-                    {
-                        "config": f"suite-{r:04d}",
-                        "agent": agent,
-                        "task": np.repeat(np.arange(tasks), trials).astype(str),
-                        "trial": np.tile(np.arange(trials), tasks),
-                        "confidence": AGENTS[agent](p, rng),
-                        "passed": rng.random(p.size) < p,
-                    }
-                )
-            )
-    df = pd.concat(frames, ignore_index=True)
-    df["outcome"] = np.where(df["passed"], "pass", "wrong_state")
-    return df
+            frames.append(_trials(f"suite-{r:04d}", p, agent, rng, tasks, trials, labelled=True))
+    return _with_outcome(frames)
 
 
 def paired(args: argparse.Namespace) -> None:
