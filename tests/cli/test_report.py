@@ -17,6 +17,7 @@ from passk_nb.cli.main import main
 from passk_nb.data.ids import IDENTITY_COLUMNS
 from passk_nb.data.records import frame_from_records
 from tests.helpers.fake_servers import require
+from tests.helpers.records import spy_parquet_reads
 
 HOSTILE = "<script>alert('pwned')</script><img src=https://evil.example/x.png onerror=alert(1)>"
 CHROMIUM = Path("/usr/bin/chromium")
@@ -575,16 +576,7 @@ def test_two_cards_side_by_side_from_the_command_line(tmp_path, capsys):
 def test_a_text_report_leaves_the_transcripts_on_disk_and_the_page_reads_them(folder, capsys, monkeypatch):
     """The transcripts are most of a folder's bytes and no text format shows one (1M trials with ~1 KB
     transcripts: 3 GB loaded, bench_parquet.py). The HTML page shows failed trials' transcripts."""
-    import pyarrow.parquet as pq
-
-    read = []
-    original = pq.ParquetFile.read
-
-    def spy(self, columns=None, **kwargs):
-        read.append(columns)
-        return original(self, columns=columns, **kwargs)
-
-    monkeypatch.setattr(pq.ParquetFile, "read", spy)
+    read = spy_parquet_reads(monkeypatch)
     for form in ("table", "markdown", "json", "csv"):
         capsys.readouterr()
         read.clear()

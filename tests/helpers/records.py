@@ -76,3 +76,19 @@ def minimal_rows(run_id: str, trials, outcome: str = "pass", task: str = "t") ->
         }
         for i in trials
     ]
+
+
+def spy_parquet_reads(monkeypatch) -> list:
+    """The ``columns`` of every ``pyarrow.parquet.ParquetFile.read`` from now on (None: every column),
+    for tests that a reader leaves some columns (the transcripts) on disk."""
+    import pyarrow.parquet as pq
+
+    read: list = []
+    original = pq.ParquetFile.read
+
+    def spy(self, columns=None, **kwargs):
+        read.append(columns)
+        return original(self, columns=columns, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "read", spy)
+    return read

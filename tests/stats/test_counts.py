@@ -15,7 +15,7 @@ from passk_nb.data.store import load, write_part
 from passk_nb.stats.checks import COUNTED_OUTCOMES
 from passk_nb.stats.counts import counts
 from passk_nb.stats.summary import summarize
-from tests.helpers.records import records_from_marks, synthetic_trials
+from tests.helpers.records import records_from_marks, spy_parquet_reads, synthetic_trials
 
 
 def groupby_counts(df: pd.DataFrame, by: tuple[str, ...], infra: str) -> pd.DataFrame:
@@ -378,14 +378,7 @@ def test_missing_or_empty_folders_say_so(tmp_path) -> None:
 def test_load_reads_only_the_columns_asked_for(folder, monkeypatch) -> None:
     columns = ["model", "task", "passed", "outcome"]
     full = load(folder)
-    read = []
-    original = pq.ParquetFile.read
-
-    def spy(self, columns=None, **kwargs):
-        read.append(columns)
-        return original(self, columns=columns, **kwargs)
-
-    monkeypatch.setattr(pq.ParquetFile, "read", spy)
+    read = spy_parquet_reads(monkeypatch)
     got = load(folder, columns=columns)
     pd.testing.assert_frame_equal(got, full[columns])
     assert read and all(cols is not None and "transcript" not in cols for cols in read)
